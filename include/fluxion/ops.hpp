@@ -1,0 +1,120 @@
+// fluxion/ops.hpp — differentiable operations on tensors. Every op runs on the device of its
+// arguments (all must share one), records itself for autodiff when a gradient is being taken, and
+// throws a fluxion::Error naming the op, the shapes or devices, and the fix when the input is bad.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "fluxion/tensor.hpp"
+
+namespace fluxion {
+
+// ---- elementwise arithmetic, NumPy broadcasting ----
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a);
+Tensor operator+(const Tensor& a, double s);
+Tensor operator-(const Tensor& a, double s);
+Tensor operator*(const Tensor& a, double s);
+Tensor operator/(const Tensor& a, double s);
+Tensor operator+(double s, const Tensor& a);
+Tensor operator-(double s, const Tensor& a);
+Tensor operator*(double s, const Tensor& a);
+Tensor operator/(double s, const Tensor& a);
+Tensor pow(const Tensor& a, const Tensor& b);
+Tensor pow(const Tensor& a, double exponent);
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor abs(const Tensor& x);
+Tensor square(const Tensor& x);
+Tensor sin(const Tensor& x);
+Tensor cos(const Tensor& x);
+Tensor sign(const Tensor& x);  // gradient zero
+Tensor clamp(const Tensor& x, double low, double high);
+
+// ---- activations: functions, and values usable where an activation is expected (Dense(.., σ)) ----
+Tensor relu(const Tensor& x);
+Tensor leakyrelu(const Tensor& x, double slope = 0.01);
+Tensor elu(const Tensor& x, double alpha = 1.0);
+Tensor gelu(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor softplus(const Tensor& x);
+Tensor swish(const Tensor& x);
+Tensor identity(const Tensor& x);
+inline Tensor (*const σ)(const Tensor&) = sigmoid;  // Flux's spelling
+
+// ---- comparisons (bool result, no gradient) and selection ----
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor operator==(const Tensor& a, const Tensor& b);
+Tensor operator!=(const Tensor& a, const Tensor& b);
+Tensor operator<(const Tensor& a, const Tensor& b);
+Tensor operator<=(const Tensor& a, const Tensor& b);
+Tensor operator>(const Tensor& a, const Tensor& b);
+Tensor operator>=(const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);  // differentiable in a and b
+
+// ---- reductions: over everything, or along one axis ----
+Tensor sum(const Tensor& x);
+Tensor sum(const Tensor& x, int axis, bool keepdims = false);
+Tensor mean(const Tensor& x);
+Tensor mean(const Tensor& x, int axis, bool keepdims = false);
+Tensor max(const Tensor& x);
+Tensor max(const Tensor& x, int axis, bool keepdims = false);
+Tensor min(const Tensor& x);
+Tensor min(const Tensor& x, int axis, bool keepdims = false);
+Tensor argmax(const Tensor& x);                                   // i64 index into the flattened tensor
+Tensor argmax(const Tensor& x, int axis, bool keepdims = false);  // i64
+Tensor argmin(const Tensor& x, int axis, bool keepdims = false);
+// Reduces `x` by summation to `shape` (the reverse of broadcasting).
+Tensor sum_to(const Tensor& x, const Shape& shape);
+
+// ---- linear algebra ----
+// {m,k}x{k,n}, {m,k}x{k}, {k}x{k,n}, {k}x{k}, and batched {...,m,k}x{...,k,n} with broadcast batches.
+Tensor matmul(const Tensor& a, const Tensor& b);
+Tensor transpose(const Tensor& x, int a = -2, int b = -1);
+
+// ---- neural-network ops (NCHW, weights {out, in/groups, kh, kw}) ----
+struct Conv2dOptions {
+    std::vector<std::int64_t> stride = {1, 1};
+    std::vector<std::int64_t> padding = {0, 0};
+    std::vector<std::int64_t> dilation = {1, 1};
+    std::int64_t groups = 1;
+};
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Conv2dOptions& options = {});
+// The transpose of conv2d: weight {in, out/groups, kh, kw}; output_padding adds to the far side.
+Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Conv2dOptions& options = {},
+                        std::vector<std::int64_t> output_padding = {0, 0});
+struct Pool2dOptions {
+    std::vector<std::int64_t> window;
+    std::vector<std::int64_t> stride = {};  // defaults to the window
+    std::vector<std::int64_t> padding = {0, 0};
+};
+Tensor maxpool2d(const Tensor& x, const Pool2dOptions& options);
+Tensor meanpool2d(const Tensor& x, const Pool2dOptions& options);
+Tensor softmax(const Tensor& x, int axis = -1);
+Tensor logsoftmax(const Tensor& x, int axis = -1);
+Tensor logsumexp(const Tensor& x, int axis, bool keepdims = false);
+
+// ---- joining, indexing, conversion ----
+Tensor concat(const std::vector<Tensor>& xs, int axis = 0);
+Tensor stack(const std::vector<Tensor>& xs, int axis = 0);
+Tensor index_select(const Tensor& x, int axis, const Tensor& index);  // index: integer tensor, any shape
+Tensor gather(const Tensor& x, const Tensor& index);                  // rows of x: index_select(x, 0, index)
+Tensor onehot(const Tensor& labels, std::int64_t classes, DType dtype = DType::f32);  // {...} -> {..., classes}
+Tensor cast(const Tensor& x, DType dtype);  // differentiable between floating types
+Tensor contiguous(const Tensor& x);
+
+}  // namespace fluxion

@@ -1,0 +1,146 @@
+// backend.hpp — the one interface every backend implements (ggml's idea): a table of memory,
+// copy and kernel functions. The CPU backend is built into libfluxion; every other backend is a
+// plugin `libfluxion-<name>.so` exporting `fluxion_backend_entry`, found at run time.
+//
+// Conventions for kernels: pointers are device pointers of the backend; element counts and
+// strides are in elements; unless a parameter says otherwise, buffers are contiguous row-major.
+// Kernels are asynchronous on devices that queue work; copies to the host are synchronous.
+// A kernel reports an unsupported dtype by throwing fluxion::DTypeError.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "fluxion/dtype.hpp"
+
+namespace fluxion::backend {
+
+inline constexpr int kAbiVersion = 1;
+inline constexpr int kMaxDims = 8;
+
+enum class Unary : int {
+    neg, exp, log, sqrt, abs, square, sin, cos, tanh, sigmoid, relu,
+    leakyrelu,  // a = negative slope
+    elu,        // a = alpha
+    gelu,       // tanh approximation, as Flux's gelu
+    softplus, swish,
+    clamp,      // a = low, b = high
+    sign, recip,
+    pow_scalar,  // x^a
+};
+
+enum class Binary : int {
+    add, sub, mul, div, pow, maximum, minimum,
+    eq, ne, lt, le, gt, ge,  // write bool
+};
+
+enum class Reduce : int { sum, mean, max, min, argmax, argmin };  // argmax/argmin write i64
+
+enum class Pool : int { max, mean };
+
+enum class Optimiser : int { descent, momentum, nesterov, rmsprop, adam, adamw };
+
+struct Conv2dShape {
+    std::int64_t n, c, h, w;        // input  {n, c, h, w}
+    std::int64_t k, r, s;           // weight {k, c / groups, r, s}
+    std::int64_t oh, ow;            // output {n, k, oh, ow}
+    std::int64_t stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups;
+};
+
+struct Pool2dShape {
+    std::int64_t n, c, h, w, oh, ow;
+    std::int64_t kh, kw, stride_h, stride_w, pad_h, pad_w;
+};
+
+// Hyper-parameters of one optimiser step; each rule reads the fields it needs.
+struct OptimiserStep {
+    double eta = 0, rho = 0, beta1 = 0, beta2 = 0, epsilon = 0, decay = 0;
+    std::int64_t t = 0;  // 1-based step count (Adam's bias correction)
+};
+
+// A strided view of `ndim` dimensions, sizes in `shape`, strides (elements) in `strides`.
+struct Strided {
+    int ndim;
+    std::int64_t shape[kMaxDims];
+    std::int64_t strides[kMaxDims];
+};
+
+struct Backend {
+    int abi_version;
+    const char* name;  // "CPU", "CUDA", ...
+
+    // ---- devices ----
+    // Whether the backend can run here; if not, `why` (may be null) receives a reason.
+    bool (*functional)(char* why, std::size_t why_size);
+    int (*device_count)();
+    void (*device_info)(int device, char* name, std::size_t name_size, std::size_t* total, std::size_t* free);
+    void (*synchronize)(int device);
+
+    // ---- memory ----
+    void* (*alloc)(int device, std::size_t bytes);  // throws fluxion::OutOfMemory
+    void (*free)(int device, void* ptr);
+    void (*copy_from_host)(int device, void* dst, const void* src, std::size_t bytes);
+    void (*copy_to_host)(int device, void* dst, const void* src, std::size_t bytes);
+    void (*copy_device)(int dst_device, void* dst, int src_device, const void* src, std::size_t bytes);
+
+    // ---- layout ----
+    void (*fill)(int device, DType t, std::int64_t n, void* dst, double value);
+    // dst[view of shape with dst strides] = src[view with src strides]; both share `shape`.
+    void (*copy_strided)(int device, DType t, const Strided* src_view, const void* src,
+                         const std::int64_t* dst_strides, void* dst);
+    void (*cast)(int device, DType from, DType to, std::int64_t n, const void* src, void* dst);
+    // dst[o, j, i] = src[o, idx[j], i] for src {outer, n_src, inner}, idx {n_idx} (i64), dst {outer, n_idx, inner}
+    void (*index_select)(int device, DType t, std::int64_t outer, std::int64_t n_src, std::int64_t inner,
+                         const void* src, const std::int64_t* idx, std::int64_t n_idx, void* dst);
+    // dst[o, idx[j], i] += src[o, j, i]: the gradient of index_select
+    void (*index_add)(int device, DType t, std::int64_t outer, std::int64_t n_dst, std::int64_t inner,
+                      const void* src, const std::int64_t* idx, std::int64_t n_idx, void* dst);
+
+    // ---- elementwise ----
+    void (*unary)(int device, Unary op, DType t, std::int64_t n, const void* x, void* y, double a, double b);
+    // gx = gy * d op(x) / dx, given x and y = op(x)
+    void (*unary_backward)(int device, Unary op, DType t, std::int64_t n, const void* x, const void* y,
+                           const void* gy, void* gx, double a, double b);
+    // out (contiguous, shape of the views) = a op b, a and b broadcast by stride-0 views.
+    // `t` is the element type of a and b; comparisons write bool, the rest write t.
+    void (*binary)(int device, Binary op, DType t, const Strided* a_view, const void* a,
+                   const Strided* b_view, const void* b, void* out);
+    // out = cond ? a : b, all three broadcast to the shape of the views; cond is bool.
+    void (*where)(int device, DType t, const Strided* c_view, const void* c, const Strided* a_view,
+                  const void* a, const Strided* b_view, const void* b, void* out);
+
+    // ---- reductions: src {outer, n, inner} -> dst {outer, inner} ----
+    void (*reduce)(int device, Reduce op, DType t, std::int64_t outer, std::int64_t n, std::int64_t inner,
+                   const void* src, void* dst);
+
+    // ---- linear algebra ----
+    // C[b] = alpha * op(A[b]) op(B[b]) + beta * C[b] for b < batch; row-major, op = transpose if set.
+    void (*gemm)(int device, DType t, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                 double alpha, const void* a, std::int64_t lda, std::int64_t stride_a, const void* b,
+                 std::int64_t ldb, std::int64_t stride_b, double beta, void* c, std::int64_t ldc,
+                 std::int64_t stride_c, std::int64_t batch);
+
+    // ---- neural-network kernels ----
+    void (*conv2d)(int device, DType t, const Conv2dShape* s, const void* x, const void* w, void* y);
+    void (*conv2d_backward_input)(int device, DType t, const Conv2dShape* s, const void* gy, const void* w, void* gx);
+    void (*conv2d_backward_weight)(int device, DType t, const Conv2dShape* s, const void* x, const void* gy, void* gw);
+    void (*pool2d)(int device, Pool op, DType t, const Pool2dShape* s, const void* x, void* y);
+    void (*pool2d_backward)(int device, Pool op, DType t, const Pool2dShape* s, const void* x, const void* y,
+                            const void* gy, void* gx);
+    // softmax (or log-softmax) along the middle axis of {outer, n, inner}
+    void (*softmax)(int device, bool log, DType t, std::int64_t outer, std::int64_t n, std::int64_t inner,
+                    const void* x, void* y);
+    void (*softmax_backward)(int device, bool log, DType t, std::int64_t outer, std::int64_t n, std::int64_t inner,
+                             const void* y, const void* gy, void* gx);
+
+    // ---- optimisers: one fused step over n parameters; state buffers as the rule needs (else null) ----
+    void (*optimiser_step)(int device, Optimiser rule, DType t, std::int64_t n, void* param, const void* grad,
+                           void* state1, void* state2, const OptimiserStep* hp);
+};
+
+// What a plugin exports (extern "C"): returns its table, or null if `abi_version` does not match.
+using EntryFn = const Backend* (*)(int abi_version);
+inline constexpr const char* kEntrySymbol = "fluxion_backend_entry";
+
+const Backend& cpu_backend();  // the built-in CPU table (also reused by the test plugin)
+
+}  // namespace fluxion::backend

@@ -1,0 +1,24 @@
+// optimiser_kernel.cpp — checks, then the backend's fused optimiser step.
+#include "core/optimiser_kernel.hpp"
+
+#include "core/dispatch.hpp"
+
+namespace fluxion::detail {
+
+void optimiser_step(backend::Optimiser rule, Tensor& param, const Tensor& grad, Tensor& state1, Tensor& state2,
+                    const backend::OptimiserStep& hp) {
+    std::vector<Tensor> args{param, grad};
+    for (const Tensor* s : {&state1, &state2})
+        if (s->defined()) args.push_back(*s);
+    common_device("optimiser step", args);
+    for (const auto& t : args) {
+        if (t.shape() != param.shape() || t.dtype() != param.dtype())
+            throw ShapeError("optimiser step: parameter " + summary(param) + " got a gradient or state " + summary(t));
+        if (!t.is_contiguous()) throw ValueError("optimiser step: parameters, gradients and state must be contiguous");
+    }
+    backend_of(param).optimiser_step(param.device().index, rule, param.dtype(), param.numel(), param.data_ptr(),
+                                     grad.data_ptr(), state1.defined() ? state1.data_ptr() : nullptr,
+                                     state2.defined() ? state2.data_ptr() : nullptr, &hp);
+}
+
+}  // namespace fluxion::detail

@@ -1,0 +1,13 @@
+// optimiser_kernel.hpp — one fused optimiser step on a parameter tensor through its backend
+// (for the optimisers; see the formulas beside the kernels in src/cpu/optimiser.cpp).
+#pragma once
+#include "core/backend.hpp"
+#include "fluxion/tensor.hpp"
+
+namespace fluxion::detail {
+
+// param, grad and the state tensors must share device, dtype and shape; state2 may be empty.
+void optimiser_step(backend::Optimiser rule, Tensor& param, const Tensor& grad, Tensor& state1, Tensor& state2,
+                    const backend::OptimiserStep& hp);
+
+}  // namespace fluxion::detail

@@ -1,0 +1,41 @@
+// tape.hpp — the autodiff tape: every op whose inputs are tracked appends one entry holding the
+// indices of its inputs and output and a backward rule. Replaying the entries (DESIGN 3.2) uses the
+// same list, so everything a step does is visible here.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "core/tensor_impl.hpp"
+
+namespace fluxion::detail {
+
+// Gradients of the inputs, given the gradient of the output; needs[i] says whether input i wants one
+// (an op may skip work for the others and return an undefined tensor there).
+using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_out, const std::vector<bool>& needs)>;
+
+struct TapeEntry {
+    const char* op;
+    std::vector<std::int64_t> inputs;  // tape ids, -1 for inputs that are not tracked
+    std::int64_t output;
+    BackwardFn backward;
+};
+
+struct TapeData {
+    std::vector<TapeEntry> entries;
+    std::int64_t next_id = 0;
+    std::vector<Tensor> grads;  // by tape id, filled by backward()
+    bool done = false;
+    TapeData* outer = nullptr;
+};
+
+TapeData* active_tape();
+
+// Records `out` as the result of `op` on `inputs` when a gradient is being taken and an input is
+// tracked; returns the (possibly re-handled) output. Call once per op, after computing `out`.
+Tensor record(const char* op, const std::vector<Tensor>& inputs, Tensor out, BackwardFn backward);
+
+// Whether any of the tensors is tracked on the active tape (lets ops skip building closures).
+bool any_tracked(const std::vector<Tensor>& inputs);
+
+}  // namespace fluxion::detail

@@ -1,0 +1,46 @@
+// tensor_impl.hpp — what a Tensor handle points to: storage (memory on one device) and a view of it.
+#pragma once
+#include <cstddef>
+#include <memory>
+
+#include "core/backend.hpp"
+#include "fluxion/tensor.hpp"
+
+namespace fluxion::detail {
+
+struct TapeData;
+
+// Memory on one device, freed through its backend when the last view goes away.
+struct Storage {
+    const backend::Backend* backend = nullptr;
+    Device device;
+    void* ptr = nullptr;
+    std::size_t bytes = 0;
+
+    Storage(const backend::Backend* b, Device d, std::size_t n);
+    ~Storage();
+    Storage(const Storage&) = delete;
+    Storage& operator=(const Storage&) = delete;
+};
+
+struct TensorImpl {
+    std::shared_ptr<Storage> storage;
+    Shape shape;
+    Shape strides;
+    std::int64_t offset = 0;
+    DType dtype = DType::f32;
+    // Autodiff: the tape this tensor is recorded on, and its slot there (-1: not tracked).
+    TapeData* tape = nullptr;
+    std::int64_t tape_id = -1;
+};
+
+Shape contiguous_strides(const Shape& shape);
+// A fresh contiguous tensor on `device` (uninitialised).
+Tensor make_tensor(const Shape& shape, DType dtype, const Device& device);
+// A new handle on the same storage with another shape/strides/offset (not tracked).
+Tensor make_view(const Tensor& base, const Shape& shape, const Shape& strides, std::int64_t offset);
+
+inline const backend::Backend& backend_of(const Tensor& t) { return *t.impl()->storage->backend; }
+inline int device_index(const Tensor& t) { return t.device().index; }
+
+}  // namespace fluxion::detail
