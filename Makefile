@@ -1,0 +1,34 @@
+# The two commands of the README: `make demo` (the main job) and `make test` (every test).
+# Both install what is missing first (scripts/setup.sh) and build with the `release` preset.
+BUILD := build/release
+JOBS ?= $(shell nproc)
+
+.PHONY: demo test build setup sanitize bench clean
+
+setup:
+	@bash scripts/setup.sh
+
+build: setup
+	cmake --preset release >/dev/null
+	cmake --build $(BUILD) -j$(JOBS)
+
+demo: build
+	$(BUILD)/bin/fashion_mnist
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 900
+
+# Every test under AddressSanitizer and UndefinedBehaviorSanitizer (the `dev` preset).
+sanitize: setup
+	cmake --preset dev >/dev/null
+	cmake --build build/dev -j$(JOBS)
+	cd build/dev && ctest --output-on-failure -j$(JOBS) --timeout 1800
+
+# Side-by-side benchmarks against PyTorch; figures go to BENCHMARKS.md by hand.
+bench: setup
+	cmake --preset bench >/dev/null
+	cmake --build build/bench -j$(JOBS)
+	python3 bench/compare.py build/bench
+
+clean:
+	rm -rf build

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what building, testing and the demo need on a fresh Debian machine; does nothing for
+# packages already present. Run as root (or with sudo available).
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config          # compiler and build
+  libopenblas-dev                           # BLAS for matmul and convolution
+  libgtest-dev libbenchmark-dev             # tests and benchmarks
+  zlib1g-dev nlohmann-json3-dev             # .gz data sets, safetensors headers
+  python3 python3-numpy python3-torch       # PyTorch reference values and interoperability tests
+  dataset-fashion-mnist                     # the main job's data
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

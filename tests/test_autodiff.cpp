@@ -1,0 +1,109 @@
+// test_autodiff.cpp — the tape: gradients of several arguments, structures, unused arguments,
+// non-scalar results, no-grad scopes, accumulation, and the seed's basic example.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "fluxion/fluxion.hpp"
+
+namespace fx = fluxion;
+using fx::Tensor;
+
+struct Pair {
+    Tensor a;
+    Tensor b;
+};
+FLUXION_FUNCTOR(Pair, a, b);
+
+TEST(Autodiff, GradientOfSeveralArguments) {
+    Tensor x = fx::tensor({1, 2, 3}), y = fx::tensor({4, 5, 6});
+    auto [gx, gy] = fx::gradient([](const Tensor& a, const Tensor& b) { return fx::sum(a * b); }, x, y);
+    EXPECT_EQ(gx.to_vector<float>(), y.to_vector<float>());
+    EXPECT_EQ(gy.to_vector<float>(), x.to_vector<float>());
+}
+
+TEST(Autodiff, WithGradientReturnsTheValue) {
+    Tensor x = fx::tensor({3});
+    auto [value, g] = fx::withgradient([](const Tensor& a) { return fx::sum(a * a * a); }, x);
+    EXPECT_EQ(value.item(), 27.0);
+    EXPECT_EQ(g.item(), 27.0);
+}
+
+TEST(Autodiff, ReusedTensorsAccumulate) {
+    Tensor x = fx::tensor({2});
+    auto [g] = fx::gradient([](const Tensor& a) { return fx::sum(a * a + a); }, x);
+    EXPECT_EQ(g.item(), 5.0);
+}
+
+TEST(Autodiff, UnusedArgumentGetsZeros) {
+    Tensor x = fx::ones({2, 2}), y = fx::ones({3});
+    auto [gx, gy] = fx::gradient([](const Tensor& a, const Tensor&) { return fx::sum(a); }, x, y);
+    EXPECT_EQ(gy.shape(), (fx::Shape{3}));
+    EXPECT_EQ(gy.to_vector<float>(), std::vector<float>(3, 0.0f));
+    auto [g] = fx::gradient([](const Tensor&) { return fx::scalar(1.0); }, x);
+    EXPECT_EQ(g.to_vector<float>(), std::vector<float>(4, 0.0f));
+}
+
+TEST(Autodiff, NonScalarResultIsAClearError) {
+    try {
+        fx::gradient([](const Tensor& a) { return a * 2.0; }, fx::ones({3}));
+        FAIL();
+    } catch (const fx::ShapeError& e) {
+        EXPECT_NE(std::string(e.what()).find("fx::sum"), std::string::npos) << e.what();
+    }
+}
+
+TEST(Autodiff, StructuresGetGradientsOfTheirOwnType) {
+    Pair p{fx::tensor({1, 2}), fx::tensor({3})};
+    auto [value, g] = fx::withgradient([](const Pair& q) { return fx::sum(q.a * q.b); }, p);
+    EXPECT_EQ(value.item(), 9.0);
+    EXPECT_EQ(g.a.to_vector<float>(), (std::vector<float>{3, 3}));
+    EXPECT_EQ(g.b.to_vector<float>(), (std::vector<float>{3}));
+}
+
+TEST(Autodiff, NoGradScopeRecordsNothing) {
+    Tensor x = fx::tensor({2});
+    auto [g] = fx::gradient([](const Tensor& a) {
+        Tensor c;
+        {
+            fx::NoGrad no_grad;
+            c = a * 10.0;  // treated as a constant
+        }
+        return fx::sum(a * c);
+    }, x);
+    EXPECT_EQ(g.item(), 20.0);
+    EXPECT_TRUE(fx::grad_enabled());
+}
+
+TEST(Autodiff, ArgumentsAreNotModified) {
+    Tensor x = fx::tensor({1, 2});
+    const void* p = x.data_ptr();
+    fx::gradient([](const Tensor& a) { return fx::sum(fx::exp(a)); }, x);
+    EXPECT_EQ(x.data_ptr(), p);
+    EXPECT_EQ(x.to_vector<float>(), (std::vector<float>{1, 2}));
+}
+
+TEST(Autodiff, IntegerResultIsRefused) {
+    EXPECT_THROW(fx::gradient([](const Tensor& a) { return fx::argmax(a); }, fx::ones({2})), fx::DTypeError);
+}
+
+// DESIGN §1, first block: the seed's basic example, gradient checked against finite differences.
+TEST(Autodiff, BasicExampleMatchesFiniteDifferences) {
+    fx::seed(1);
+    Tensor W = fx::rand({2, 5}, {.dtype = fx::DType::f64}), b = fx::rand({2}, {.dtype = fx::DType::f64});
+    Tensor x = fx::rand({5}, {.dtype = fx::DType::f64}), y = fx::rand({2}, {.dtype = fx::DType::f64});
+    auto loss = [&](const Tensor& W_, const Tensor& b_) { return fx::sum(fx::square(fx::matmul(W_, x) + b_ - y)); };
+    auto [dW, db] = fx::gradient(loss, W, b);
+    ASSERT_EQ(dW.shape(), W.shape());
+    ASSERT_EQ(db.shape(), b.shape());
+    auto w = W.to_vector<double>();
+    auto g = dW.to_vector<double>();
+    for (std::size_t i = 0; i < w.size(); ++i) {
+        auto at = [&](double d) {
+            auto v = w;
+            v[i] += d;
+            return loss(fx::tensor(v, W.shape()), b).item();
+        };
+        EXPECT_NEAR(g[i], (at(1e-6) - at(-1e-6)) / 2e-6, 1e-6);
+    }
+}

@@ -1,0 +1,182 @@
+// test_ops.cpp — runs every entry of op_cases.hpp: forward values and gradients against PyTorch
+// (Debian's python3-torch, skipped with the reason when missing), gradients against central finite
+// differences in f64, and forward and gradients on every other functional backend against the CPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "op_cases.hpp"
+
+namespace {
+
+using fx::Tensor;
+using json = nlohmann::json;
+
+std::uint64_t hash_name(const std::string& s) {
+    std::uint64_t h = 1469598103934665603ull;
+    for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+    return h;
+}
+
+std::vector<Tensor> make_inputs(const OpCase& c) {
+    fx::seed(hash_name(c.name));
+    std::vector<Tensor> xs;
+    for (const auto& shape : c.shapes) {
+        Tensor x = fx::randn(shape, {.dtype = fx::DType::f64});
+        if (c.domain == Domain::positive) x = fx::abs(x) + 0.5;
+        if (c.domain == Domain::away_from_zero) x = fx::sign(x) * (fx::abs(x) + 0.1);
+        xs.push_back(x);
+    }
+    return xs;
+}
+
+Tensor weights_for(const OpCase& c, const std::vector<Tensor>& xs) {
+    fx::seed(hash_name(c.name) + 1);
+    return fx::randn(c.f(xs).shape(), {.dtype = fx::DType::f64});
+}
+
+struct Result {
+    Tensor out;
+    std::vector<Tensor> grads;
+};
+
+// The output and the gradients of sum(f(xs) * w), on whatever device the inputs are.
+Result evaluate(const OpCase& c, const std::vector<Tensor>& xs, const Tensor& w) {
+    auto [value, grads] = fx::withgradient([&](const std::vector<Tensor>& v) { return fx::sum(c.f(v) * w); }, xs);
+    (void)value;
+    fx::NoGrad no_grad;
+    return {c.f(xs), grads};
+}
+
+void expect_close(const std::vector<double>& got, const std::vector<double>& want, double rtol, double atol,
+                  const std::string& what) {
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (std::size_t i = 0; i < got.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], atol + rtol * std::abs(want[i])) << what << " at element " << i;
+}
+
+std::string torch_python() {
+    const char* py = "/usr/bin/python3";
+    std::string cmd = std::string(py) + " -c 'import torch' >/dev/null 2>&1";
+    return std::system(cmd.c_str()) == 0 ? py : "";
+}
+
+json tensor_json(const Tensor& t) { return {{"shape", t.shape()}, {"data", t.to_vector<double>()}}; }
+
+// PyTorch's results for every case, computed once in one Python process.
+const json* torch_results() {
+    static const json results = [] {
+        if (torch_python().empty()) return json();
+        json cases = json::array();
+        for (const auto& c : op_cases()) {
+            auto xs = make_inputs(c);
+            json inputs = json::array();
+            for (const auto& x : xs) inputs.push_back(tensor_json(x));
+            cases.push_back({{"name", c.name}, {"expr", c.torch}, {"inputs", inputs}, {"weights", tensor_json(weights_for(c, xs))}});
+        }
+        std::string dir = FLUXION_BINARY_DIR;
+        std::string in = dir + "/op_cases_in.json", out = dir + "/op_cases_torch.json";
+        std::ofstream(in) << cases.dump();
+        std::string cmd = "/usr/bin/python3 " FLUXION_SOURCE_DIR "/tests/reference/torch_ops.py " + in + " " + out;
+        if (std::system(cmd.c_str()) != 0) return json();
+        json r;
+        std::ifstream(out) >> r;
+        return r;
+    }();
+    return results.is_null() ? nullptr : &results;
+}
+
+std::vector<fx::Device> other_devices() {
+    std::vector<fx::Device> out;
+    for (const auto& name : fx::supported_devices())
+        if (name != "CPU" && fx::functional(name))
+            for (const auto& d : fx::devices(name)) out.push_back(d.device);
+    return out;
+}
+
+class OpTest : public ::testing::TestWithParam<OpCase> {};
+
+TEST_P(OpTest, MatchesPyTorch) {
+    const auto& c = GetParam();
+    const json* torch = torch_results();
+    if (!torch) GTEST_SKIP() << "PyTorch is not importable by /usr/bin/python3 (apt-get install python3-torch)";
+    ASSERT_TRUE(torch->contains(c.name)) << "PyTorch failed on " << c.torch;
+    const auto& ref = (*torch)[c.name];
+    auto xs = make_inputs(c);
+    auto r = evaluate(c, xs, weights_for(c, xs));
+    EXPECT_EQ(r.out.shape(), ref["shape"].get<fx::Shape>());
+    expect_close(r.out.to_vector<double>(), ref["out"].get<std::vector<double>>(), 1e-10, 1e-12, c.name + " forward");
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+        if (ref["grads"][i].is_null()) continue;
+        expect_close(r.grads[i].to_vector<double>(), ref["grads"][i].get<std::vector<double>>(), 1e-9, 1e-11,
+                     c.name + " gradient of input " + std::to_string(i));
+    }
+}
+
+TEST_P(OpTest, GradientMatchesFiniteDifferences) {
+    const auto& c = GetParam();
+    if (!c.finite_differences) GTEST_SKIP() << c.name << " rounds its input; its gradient is checked against PyTorch";
+    auto xs = make_inputs(c);
+    Tensor w = weights_for(c, xs);
+    auto r = evaluate(c, xs, w);
+    fx::NoGrad no_grad;
+    const double eps = 1e-6;
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+        auto base = xs[i].to_vector<double>();
+        std::vector<double> numeric(base.size());
+        for (std::size_t j = 0; j < base.size(); ++j) {
+            auto at = [&](double delta) {
+                auto v = base;
+                v[j] += delta;
+                auto moved = xs;
+                moved[i] = fx::tensor(v, xs[i].shape());
+                return fx::sum(c.f(moved) * w).item();
+            };
+            numeric[j] = (at(eps) - at(-eps)) / (2 * eps);
+        }
+        expect_close(r.grads[i].to_vector<double>(), numeric, 1e-5, 1e-6, c.name + " gradient of input " + std::to_string(i));
+    }
+}
+
+TEST_P(OpTest, OtherBackendsMatchCpu) {
+    const auto& c = GetParam();
+    auto devices = other_devices();
+    if (devices.empty()) GTEST_SKIP() << "no backend besides the CPU is functional";
+    for (auto dtype : {fx::DType::f64, fx::DType::f32}) {
+        auto xs = make_inputs(c);
+        Tensor w = weights_for(c, xs).to(dtype);
+        for (auto& x : xs) x = x.to(dtype);
+        auto cpu = evaluate(c, xs, w);
+        double rtol = dtype == fx::DType::f64 ? 1e-10 : 1e-4, atol = dtype == fx::DType::f64 ? 1e-12 : 1e-5;
+        for (const auto& d : devices) {
+            std::vector<Tensor> moved;
+            for (const auto& x : xs) moved.push_back(x | d);
+            auto dev = evaluate(c, moved, w | d);
+            std::string where = c.name + " on " + d.str() + " (" + fx::name(dtype) + ")";
+            EXPECT_EQ(dev.out.device(), d) << where;
+            expect_close((dev.out | fx::cpu).to_vector<double>(), cpu.out.to_vector<double>(), rtol, atol, where + " forward");
+            for (std::size_t i = 0; i < xs.size(); ++i) {
+                EXPECT_EQ(dev.grads[i].device(), d) << where;
+                expect_close((dev.grads[i] | fx::cpu).to_vector<double>(), cpu.grads[i].to_vector<double>(), rtol, atol,
+                             where + " gradient of input " + std::to_string(i));
+            }
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, OpTest, ::testing::ValuesIn(op_cases()),
+                         [](const ::testing::TestParamInfo<OpCase>& info) { return info.param.name; });
+
+}  // namespace
+
+// The test backend plugin is a second device for OtherBackendsMatchCpu.
+int main(int argc, char** argv) {
+    setenv("FLUXION_PLUGIN_PATH", FLUXION_TEST_PLUGIN_DIR, 0);
+    ::testing::InitGoogleTest(&argc, argv);
+    return RUN_ALL_TESTS();
+}
