@@ -1,0 +1,102 @@
+// fluxion/layers/conv.hpp — 2-d convolution and its transpose on images {C, H, W} or {N, C, H, W}.
+//
+//   fx::Conv({5, 5}, 1, 16, fx::relu)                        // weight {16, 1, 5, 5}, bias {16}
+//   fx::Conv({3, 3}, 16, 32, fx::relu, {.stride = 2, .pad = fx::SamePad()})
+//   fx::ConvTranspose({4, 4}, 32, 16, fx::relu, {.stride = 2, .pad = 1})  // weight {32, 16, 4, 4}
+//
+// Weights use PyTorch's layouts (DESIGN §2): Conv {out, in/groups, kh, kw}, ConvTranspose
+// {in, out/groups, kh, kw}. Weights are Glorot uniform and biases zeros by default, as in Flux.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "fluxion/layers/activation.hpp"
+#include "fluxion/layers/init.hpp"
+#include "fluxion/layers/layer.hpp"
+
+namespace fluxion {
+
+// Padding that keeps H and W (divided by the stride, rounded up), as Flux's SamePad and
+// PyTorch's padding="same"; an odd total puts the extra row/column at the bottom/right.
+struct SamePad {};
+
+// Zero padding: `1` on every side, `{ph, pw}` per axis, `{top, bottom, left, right}`, or SamePad().
+class Pad {
+public:
+    Pad(std::int64_t p = 0) : Pad(p, p, p, p) {}  // NOLINT: implicit so that `.pad = 1` reads naturally
+    Pad(std::int64_t h, std::int64_t w) : Pad(h, h, w, w) {}
+    Pad(std::int64_t top, std::int64_t bottom, std::int64_t left, std::int64_t right)
+        : top_(top), bottom_(bottom), left_(left), right_(right) {}
+    Pad(SamePad) : same_(true) {}  // NOLINT
+
+    bool same() const { return same_; }
+    std::int64_t top() const { return top_; }
+    std::int64_t bottom() const { return bottom_; }
+    std::int64_t left() const { return left_; }
+    std::int64_t right() const { return right_; }
+
+private:
+    bool same_ = false;
+    std::int64_t top_ = 0, bottom_ = 0, left_ = 0, right_ = 0;
+};
+
+struct ConvOptions {
+    Size2 stride = 1;
+    Pad pad = 0;
+    Size2 dilation = 1;
+    std::int64_t groups = 1;
+    bool bias = true;
+    Init init = glorot_uniform;
+};
+
+struct ConvTransposeOptions {
+    Size2 stride = 1;
+    Pad pad = 0;  // removed from the output, as PyTorch's padding; SamePad gives H·stride
+    Size2 dilation = 1;
+    std::int64_t groups = 1;
+    bool bias = true;
+    Init init = glorot_uniform;
+    Size2 output_pad = 0;  // added to the bottom/right of the output (less than the stride)
+};
+
+class Conv {
+public:
+    Tensor weight;  // {out, in/groups, kh, kw}
+    Tensor bias;    // {out}, or undefined
+    Activation activation;
+    Size2 stride, dilation;
+    std::int64_t pad_top, pad_bottom, pad_left, pad_right;  // resolved (SamePad included)
+    std::int64_t groups;
+
+    Conv(Size2 kernel, std::int64_t in, std::int64_t out, Activation activation = {}, const ConvOptions& options = {});
+    Conv(Size2 kernel, std::int64_t in, std::int64_t out, const ConvOptions& options);
+
+    Tensor operator()(const Tensor& x) const;  // {in, H, W} or {N, in, H, W}
+    std::int64_t in_channels() const { return weight.shape(1) * groups; }
+    std::int64_t out_channels() const { return weight.shape(0); }
+    std::string describe() const;  // "Conv((3, 3), 1 => 16, relu, pad=1, stride=2)"
+};
+
+class ConvTranspose {
+public:
+    Tensor weight;  // {in, out/groups, kh, kw}
+    Tensor bias;    // {out}, or undefined
+    Activation activation;
+    Size2 stride, dilation, output_pad;
+    std::int64_t pad_h, pad_w;  // symmetric, as conv_transpose2d takes it
+    std::int64_t groups;
+
+    ConvTranspose(Size2 kernel, std::int64_t in, std::int64_t out, Activation activation = {},
+                  const ConvTransposeOptions& options = {});
+    ConvTranspose(Size2 kernel, std::int64_t in, std::int64_t out, const ConvTransposeOptions& options);
+
+    Tensor operator()(const Tensor& x) const;  // {in, H, W} or {N, in, H, W}
+    std::int64_t in_channels() const { return weight.shape(0); }
+    std::int64_t out_channels() const { return weight.shape(1) * groups; }
+    std::string describe() const;  // "ConvTranspose((4, 4), 32 => 16, relu, pad=1, stride=2)"
+};
+
+}  // namespace fluxion
+
+FLUXION_FUNCTOR(fluxion::Conv, weight, bias);
+FLUXION_FUNCTOR(fluxion::ConvTranspose, weight, bias);

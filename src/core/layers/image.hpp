@@ -1,0 +1,21 @@
+// image.hpp — what the image layers share: one image {C, H, W} or a batch {N, C, H, W}, checked
+// with messages that name the layer, and tuple-style text for sizes ("(3, 3)").
+#pragma once
+#include <string>
+
+#include "fluxion/layers/layer.hpp"
+#include "fluxion/tensor.hpp"
+
+namespace fluxion::detail {
+
+// x as a batch {N, C, H, W}; ShapeError naming `layer` unless x is {C, H, W} or {N, C, H, W} with
+// `channels` channels (any number when channels < 0).
+Tensor as_image_batch(const std::string& layer, const Tensor& x, std::int64_t channels);
+// y back to one image when x was one.
+inline Tensor like_input(const Tensor& x, const Tensor& y) { return x.ndim() == 3 ? y.squeeze(0) : y; }
+
+std::string tuple_text(const Size2& s);  // "(3, 3)"
+// ", name=v" when v differs from `unless`: "stride=2", "stride=(2, 1)"
+std::string option_text(const char* name, const Size2& v, const Size2& unless);
+
+}  // namespace fluxion::detail

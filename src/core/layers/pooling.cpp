@@ -1,0 +1,66 @@
+// pooling.cpp — the pooling layers on top of maxpool2d / meanpool2d and mean.
+#include "fluxion/layers/pooling.hpp"
+
+#include "core/layers/context.hpp"
+#include "core/layers/image.hpp"
+#include "fluxion/ops.hpp"
+
+namespace fluxion {
+namespace {
+
+void check_window(const std::string& layer, Size2 window, Size2 stride, Size2 pad) {
+    if (window.h < 1 || window.w < 1 || stride.h < 1 || stride.w < 1 || pad.h < 0 || pad.w < 0)
+        throw ValueError(layer + ": window and stride must be >= 1 and padding >= 0");
+}
+
+std::string pool_text(const char* name, Size2 window, Size2 stride, Size2 pad) {
+    return std::string(name) + "(" + detail::tuple_text(window) + detail::option_text("pad", pad, 0) +
+           detail::option_text("stride", stride, window) + ")";
+}
+
+template <class L, class Op> Tensor pool(const L& layer, const Tensor& x, Op op) {
+    Tensor xb = detail::as_image_batch(layer.describe(), x, -1);
+    return detail::in_context(layer, [&] {
+        Pool2dOptions o{.window = {layer.window.h, layer.window.w},
+                        .stride = {layer.stride.h, layer.stride.w},
+                        .padding = {layer.pad.h, layer.pad.w}};
+        return detail::like_input(x, op(xb, o));
+    });
+}
+
+}  // namespace
+
+MaxPool::MaxPool(Size2 w, std::optional<Size2> s, Size2 p) : window(w), stride(s.value_or(w)), pad(p) {
+    check_window(describe(), window, stride, pad);
+}
+std::string MaxPool::describe() const { return pool_text("MaxPool", window, stride, pad); }
+Tensor MaxPool::operator()(const Tensor& x) const { return pool(*this, x, maxpool2d); }
+
+MeanPool::MeanPool(Size2 w, std::optional<Size2> s, Size2 p) : window(w), stride(s.value_or(w)), pad(p) {
+    check_window(describe(), window, stride, pad);
+}
+std::string MeanPool::describe() const { return pool_text("MeanPool", window, stride, pad); }
+Tensor MeanPool::operator()(const Tensor& x) const { return pool(*this, x, meanpool2d); }
+
+Tensor GlobalMeanPool::operator()(const Tensor& x) const {
+    detail::as_image_batch(describe(), x, -1);
+    return mean(mean(x, -1, true), -2, true);
+}
+
+AdaptiveMeanPool::AdaptiveMeanPool(Size2 out_size) : out(out_size) {
+    if (out.h < 1 || out.w < 1) throw ValueError(describe() + ": the output size must be positive");
+}
+
+std::string AdaptiveMeanPool::describe() const { return "AdaptiveMeanPool(" + detail::tuple_text(out) + ")"; }
+
+Tensor AdaptiveMeanPool::operator()(const Tensor& x) const {
+    Tensor xb = detail::as_image_batch(describe(), x, -1);
+    std::int64_t h = xb.shape(2), w = xb.shape(3);
+    if (h < out.h || w < out.w)
+        throw ShapeError(describe() + ": input " + to_string(x.shape()) + " is smaller than the output size");
+    std::int64_t sh = h / out.h, sw = w / out.w;
+    Pool2dOptions o{.window = {h - (out.h - 1) * sh, w - (out.w - 1) * sw}, .stride = {sh, sw}, .padding = {0, 0}};
+    return detail::like_input(x, meanpool2d(xb, o));
+}
+
+}  // namespace fluxion
