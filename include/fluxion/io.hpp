@@ -1,0 +1,98 @@
+// fluxion/io.hpp — saving and loading tensors, models and training checkpoints as safetensors
+// files, the format PyTorch and Hugging Face tools read. State names are the dotted paths of
+// visit_tensors (`layers.0.weight`), as PyTorch's state_dict names them.
+//
+//   fx::save("model.safetensors", model);           // from any device; atomic replace
+//   fx::load("model.safetensors", model);           // in place, on each tensor's own device
+//   auto report = fx::load("other.safetensors", model, {.strict = false});   // what fits
+//
+// Writing is atomic: a failed or interrupted save leaves the previous file as it was. Reading
+// trusts nothing in the file: every problem is an IOError naming the file and what is wrong.
+#pragma once
+#include <cstddef>
+#include <filesystem>
+#include <map>
+#include <ostream>
+#include <span>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fluxion/functor.hpp"
+#include "fluxion/tensor.hpp"
+
+namespace fluxion {
+
+struct LoadOptions {
+    // true: the file and the model must hold the same names, shapes and dtypes, else nothing is
+    // loaded and one IOError lists every difference. false: load what fits and report the rest.
+    bool strict = true;
+};
+
+struct LoadReport {
+    std::vector<std::string> missing;     // in the model, not in the file: left unchanged
+    std::vector<std::string> unexpected;  // in the file, not in the model: ignored
+    std::vector<std::string> mismatched;  // in both with another shape or dtype: left unchanged
+    bool complete() const { return missing.empty() && unexpected.empty() && mismatched.empty(); }
+};
+
+// ---- plain name => tensor maps ----
+// Tensors may live on any device and have any strides; they are written in the given order (the
+// map's, or the vector's). `metadata` goes into the file's "__metadata__" next to fluxion's own
+// "format" and "fluxion_version" entries. Names must be unique and not "__metadata__".
+void save_state(const std::filesystem::path& path, const std::map<std::string, Tensor>& state,
+                const std::map<std::string, std::string>& metadata = {});
+void save_state(const std::filesystem::path& path, const std::vector<std::pair<std::string, Tensor>>& state,
+                const std::map<std::string, std::string>& metadata = {});
+// Every tensor of the file, on the CPU.
+std::map<std::string, Tensor> load_state(const std::filesystem::path& path);
+// The same from bytes already in memory; `source` names them in error messages.
+std::map<std::string, Tensor> load_state_from_memory(std::span<const std::byte> bytes,
+                                                     const std::string& source = "<memory>");
+// The file's "__metadata__" (fluxion writes format, fluxion_version and, for models, summary).
+std::map<std::string, std::string> load_metadata(const std::filesystem::path& path);
+
+namespace detail {
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+void write_state(const std::filesystem::path& path, const NamedTensors& state,
+                 std::map<std::string, std::string> metadata, const char* operation);
+LoadReport read_state_into(const std::filesystem::path& path, const NamedTensors& targets, LoadOptions options,
+                           const char* operation);
+
+template <class T>
+concept Printable = requires(std::ostream& os, const T& x) { os << x; };
+
+template <class Model> NamedTensors named_tensors(Model& model, const std::string& prefix = "") {
+    NamedTensors out;
+    visit_tensors(model, [&](const std::string& name, auto& t) {
+        if (t.defined()) out.emplace_back(prefix + name, t);
+    });
+    return out;
+}
+
+template <class Model> std::map<std::string, std::string> model_metadata(const Model& model) {
+    std::map<std::string, std::string> metadata;
+    if constexpr (Printable<Model>) {
+        std::ostringstream summary;
+        summary << model;
+        metadata["summary"] = summary.str();
+    }
+    return metadata;
+}
+}  // namespace detail
+
+// ---- models: anything visit_tensors walks (layers, Chains, FLUXION_FUNCTOR types, containers) ----
+// Writes every defined tensor of `model` (host copies of device tensors) under its dotted name;
+// the metadata holds the model's printed summary when the type can be printed.
+template <class Model> void save(const std::filesystem::path& path, const Model& model) {
+    detail::write_state(path, detail::named_tensors(model), detail::model_metadata(model), "save");
+}
+
+// Fills the tensors of an existing `model` in place (each keeps its device and storage).
+// Everything is checked before anything is copied, so a failed strict load changes nothing.
+template <class Model> LoadReport load(const std::filesystem::path& path, Model& model, LoadOptions options = {}) {
+    return detail::read_state_into(path, detail::named_tensors(model), options, "load");
+}
+
+}  // namespace fluxion

@@ -1,0 +1,94 @@
+// atomic_file.cpp — temporary file, fsync, rename, fsync of the folder (the POSIX recipe for
+// durable replacement: rename is atomic, and the folder's fsync makes the rename itself durable).
+#include "core/io/atomic_file.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <system_error>
+
+#include "fluxion/error.hpp"
+
+namespace fluxion::detail {
+namespace {
+
+std::string reason(int error) { return std::error_code(error, std::generic_category()).message(); }
+
+std::filesystem::path folder_of(const std::filesystem::path& target) {
+    return target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
+}
+
+// O_EXCL with a name unique to this process and call; retried if a stale file has that name.
+std::FILE* create_temporary(const std::filesystem::path& target, std::filesystem::path& name) {
+    static std::atomic<unsigned> counter{0};
+    for (int attempt = 0; attempt < 100; ++attempt) {
+        std::string leaf(1, '.');  // hidden, and never matched by a glob for the target's name
+        leaf.append(target.filename().string()).append(".tmp-").append(std::to_string(::getpid()));
+        leaf.append("-").append(std::to_string(counter++));
+        name = folder_of(target) / leaf;
+        const int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd >= 0) {
+            if (std::FILE* f = ::fdopen(fd, "wb")) return f;
+            const int error = errno;
+            ::close(fd);
+            ::unlink(name.c_str());
+            errno = error;
+            return nullptr;
+        }
+        if (errno != EEXIST) return nullptr;
+    }
+    return nullptr;
+}
+
+int sync_folder(const std::filesystem::path& folder) {
+    const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return errno;
+    // Some file systems cannot fsync a folder (EINVAL); the rename is as durable as they allow.
+    const int error = ::fsync(fd) == 0 || errno == EINVAL ? 0 : errno;
+    ::close(fd);
+    return error;
+}
+
+}  // namespace
+
+AtomicFile::AtomicFile(std::filesystem::path target, std::string operation)
+    : target_(std::move(target)), operation_(std::move(operation)) {
+    if (!target_.has_filename()) fail("the path names a folder, not a file", 0);
+    file_ = create_temporary(target_, temporary_);
+    if (!file_) fail("cannot create a file in the folder \"" + folder_of(target_).string() + "\"", errno);
+}
+
+AtomicFile::~AtomicFile() {
+    if (file_) std::fclose(file_);
+    if (!committed_) ::unlink(temporary_.c_str());
+}
+
+void AtomicFile::fail(const std::string& problem, int error) const {
+    std::string message = operation_ + "(\"" + target_.string() + "\"): " + problem;
+    if (error) message += " (" + reason(error) + ")";
+    throw IOError(message + "; the previous file, if any, is unchanged");
+}
+
+void AtomicFile::write(const void* data, std::size_t bytes) {
+    if (bytes == 0) return;
+    if (std::fwrite(data, 1, bytes, file_) != bytes)
+        fail("writing failed after " + std::to_string(written_) + " bytes", errno);
+    written_ += bytes;
+}
+
+void AtomicFile::commit() {
+    if (std::fflush(file_) != 0) fail("writing failed after " + std::to_string(written_) + " bytes", errno);
+    if (::fsync(::fileno(file_)) != 0) fail("cannot flush the file to disk", errno);
+    const int closed = std::fclose(file_);
+    file_ = nullptr;
+    if (closed != 0) fail("cannot close the file", errno);
+    if (::rename(temporary_.c_str(), target_.c_str()) != 0) fail("cannot replace the file", errno);
+    committed_ = true;
+    if (const int error = sync_folder(folder_of(target_)))
+        throw IOError(operation_ + "(\"" + target_.string() + "\"): the file was written but its folder could not be "
+                      "flushed to disk (" + reason(error) + "); it may not survive a crash");
+}
+
+}  // namespace fluxion::detail

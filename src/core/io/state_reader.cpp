@@ -1,0 +1,110 @@
+// state_reader.cpp — reading safetensors into new CPU tensors or into an existing model's tensors.
+// Files are mapped, not read: the header is checked against the mapping, then each tensor's bytes
+// are copied once to where they belong.
+#include <cstring>
+#include <sstream>
+
+#include "core/io/mapped_file.hpp"
+#include "core/io/safetensors_format.hpp"
+#include "fluxion/io.hpp"
+
+namespace fluxion {
+namespace detail {
+namespace {
+
+const std::byte* data_of(std::span<const std::byte> file, const SafetensorsHeader& header, const TensorRecord& r) {
+    return file.data() + header.data_start + r.begin;
+}
+
+Tensor host_tensor(std::span<const std::byte> file, const SafetensorsHeader& header, const TensorRecord& r) {
+    Tensor t = empty(r.shape, {.dtype = r.dtype});
+    if (r.end > r.begin) std::memcpy(t.data_ptr(), data_of(file, header, r), r.end - r.begin);
+    return t;
+}
+
+std::map<std::string, Tensor> all_tensors(std::span<const std::byte> file, const std::string& source) {
+    const SafetensorsHeader header = parse_safetensors(file, source);
+    std::map<std::string, Tensor> out;
+    for (const auto& r : header.tensors) out.emplace(r.name, host_tensor(file, header, r));
+    return out;
+}
+
+void copy_into(Tensor& target, std::span<const std::byte> file, const SafetensorsHeader& header, const TensorRecord& r) {
+    if (target.device().is_cpu() && target.is_contiguous()) {
+        if (r.end > r.begin) std::memcpy(target.data_ptr(), data_of(file, header, r), r.end - r.begin);
+    } else {
+        target.copy_(host_tensor(file, header, r));
+    }
+}
+
+std::string mismatch_text(const std::string& name, const TensorRecord& r, const Tensor& t) {
+    std::string text = name + ":";
+    if (r.shape != t.shape()) text += " shape " + to_string(r.shape) + " in the file, " + to_string(t.shape()) + " in the model;";
+    if (r.dtype != t.dtype()) text += std::string(" dtype ") + fluxion::name(r.dtype) + " in the file, " + fluxion::name(t.dtype()) + " in the model;";
+    text.pop_back();
+    return text;
+}
+
+std::string strict_failure(const std::string& operation, const std::filesystem::path& path, const LoadReport& report,
+                           const std::vector<std::string>& mismatch_details) {
+    std::ostringstream m;
+    m << operation << "(\"" << path.string() << "\"): the file does not match the model, nothing was loaded.";
+    for (const auto& n : report.missing) m << "\n  missing from the file: " << n;
+    for (const auto& n : report.unexpected) m << "\n  not in the model: " << n;
+    for (const auto& d : mismatch_details) m << "\n  different " << d;
+    m << "\nLoad into the model that was saved, or pass {.strict = false} to load only the tensors that match.";
+    return m.str();
+}
+
+}  // namespace
+
+LoadReport read_state_into(const std::filesystem::path& path, const NamedTensors& targets, LoadOptions options,
+                           const char* operation) {
+    const MappedFile file(path);
+    const SafetensorsHeader header = parse_safetensors(file.bytes(), path.string());
+    std::map<std::string, const TensorRecord*> in_file;
+    for (const auto& r : header.tensors) in_file.emplace(r.name, &r);
+
+    LoadReport report;
+    std::vector<std::string> mismatch_details;
+    std::vector<std::pair<Tensor, const TensorRecord*>> matches;
+    for (const auto& [name, t] : targets) {
+        auto it = in_file.find(name);
+        if (it == in_file.end()) {
+            report.missing.push_back(name);
+            continue;
+        }
+        const TensorRecord* r = it->second;
+        in_file.erase(it);
+        if (r->shape != t.shape() || r->dtype != t.dtype()) {
+            report.mismatched.push_back(name);
+            mismatch_details.push_back(mismatch_text(name, *r, t));
+        } else {
+            matches.emplace_back(t, r);
+        }
+    }
+    for (const auto& r : header.tensors)
+        if (in_file.count(r.name)) report.unexpected.push_back(r.name);
+
+    if (options.strict && !report.complete()) throw IOError(strict_failure(operation, path, report, mismatch_details));
+    for (auto& [t, r] : matches) copy_into(t, file.bytes(), header, *r);
+    return report;
+}
+
+}  // namespace detail
+
+std::map<std::string, Tensor> load_state(const std::filesystem::path& path) {
+    const detail::MappedFile file(path);
+    return detail::all_tensors(file.bytes(), path.string());
+}
+
+std::map<std::string, Tensor> load_state_from_memory(std::span<const std::byte> bytes, const std::string& source) {
+    return detail::all_tensors(bytes, source);
+}
+
+std::map<std::string, std::string> load_metadata(const std::filesystem::path& path) {
+    const detail::MappedFile file(path);
+    return detail::parse_safetensors(file.bytes(), path.string()).metadata;
+}
+
+}  // namespace fluxion
