@@ -1,9 +1,9 @@
 // fluxion/layers/pooling.hpp — pooling over the spatial axes of images {C, H, W} or {N, C, H, W}.
 //
-//   fx::MaxPool({2, 2})              // window 2×2, stride = window
-//   fx::MeanPool({3, 3}, 1, 1)       // window, stride, padding
-//   fx::GlobalMeanPool()             // {N, C, H, W} -> {N, C, 1, 1}
-//   fx::AdaptiveMeanPool({7, 7})     // {N, C, H, W} -> {N, C, 7, 7}
+//   fx::MaxPool({2, 2})                         // window 2×2, stride = window
+//   fx::MeanPool({3, 3}, {.stride = 1, .pad = 1})
+//   fx::GlobalMeanPool()                        // {N, C, H, W} -> {N, C, 1, 1}
+//   fx::AdaptiveMeanPool({7, 7})                // {N, C, H, W} -> {N, C, 7, 7}
 #pragma once
 #include <optional>
 #include <string>
@@ -13,10 +13,15 @@
 
 namespace fluxion {
 
+struct PoolOptions {
+    std::optional<Size2> stride;  // the window when not given
+    Size2 pad = 0;                // zeros on both sides of each axis
+};
+
 class MaxPool {
 public:
     Size2 window, stride, pad;
-    explicit MaxPool(Size2 window, std::optional<Size2> stride = std::nullopt, Size2 pad = 0);
+    explicit MaxPool(Size2 window, const PoolOptions& options = {});
     Tensor operator()(const Tensor& x) const;
     std::string describe() const;  // "MaxPool((2, 2))", "MaxPool((3, 3), pad=1, stride=2)"
 };
@@ -24,7 +29,7 @@ public:
 class MeanPool {
 public:
     Size2 window, stride, pad;
-    explicit MeanPool(Size2 window, std::optional<Size2> stride = std::nullopt, Size2 pad = 0);
+    explicit MeanPool(Size2 window, const PoolOptions& options = {});
     Tensor operator()(const Tensor& x) const;  // padded cells count as zeros in the mean
     std::string describe() const;
 };

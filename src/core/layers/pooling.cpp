@@ -30,13 +30,13 @@ template <class L, class Op> Tensor pool(const L& layer, const Tensor& x, Op op)
 
 }  // namespace
 
-MaxPool::MaxPool(Size2 w, std::optional<Size2> s, Size2 p) : window(w), stride(s.value_or(w)), pad(p) {
+MaxPool::MaxPool(Size2 w, const PoolOptions& o) : window(w), stride(o.stride.value_or(w)), pad(o.pad) {
     check_window(describe(), window, stride, pad);
 }
 std::string MaxPool::describe() const { return pool_text("MaxPool", window, stride, pad); }
 Tensor MaxPool::operator()(const Tensor& x) const { return pool(*this, x, maxpool2d); }
 
-MeanPool::MeanPool(Size2 w, std::optional<Size2> s, Size2 p) : window(w), stride(s.value_or(w)), pad(p) {
+MeanPool::MeanPool(Size2 w, const PoolOptions& o) : window(w), stride(o.stride.value_or(w)), pad(o.pad) {
     check_window(describe(), window, stride, pad);
 }
 std::string MeanPool::describe() const { return pool_text("MeanPool", window, stride, pad); }

@@ -1,0 +1,226 @@
+// test_layers_norm.cpp — BatchNorm, LayerNorm, Dropout, Embedding, SkipConnection and Parallel:
+// outputs against PyTorch (tests/reference/torch_layers.py) and their train/test behaviour.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <sstream>
+
+#include "fluxion/autodiff.hpp"
+#include "fluxion/layers.hpp"
+#include "fluxion/state.hpp"
+#include "layer_reference.hpp"
+
+namespace fx = fluxion;
+using fx::Tensor;
+using reference::expect_matches;
+using reference::wave;
+
+namespace {
+
+template <class T> std::string shown(const T& x) {
+    std::ostringstream s;
+    s << x;
+    return s.str();
+}
+
+void expect_near(const Tensor& t, const std::vector<double>& want, double tol) {
+    auto got = t.to_vector<double>();
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << "element " << i;
+}
+
+fx::BatchNorm reference_batchnorm() {
+    auto bn = reference::f64(fx::BatchNorm(3));
+    bn.weight = fx::tensor(std::vector<double>{1.5, 0.5, -1.0});
+    bn.bias = fx::tensor(std::vector<double>{0.1, 0.2, 0.3});
+    return bn;
+}
+
+// ---- BatchNorm ----
+
+TEST(BatchNorm, TrainingStepAndRunningStatisticsMatchPyTorch) {
+    auto bn = reference_batchnorm();
+    fx::trainmode(bn);
+    Tensor x = wave({2, 3, 7, 6}, 0.37, 0.1);
+    expect_matches(bn(x), {2, 3, 7, 6}, 3.87110628616, {0.283350641, 1.0300168, 1.6470489});
+    expect_near(bn.running_mean, {0.00131380851778, -0.00178592308797, 0.002207772144}, 1e-12);
+    expect_near(bn.running_var, {0.950909828783, 0.950756930931, 0.950580910982}, 1e-11);  // unbiased
+    fx::testmode(bn);
+    expect_matches(bn(x), {2, 3, 7, 6}, 2.80514804765, {0.251545129, 0.794619181, 1.24340626});
+}
+
+TEST(BatchNorm, VectorsUseTheFeatureAxis) {
+    auto bn = reference::f64(fx::BatchNorm(3));
+    fx::trainmode(bn);
+    expect_matches(bn(wave({5, 3}, 0.53, 0.2)), {5, 3}, -6.44955820032, {0.234023147, 0.757787713, 1.01886908});
+    expect_near(bn.running_var, {0.951143527727, 0.959480456872, 0.968156246799}, 1e-11);
+}
+
+TEST(BatchNorm, AutomaticModeTrainsInsideAGradientOnly) {
+    auto bn = reference_batchnorm();
+    Tensor x = wave({2, 3, 7, 6}, 0.37, 0.1);
+    Tensor outside = bn(x);  // running statistics: mean 0, var 1
+    expect_near(bn.running_mean, {0, 0, 0}, 0);
+    expect_near(outside.slice(1, 0, 1), (x.slice(1, 0, 1) / std::sqrt(1 + 1e-5) * 1.5 + 0.1).to_vector<double>(), 1e-12);
+    auto [loss, g] = fx::withgradient([&](const fx::BatchNorm& m) { return fx::sum(m(x)); }, bn);
+    expect_near(bn.running_mean, {0.00131380851778, -0.00178592308797, 0.002207772144}, 1e-12);  // updated in place
+    expect_near(g.running_mean, {0, 0, 0}, 0);
+    EXPECT_EQ(g.weight.shape(), (fx::Shape{3}));
+}
+
+TEST(BatchNorm, RunningStatisticsAreStateButNotTrainable) {
+    fx::BatchNorm bn(4, fx::relu);
+    auto st = fx::state(bn);
+    ASSERT_EQ(st.size(), 4u);
+    EXPECT_EQ(st[2].first, "running_mean");
+    int trainable = 0;
+    fx::visit_trainable(bn, [&](const std::string&, const Tensor&) { ++trainable; });
+    EXPECT_EQ(trainable, 2);
+    EXPECT_EQ(shown(bn), "BatchNorm(4, relu)  # 8 parameters, plus 8 non-trainable");
+}
+
+TEST(BatchNorm, OneSampleTrainsOnlyWithSpatialValuesAndTestsAlways) {
+    fx::BatchNorm bn(3);
+    fx::trainmode(bn);
+    EXPECT_THROW(bn(fx::ones({3})), fx::ShapeError);
+    EXPECT_EQ(bn(fx::rand({3, 4, 4})).shape(), (fx::Shape{3, 4, 4}));
+    fx::testmode(bn);
+    EXPECT_EQ(bn(fx::ones({3})).shape(), (fx::Shape{3}));
+    try {
+        bn(fx::ones({2, 5}));
+        FAIL() << "no ShapeError";
+    } catch (const fx::ShapeError& e) {
+        EXPECT_NE(std::string(e.what()).find("BatchNorm(3): input has 5 channels, expected 3"), std::string::npos)
+            << e.what();
+    }
+}
+
+TEST(BatchNorm, WithoutTrackedStatisticsAlwaysUsesTheBatch) {
+    fx::BatchNorm bn(2, {.affine = false, .track_stats = false});
+    EXPECT_TRUE(fx::state(bn).empty());
+    Tensor y = bn(fx::tensor({1, 10, 3, 30}, {2, 2}));
+    expect_near(y, {-1, -1, 1, 1}, 1e-4);
+    EXPECT_EQ(shown(bn), "BatchNorm(2, affine=false, track_stats=false)");
+}
+
+// ---- LayerNorm ----
+
+TEST(LayerNorm, MatchesPyTorchOverTheLastAxes) {
+    auto ln = reference::f64(fx::LayerNorm(fx::Shape{7, 6}));
+    ln.weight = wave({7, 6}, 0.31, 1.0);
+    ln.bias = wave({7, 6}, 0.17, 0.4);
+    expect_matches(ln(wave({2, 3, 7, 6}, 0.37, 0.1)), {2, 3, 7, 6}, -12.4467515574, {0.356556082, 0.989685254, 1.55622943});
+    EXPECT_EQ(shown(fx::LayerNorm(fx::Shape{7, 6})), "LayerNorm((7, 6))  # 84 parameters");
+}
+
+TEST(LayerNorm, NormalisesEachSampleAndChecksTheTrailingShape) {
+    fx::LayerNorm ln(4);
+    Tensor y = ln(fx::tensor({1, 2, 3, 4, 10, 10, 10, 10}, {2, 4}));
+    expect_near(fx::mean(y, 1), {0, 0}, 1e-6);
+    expect_near(y.select(0, 1), {0, 0, 0, 0}, 1e-6);
+    try {
+        ln(fx::ones({2, 5}));
+        FAIL() << "no ShapeError";
+    } catch (const fx::ShapeError& e) {
+        EXPECT_NE(std::string(e.what()).find("LayerNorm(4): input has shape {2, 5}; expected it to end with {4}"),
+                  std::string::npos)
+            << e.what();
+    }
+}
+
+// ---- Dropout ----
+
+TEST(Dropout, ZeroesAboutPAndScalesTheRestWhileTraining) {
+    fx::Dropout d(0.25);
+    Tensor x = fx::ones({10000});
+    EXPECT_EQ(d(x).to_vector<float>(), x.to_vector<float>());  // automatic, outside a gradient: identity
+    fx::trainmode(d);
+    fx::seed(11);
+    auto v = d(x).to_vector<float>();
+    int zeros = 0;
+    for (float e : v) {
+        if (e == 0) ++zeros;
+        else EXPECT_FLOAT_EQ(e, 1 / 0.75f);
+    }
+    EXPECT_NEAR(zeros / 10000.0, 0.25, 0.02);
+    fx::seed(11);
+    EXPECT_EQ(d(x).to_vector<float>(), v);  // reproducible under fx::seed
+    fx::testmode(d);
+    EXPECT_EQ(d(x).to_vector<float>(), x.to_vector<float>());
+    EXPECT_THROW(fx::Dropout(1.0), fx::ValueError);
+    EXPECT_EQ(shown(d), "Dropout(0.25)");
+}
+
+TEST(Dropout, GradientFlowsOnlyThroughKeptElements) {
+    fx::Dropout d(0.5);
+    Tensor x = fx::ones({200});
+    fx::seed(2);
+    auto [y, g] = fx::withgradient([&](const Tensor& v) { return fx::sum(d(v)); }, x);
+    auto gv = g.to_vector<float>();
+    int kept = 0;
+    for (float e : gv) {
+        EXPECT_TRUE(e == 0 || e == 2.0f) << e;
+        kept += e != 0;
+    }
+    EXPECT_NEAR(y.item(), 2.0 * kept, 1e-3);
+}
+
+// ---- Embedding ----
+
+TEST(Embedding, SelectsRowsForIndicesOfAnyShape) {
+    fx::Embedding e(5, 3);
+    EXPECT_EQ(e.weight.shape(), (fx::Shape{5, 3}));
+    Tensor idx = fx::tensor(std::vector<std::int64_t>{4, 0, 4, 2}, {2, 2});
+    Tensor y = e(idx);
+    EXPECT_EQ(y.shape(), (fx::Shape{2, 2, 3}));
+    EXPECT_EQ(y.select(0, 0).select(0, 0).to_vector<float>(), e.weight.select(0, 4).to_vector<float>());
+    EXPECT_EQ(shown(e), "Embedding(5 => 3)  # 15 parameters");
+    auto [loss, g] = fx::withgradient([&](const fx::Embedding& m) { return fx::sum(m(idx)); }, e);
+    expect_near(g.weight, {1, 1, 1, 0, 0, 0, 1, 1, 1, 0, 0, 0, 2, 2, 2}, 0);
+}
+
+TEST(Embedding, RejectsFloatIndicesAndOutOfRangeNamingTheLayer) {
+    fx::Embedding e(5, 3);
+    EXPECT_THROW(e(fx::ones({2})), fx::DTypeError);
+    try {
+        e(fx::tensor(std::vector<std::int64_t>{5}));
+        FAIL() << "no ValueError";
+    } catch (const fx::ValueError& err) {
+        EXPECT_EQ(std::string(err.what()).rfind("Embedding(5 => 3): index_select: index 5 is out of range", 0), 0u)
+            << err.what();
+    }
+}
+
+// ---- SkipConnection and Parallel ----
+
+TEST(SkipConnection, CombinesTheLayerOutputWithItsInput) {
+    fx::Dense d(fx::tensor({2, 0, 0, 2}, {2, 2}));
+    auto skip = fx::SkipConnection(d, std::plus<>());
+    expect_near(skip(fx::tensor({1, 2})), {3, 6}, 0);
+    auto st = fx::state(skip);
+    ASSERT_EQ(st.size(), 1u);
+    EXPECT_EQ(st[0].first, "layers.weight");
+    auto lambda = fx::SkipConnection(fx::relu, [](const Tensor& a, const Tensor& b) { return a - b; });
+    expect_near(lambda(fx::tensor({-1, 2})), {1, 0}, 0);
+}
+
+TEST(Parallel, AppliesEveryLayerToTheInputAndCombines) {
+    fx::Dense a(fx::tensor({1, 1}, {1, 2})), b(fx::tensor({1, -1, 2, 0}, {2, 2}));
+    auto cat = fx::Parallel(fx::Concat{}, a, b);
+    Tensor y = cat(fx::tensor({3, 1, 1, 1}, {2, 2}));
+    EXPECT_EQ(y.shape(), (fx::Shape{2, 3}));
+    expect_near(y, {4, 2, 6, 2, 0, 2}, 0);
+    auto sum3 = fx::Parallel(std::plus<>(), fx::relu, fx::identity, fx::relu);
+    expect_near(sum3(fx::tensor({-1, 2})), {-1, 6}, 0);
+    auto st = fx::state(cat);
+    ASSERT_EQ(st.size(), 2u);
+    EXPECT_EQ(st[1].first, "layers.1.weight");
+    EXPECT_EQ(shown(cat),
+              "Parallel(\n"
+              "  concat,\n"
+              "  Dense(2 => 1; bias=false),  # 2 parameters\n"
+              "  Dense(2 => 2; bias=false),  # 4 parameters\n"
+              ")                             # Total: 2 arrays, 6 parameters, 24 bytes.");
+}
+
+}  // namespace
