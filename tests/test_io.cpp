@@ -6,6 +6,7 @@
 #include <csignal>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "core/io/atomic_file.hpp"
 #include "test_io_support.hpp"
@@ -55,6 +56,35 @@ TEST(IO, ModelRoundTripIsBitExact) {
     expect_same_model(saved, loaded);
     const fx::Tensor x = fx::randn({5, 4});
     EXPECT_EQ(raw_bytes(saved(x)), raw_bytes(loaded(x)));
+}
+
+TEST(IO, ChainOfDenseRoundTripsWithItsSummary) {
+    ScratchDir dir;
+    const auto saved = fx::Chain(fx::Dense(4, 8, fx::relu), fx::Dense(8, 3));
+    fx::save(dir / "chain.safetensors", saved);
+    auto loaded = fx::Chain(fx::Dense(4, 8, fx::relu), fx::Dense(8, 3));
+    EXPECT_TRUE(fx::load(dir / "chain.safetensors", loaded).complete());
+    const fx::Tensor x = fx::randn({5, 4});
+    EXPECT_EQ(raw_bytes(saved(x)), raw_bytes(loaded(x)));
+
+    std::ostringstream printed;
+    printed << saved;
+    EXPECT_EQ(fx::load_metadata(dir / "chain.safetensors").at("summary"), printed.str());
+    const auto state = fx::load_state(dir / "chain.safetensors");
+    EXPECT_EQ(state.size(), 4u);
+    expect_same_tensor(state.at("layers.1.weight"), std::get<1>(saved.layers).weight);
+}
+
+TEST(IO, LayersWithoutABiasSaveOnlyTheirWeight) {
+    ScratchDir dir;
+    const fx::Dense saved(3, 2, {}, /*bias=*/false);
+    fx::save(dir / "d.safetensors", saved);
+    EXPECT_EQ(fx::load_state(dir / "d.safetensors").count("bias"), 0u);
+    fx::Dense loaded(3, 2, {}, false);
+    EXPECT_TRUE(fx::load(dir / "d.safetensors", loaded).complete());
+    expect_same_tensor(loaded.weight, saved.weight);
+    fx::Dense with_bias(3, 2);
+    EXPECT_THROW(fx::load(dir / "d.safetensors", with_bias), fx::IOError);
 }
 
 TEST(IO, LoadWritesIntoTheModelsOwnStorage) {

@@ -1,7 +1,8 @@
 // test_io_interop.cpp — files move between fluxion and PyTorch both ways: the same weights give the
-// same outputs in torch.nn.Sequential(Linear, ReLU, Linear) and in fluxion, and every dtype means
-// the same values on both sides. The PyTorch side is tests/interop/torch_mlp.py, run with Debian's
-// /usr/bin/python3; the tests skip where it cannot import torch.
+// same outputs in torch.nn.Sequential(Linear, ReLU, Linear) and in fluxion (a FLUXION_FUNCTOR MLP,
+// and fx::Chain of fx::Dense), and every dtype means the same values on both sides. The PyTorch
+// side is tests/interop/torch_mlp.py, run with Debian's /usr/bin/python3; the tests skip where it
+// cannot import torch.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -81,13 +82,32 @@ TEST_F(IOInterop, PyTorchWeightsGiveTheSameOutputsInFluxion) {
     ScratchDir dir;
     MLP model = mlp({4, 8, 3});
     std::string names;
-    for (const auto& [name, t] : fx::detail::named_tensors(model)) names.append(" ").append(name);
+    for (const auto& [name, t] : fx::state(model)) names.append(" ").append(name);
     const fx::Tensor x = save_inputs(dir / "x.safetensors", {7, 4});
     torch_mlp("export " + quoted(dir / "torch.safetensors") + " " + quoted(dir / "x.safetensors") + " " +
               quoted(dir / "y.safetensors") + " 4 8 3 --names" + names);
 
     EXPECT_TRUE(fx::load(dir / "torch.safetensors", model).complete());
     expect_close(model(x), fx::load_state(dir / "y.safetensors").at("y"));
+}
+
+TEST_F(IOInterop, ChainOfDenseMatchesSequentialBothWays) {
+    ScratchDir dir;
+    const auto chain = fx::Chain(fx::Dense(4, 8), fx::relu, fx::Dense(8, 3));
+    fx::save(dir / "chain.safetensors", chain);
+    const fx::Tensor x = save_inputs(dir / "x.safetensors", {5, 4});
+    torch_mlp("run " + quoted(dir / "chain.safetensors") + " " + quoted(dir / "x.safetensors") + " " +
+              quoted(dir / "out.safetensors"));
+    expect_close(fx::load_state(dir / "out.safetensors").at("y"), chain(x));
+
+    auto loaded = fx::Chain(fx::Dense(4, 8), fx::relu, fx::Dense(8, 3));
+    std::string names;
+    for (const auto& [name, t] : fx::state(loaded)) names.append(" ").append(name);
+    EXPECT_EQ(names, " layers.0.weight layers.0.bias layers.2.weight layers.2.bias");
+    torch_mlp("export " + quoted(dir / "torch.safetensors") + " " + quoted(dir / "x.safetensors") + " " +
+              quoted(dir / "y.safetensors") + " 4 8 3 --names" + names);
+    EXPECT_TRUE(fx::load(dir / "torch.safetensors", loaded).complete());
+    expect_close(loaded(x), fx::load_state(dir / "y.safetensors").at("y"));
 }
 
 // A map-keyed model has PyTorch's own names ("0.weight", "2.weight"): a torch file loads as is.

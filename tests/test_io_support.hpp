@@ -13,6 +13,7 @@
 
 #include "fluxion/fluxion.hpp"
 #include "fluxion/io.hpp"
+#include "fluxion/layers.hpp"
 
 namespace fx = fluxion;
 

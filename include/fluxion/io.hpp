@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "fluxion/functor.hpp"
+#include "fluxion/state.hpp"
 #include "fluxion/tensor.hpp"
 
 namespace fluxion {
@@ -37,13 +37,13 @@ struct LoadReport {
     bool complete() const { return missing.empty() && unexpected.empty() && mismatched.empty(); }
 };
 
-// ---- plain name => tensor maps ----
+// ---- plain name => tensor maps (fx::State, from state.hpp, is the ordered form) ----
 // Tensors may live on any device and have any strides; they are written in the given order (the
 // map's, or the vector's). `metadata` goes into the file's "__metadata__" next to fluxion's own
 // "format" and "fluxion_version" entries. Names must be unique and not "__metadata__".
 void save_state(const std::filesystem::path& path, const std::map<std::string, Tensor>& state,
                 const std::map<std::string, std::string>& metadata = {});
-void save_state(const std::filesystem::path& path, const std::vector<std::pair<std::string, Tensor>>& state,
+void save_state(const std::filesystem::path& path, const State& state,
                 const std::map<std::string, std::string>& metadata = {});
 // Every tensor of the file, on the CPU.
 std::map<std::string, Tensor> load_state(const std::filesystem::path& path);
@@ -54,22 +54,14 @@ std::map<std::string, Tensor> load_state_from_memory(std::span<const std::byte> 
 std::map<std::string, std::string> load_metadata(const std::filesystem::path& path);
 
 namespace detail {
-using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
-void write_state(const std::filesystem::path& path, const NamedTensors& state,
-                 std::map<std::string, std::string> metadata, const char* operation);
-LoadReport read_state_into(const std::filesystem::path& path, const NamedTensors& targets, LoadOptions options,
+void write_state(const std::filesystem::path& path, const State& state, std::map<std::string, std::string> metadata,
+                 const char* operation);
+// Copies the file's tensors into `targets` (handles on the model's storage) after checking them all.
+LoadReport read_state_into(const std::filesystem::path& path, const State& targets, LoadOptions options,
                            const char* operation);
 
 template <class T>
 concept Printable = requires(std::ostream& os, const T& x) { os << x; };
-
-template <class Model> NamedTensors named_tensors(Model& model, const std::string& prefix = "") {
-    NamedTensors out;
-    visit_tensors(model, [&](const std::string& name, auto& t) {
-        if (t.defined()) out.emplace_back(prefix + name, t);
-    });
-    return out;
-}
 
 template <class Model> std::map<std::string, std::string> model_metadata(const Model& model) {
     std::map<std::string, std::string> metadata;
@@ -86,13 +78,13 @@ template <class Model> std::map<std::string, std::string> model_metadata(const M
 // Writes every defined tensor of `model` (host copies of device tensors) under its dotted name;
 // the metadata holds the model's printed summary when the type can be printed.
 template <class Model> void save(const std::filesystem::path& path, const Model& model) {
-    detail::write_state(path, detail::named_tensors(model), detail::model_metadata(model), "save");
+    detail::write_state(path, state(model), detail::model_metadata(model), "save");
 }
 
 // Fills the tensors of an existing `model` in place (each keeps its device and storage).
 // Everything is checked before anything is copied, so a failed strict load changes nothing.
 template <class Model> LoadReport load(const std::filesystem::path& path, Model& model, LoadOptions options = {}) {
-    return detail::read_state_into(path, detail::named_tensors(model), options, "load");
+    return detail::read_state_into(path, state(model), options, "load");
 }
 
 }  // namespace fluxion

@@ -58,7 +58,7 @@ std::string strict_failure(const std::string& operation, const std::filesystem::
 
 }  // namespace
 
-LoadReport read_state_into(const std::filesystem::path& path, const NamedTensors& targets, LoadOptions options,
+LoadReport read_state_into(const std::filesystem::path& path, const State& targets, LoadOptions options,
                            const char* operation) {
     const MappedFile file(path);
     const SafetensorsHeader header = parse_safetensors(file.bytes(), path.string());

@@ -7,7 +7,7 @@
 namespace fluxion {
 namespace detail {
 
-void write_state(const std::filesystem::path& path, const NamedTensors& state, std::map<std::string, std::string> metadata,
+void write_state(const std::filesystem::path& path, const State& state, std::map<std::string, std::string> metadata,
                  const char* operation) {
     std::vector<TensorRecord> records;
     records.reserve(state.size());
@@ -37,10 +37,10 @@ void write_state(const std::filesystem::path& path, const NamedTensors& state, s
 
 void save_state(const std::filesystem::path& path, const std::map<std::string, Tensor>& state,
                 const std::map<std::string, std::string>& metadata) {
-    detail::write_state(path, detail::NamedTensors(state.begin(), state.end()), metadata, "save_state");
+    detail::write_state(path, State(state.begin(), state.end()), metadata, "save_state");
 }
 
-void save_state(const std::filesystem::path& path, const std::vector<std::pair<std::string, Tensor>>& state,
+void save_state(const std::filesystem::path& path, const State& state,
                 const std::map<std::string, std::string>& metadata) {
     detail::write_state(path, state, metadata, "save_state");
 }
