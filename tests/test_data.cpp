@@ -280,3 +280,12 @@ TEST(DeviceLoader, StaysAtMostTwoBatchesAheadAndStopsWhenTheLoopEndsEarly) {
     EXPECT_EQ(taken, 3);
     EXPECT_EQ(storage_users(X), 1);
 }
+
+TEST(DeviceLoader, ReadingPastTheEndThrowsInsteadOfWaiting) {
+    auto moved = fx::DataLoader(fx::arange(4), {.batchsize = 2}) | testhost();
+    auto it = moved.begin();
+    ++it;
+    ++it;
+    ASSERT_TRUE(it == moved.end());
+    EXPECT_THROW(*it, fx::ValueError);
+}

@@ -7,6 +7,7 @@
 #include <exception>
 #include <map>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "fluxion/data.hpp"
@@ -83,6 +84,9 @@ struct Prefetcher::Impl {
 
     void take() {
         if (error) std::rethrow_exception(error);
+        if (position >= size)  // no worker will ever file this batch: refuse rather than wait forever
+            throw ValueError("DataLoader | device: the iterator is past the last batch (" + std::to_string(size) +
+                             " per epoch)");
         Prepared p;
         {
             std::unique_lock lock(mutex);
