@@ -33,6 +33,13 @@ std::vector<std::int64_t> shown(std::int64_t n) {
     return idx;
 }
 
+// Columns are aligned by characters shown, not bytes: the ellipses are multi-byte UTF-8.
+std::size_t display_width(const std::string& s) {
+    std::size_t n = 0;
+    for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+    return n;
+}
+
 // Prints a matrix {rows, cols} of host values with columns aligned.
 void print_matrix(std::ostream& os, const std::vector<double>& v, std::int64_t rows, std::int64_t cols, DType t) {
     auto ri = shown(rows), ci = shown(cols);
@@ -42,13 +49,14 @@ void print_matrix(std::ostream& os, const std::vector<double>& v, std::int64_t r
         std::vector<std::string> line;
         for (std::size_t j = 0; j < ci.size(); ++j) {
             std::string s = r < 0 ? (ci[j] < 0 ? "⋱" : "⋮") : ci[j] < 0 ? "…" : format(v[r * cols + ci[j]], t);
-            width[j] = std::max(width[j], s.size());
+            width[j] = std::max(width[j], display_width(s));
             line.push_back(s);
         }
         cells.push_back(line);
     }
     for (std::size_t i = 0; i < cells.size(); ++i) {
-        for (std::size_t j = 0; j < cells[i].size(); ++j) os << ' ' << std::setw(static_cast<int>(width[j])) << cells[i][j];
+        for (std::size_t j = 0; j < cells[i].size(); ++j)
+            os << ' ' << std::string(width[j] - display_width(cells[i][j]), ' ') << cells[i][j];
         if (i + 1 < cells.size()) os << '\n';
     }
 }
