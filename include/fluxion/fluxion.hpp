@@ -1,9 +1,17 @@
 // fluxion/fluxion.hpp — everything: `#include <fluxion/fluxion.hpp>` and `namespace fx = fluxion;`.
 #pragma once
 #include "fluxion/autodiff.hpp"
+#include "fluxion/data.hpp"
+#include "fluxion/datasets.hpp"
 #include "fluxion/device.hpp"
 #include "fluxion/dtype.hpp"
 #include "fluxion/error.hpp"
 #include "fluxion/functor.hpp"
+#include "fluxion/io.hpp"
+#include "fluxion/layers.hpp"
+#include "fluxion/losses.hpp"
 #include "fluxion/ops.hpp"
+#include "fluxion/optimisers.hpp"
+#include "fluxion/state.hpp"
 #include "fluxion/tensor.hpp"
+#include "fluxion/train.hpp"
