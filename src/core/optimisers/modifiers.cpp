@@ -1,0 +1,24 @@
+// modifiers.cpp — gradient transformations, as tensor ops on the gradients' device (no host sync).
+#include "fluxion/ops.hpp"
+#include "fluxion/optimisers.hpp"
+
+namespace fluxion {
+
+void WeightDecay::modify(std::vector<Tensor>& grads, const std::vector<Tensor>& params) const {
+    for (std::size_t i = 0; i < grads.size(); ++i) grads[i] = grads[i] + params[i] * lambda;
+}
+
+void ClipGrad::modify(std::vector<Tensor>& grads, const std::vector<Tensor>&) const {
+    for (auto& g : grads) g = clamp(g, -delta, delta);
+}
+
+void ClipNorm::modify(std::vector<Tensor>& grads, const std::vector<Tensor>&) const {
+    if (grads.empty()) return;
+    Tensor squares = sum(square(grads[0]));
+    for (std::size_t i = 1; i < grads.size(); ++i) squares = squares + sum(square(grads[i]));
+    // As torch.nn.utils.clip_grad_norm_: scale by ω / (‖g‖ + 1e-6) when that is below 1.
+    Tensor scale = clamp(omega / (sqrt(squares) + 1e-6), 0, 1);
+    for (auto& g : grads) g = g * scale;
+}
+
+}  // namespace fluxion

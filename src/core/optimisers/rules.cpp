@@ -1,0 +1,60 @@
+// rules.cpp — each rule is one call of the backend's fused optimiser_step (formulas beside the
+// kernels); this file only allocates state and fills in the hyper-parameters.
+#include "core/optimiser_kernel.hpp"
+#include "fluxion/optimisers.hpp"
+
+namespace fluxion {
+namespace {
+
+using backend::Optimiser;
+
+void allocate(ParamState& s, const Tensor& param, int buffers) {
+    TensorOptions o{.dtype = param.dtype(), .device = param.device()};
+    if (buffers >= 1) s.state1 = zeros(param.shape(), o);
+    if (buffers >= 2) s.state2 = zeros(param.shape(), o);
+}
+
+// The kernel works on contiguous buffers; a strided parameter is updated through a copy.
+void run(Optimiser rule, ParamState& s, Tensor& param, const Tensor& grad, backend::OptimiserStep hp) {
+    hp.t = ++s.t;
+    Tensor g = grad.contiguous();
+    if (param.is_contiguous()) {
+        detail::optimiser_step(rule, param, g, s.state1, s.state2, hp);
+    } else {
+        Tensor p = param.contiguous();
+        detail::optimiser_step(rule, p, g, s.state1, s.state2, hp);
+        param.copy_(p);
+    }
+}
+
+}  // namespace
+
+void Descent::init(ParamState&, const Tensor&) const {}
+void Descent::step(ParamState& s, Tensor& p, const Tensor& g) const { run(Optimiser::descent, s, p, g, {.eta = eta}); }
+
+void Momentum::init(ParamState& s, const Tensor& p) const { allocate(s, p, 1); }
+void Momentum::step(ParamState& s, Tensor& p, const Tensor& g) const {
+    run(Optimiser::momentum, s, p, g, {.eta = eta, .rho = rho});
+}
+
+void Nesterov::init(ParamState& s, const Tensor& p) const { allocate(s, p, 1); }
+void Nesterov::step(ParamState& s, Tensor& p, const Tensor& g) const {
+    run(Optimiser::nesterov, s, p, g, {.eta = eta, .rho = rho});
+}
+
+void RMSProp::init(ParamState& s, const Tensor& p) const { allocate(s, p, 1); }
+void RMSProp::step(ParamState& s, Tensor& p, const Tensor& g) const {
+    run(Optimiser::rmsprop, s, p, g, {.eta = eta, .rho = rho, .epsilon = epsilon});
+}
+
+void Adam::init(ParamState& s, const Tensor& p) const { allocate(s, p, 2); }
+void Adam::step(ParamState& s, Tensor& p, const Tensor& g) const {
+    run(Optimiser::adam, s, p, g, {.eta = eta, .beta1 = beta1, .beta2 = beta2, .epsilon = epsilon});
+}
+
+void AdamW::init(ParamState& s, const Tensor& p) const { allocate(s, p, 2); }
+void AdamW::step(ParamState& s, Tensor& p, const Tensor& g) const {
+    run(Optimiser::adamw, s, p, g, {.eta = eta, .beta1 = beta1, .beta2 = beta2, .epsilon = epsilon, .decay = lambda});
+}
+
+}  // namespace fluxion
