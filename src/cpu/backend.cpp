@@ -1,0 +1,186 @@
+// The CPU backend's table, its single device, host memory and the thread count.
+#include <cblas.h>
+#include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "cpu/kernels.hpp"
+#include "fluxion/error.hpp"
+
+namespace fluxion::backend::cpu {
+namespace {
+
+inline constexpr std::size_t kAlignment = 64;  // a cache line, and the widest vector register
+
+int thread_count_from_env() {
+    const int hardware = std::max(1, int(std::thread::hardware_concurrency()));
+    const char* text = std::getenv("FLUXION_NUM_THREADS");
+    if (!text || !*text) return hardware;
+    char* end = nullptr;
+    const long value = std::strtol(text, &end, 10);
+    if (*end != '\0' || value < 1 || value > 4096) {
+        std::fprintf(stderr, "fluxion: ignoring FLUXION_NUM_THREADS='%s' (expected a whole number from 1 to 4096); "
+                     "using %d threads\n", text, hardware);
+        return hardware;
+    }
+    return int(value);
+}
+
+void check_device(const char* what, int device) {
+    if (device != 0)
+        throw DeviceError(std::string(what) + ": CPU:" + std::to_string(device) +
+                          " does not exist; the CPU backend has one device, CPU:0");
+}
+
+std::string cpu_model_name() {
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(cpuinfo, line)) {
+        if (line.rfind("model name", 0) != 0) continue;
+        const auto colon = line.find(':');
+        if (colon == std::string::npos) break;
+        const auto start = line.find_first_not_of(' ', colon + 1);
+        return start == std::string::npos ? std::string("CPU") : line.substr(start);
+    }
+    return "CPU";
+}
+
+// MemAvailable (what can be allocated without swapping), else the kernel's count of free pages.
+std::size_t available_memory() {
+    std::ifstream meminfo("/proc/meminfo");
+    std::string key;
+    std::size_t kib = 0;
+    std::string unit;
+    while (meminfo >> key >> kib >> unit)
+        if (key == "MemAvailable:") return kib * 1024;
+    return std::size_t(sysconf(_SC_AVPHYS_PAGES)) * std::size_t(sysconf(_SC_PAGESIZE));
+}
+
+}  // namespace
+
+int threads() {
+    static const int count = [] {
+        const int n = thread_count_from_env();
+        omp_set_num_threads(n);
+        openblas_set_num_threads(n);
+        return n;
+    }();
+    return count;
+}
+
+void* scratch(std::size_t bytes) {
+    struct Buffer {
+        void* data = nullptr;
+        std::size_t size = 0;
+        ~Buffer() { std::free(data); }
+    };
+    thread_local Buffer buffer;
+    if (bytes > buffer.size) {
+        std::free(buffer.data);
+        buffer.data = nullptr;
+        buffer.size = 0;
+        buffer.data = alloc(0, bytes);
+        buffer.size = bytes;
+    }
+    return buffer.data;
+}
+
+bool functional(char* why, std::size_t why_size) { return true; }
+
+int device_count() { return 1; }
+
+void device_info(int device, char* name, std::size_t name_size, std::size_t* total, std::size_t* free) {
+    check_device("device_info", device);
+    if (name && name_size > 0) {
+        const std::string model = cpu_model_name();
+        const std::size_t length = std::min(model.size(), name_size - 1);
+        std::memcpy(name, model.data(), length);
+        name[length] = '\0';
+    }
+    if (total) *total = std::size_t(sysconf(_SC_PHYS_PAGES)) * std::size_t(sysconf(_SC_PAGESIZE));
+    if (free) *free = available_memory();
+}
+
+void synchronize(int device) {}
+
+// Every allocation is a whole number of cache lines, so zero bytes still gives a unique pointer.
+void* alloc(int device, std::size_t bytes) {
+    const auto fail = [bytes] {
+        char gib[32];
+        std::snprintf(gib, sizeof gib, "%.2f", double(bytes) / double(1 << 30));
+        return OutOfMemory("CPU: cannot allocate " + std::to_string(bytes) + " bytes (" + gib +
+                           " GiB) of host memory; free tensors that are no longer needed or use smaller batches");
+    };
+    if (bytes > SIZE_MAX - kAlignment) throw fail();
+    const std::size_t rounded = (std::max<std::size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
+    void* ptr = std::aligned_alloc(kAlignment, rounded);
+    if (!ptr) throw fail();
+    return ptr;
+}
+
+void free(int device, void* ptr) { std::free(ptr); }
+
+void copy_from_host(int device, void* dst, const void* src, std::size_t bytes) {
+    if (bytes) std::memcpy(dst, src, bytes);
+}
+
+void copy_to_host(int device, void* dst, const void* src, std::size_t bytes) {
+    if (bytes) std::memcpy(dst, src, bytes);
+}
+
+void copy_device(int dst_device, void* dst, int src_device, const void* src, std::size_t bytes) {
+    if (bytes) std::memcpy(dst, src, bytes);
+}
+
+}  // namespace fluxion::backend::cpu
+
+namespace fluxion::backend {
+
+const Backend& cpu_backend() {
+    static const Backend table = [] {
+        cpu::threads();
+        return Backend{
+            .abi_version = kAbiVersion,
+            .name = "CPU",
+            .functional = cpu::functional,
+            .device_count = cpu::device_count,
+            .device_info = cpu::device_info,
+            .synchronize = cpu::synchronize,
+            .alloc = cpu::alloc,
+            .free = cpu::free,
+            .copy_from_host = cpu::copy_from_host,
+            .copy_to_host = cpu::copy_to_host,
+            .copy_device = cpu::copy_device,
+            .fill = cpu::fill,
+            .copy_strided = cpu::copy_strided,
+            .cast = cpu::cast,
+            .index_select = cpu::index_select,
+            .index_add = cpu::index_add,
+            .unary = cpu::unary,
+            .unary_backward = cpu::unary_backward,
+            .binary = cpu::binary,
+            .where = cpu::where,
+            .reduce = cpu::reduce,
+            .gemm = cpu::gemm,
+            .conv2d = cpu::conv2d,
+            .conv2d_backward_input = cpu::conv2d_backward_input,
+            .conv2d_backward_weight = cpu::conv2d_backward_weight,
+            .pool2d = cpu::pool2d,
+            .pool2d_backward = cpu::pool2d_backward,
+            .softmax = cpu::softmax,
+            .softmax_backward = cpu::softmax_backward,
+            .optimiser_step = cpu::optimiser_step,
+        };
+    }();
+    return table;
+}
+
+}  // namespace fluxion::backend

@@ -1,0 +1,80 @@
+// Matrix products through OpenBLAS; a batch is a loop of single products, each threaded by OpenBLAS.
+#include <cblas.h>
+
+#include <algorithm>
+#include <climits>
+#include <string>
+#include <type_traits>
+
+#include "cpu/dispatch.hpp"
+#include "cpu/kernels.hpp"
+
+namespace fluxion::backend::cpu {
+namespace {
+
+void check_blas_size(int64_t value, const char* what) {
+    if (value < 0 || value > INT_MAX)
+        throw ValueError("gemm: " + std::string(what) + " = " + std::to_string(value) +
+                         " is outside what OpenBLAS accepts (0 to 2^31 - 1); split the product into smaller ones");
+}
+
+// BLAS rejects a leading dimension shorter than a stored row; it would print and skip the product.
+void check_leading(int64_t ld, int64_t row, const char* what) {
+    if (ld < std::max<int64_t>(1, row))
+        throw ValueError("gemm: " + std::string(what) + " = " + std::to_string(ld) + " is shorter than a row of " +
+                         std::to_string(row) + " elements; pass the row stride of the stored matrix");
+}
+
+// With k = 0 the product is empty and C = beta C; BLAS would reject the degenerate leading dimensions.
+template <class T>
+void scale_rows(int64_t m, int64_t n, T beta, T* c, int64_t ldc) {
+    for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
+}
+
+}  // namespace
+
+template <class T>
+void blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
+               const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+    if (m == 0 || n == 0) return;
+    if (k == 0) return scale_rows(m, n, beta, c, ldc);
+    const auto ta = trans_a ? CblasTrans : CblasNoTrans;
+    const auto tb = trans_b ? CblasTrans : CblasNoTrans;
+    if constexpr (std::is_same_v<T, float>)
+        cblas_sgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
+    else
+        cblas_dgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
+}
+
+template void blas_gemm<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*,
+                               int64_t, float, float*, int64_t);
+template void blas_gemm<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t, const double*,
+                                int64_t, double, double*, int64_t);
+
+void gemm(int device, DType t, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
+          const void* a, int64_t lda, int64_t stride_a, const void* b, int64_t ldb, int64_t stride_b, double beta,
+          void* c, int64_t ldc, int64_t stride_c, int64_t batch) {
+    check_blas_size(m, "m");
+    check_blas_size(n, "n");
+    check_blas_size(k, "k");
+    check_blas_size(lda, "lda");
+    check_blas_size(ldb, "ldb");
+    check_blas_size(ldc, "ldc");
+    if (m > 0 && n > 0 && k > 0) {
+        check_leading(lda, trans_a ? m : k, "lda");
+        check_leading(ldb, trans_b ? k : n, "ldb");
+    }
+    if (m > 0 && n > 0) check_leading(ldc, n, "ldc");
+    dispatch_float(t, "gemm", [&](auto tag) {
+        using T = decltype(tag);
+        const T* pa = static_cast<const T*>(a);
+        const T* pb = static_cast<const T*>(b);
+        T* pc = static_cast<T*>(c);
+        for (int64_t i = 0; i < batch; ++i)
+            blas_gemm<T>(trans_a, trans_b, m, n, k, T(alpha), pa + i * stride_a, lda, pb + i * stride_b, ldb, T(beta),
+                         pc + i * stride_c, ldc);
+    });
+}
+
+}  // namespace fluxion::backend::cpu

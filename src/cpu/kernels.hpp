@@ -1,0 +1,92 @@
+// kernels.hpp — the CPU backend's functions, one per entry of the Backend table (see
+// core/backend.hpp for what each computes), and the few helpers the kernel files share.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "core/backend.hpp"
+
+namespace fluxion::backend::cpu {
+
+using std::int64_t;
+
+// Loops over fewer elements than this stay on one thread: forking costs more than it saves.
+inline constexpr int64_t kParallelMin = 1 << 15;
+
+// Threads for OpenMP regions and OpenBLAS: FLUXION_NUM_THREADS, else the hardware threads.
+// The first call configures both libraries.
+int threads();
+
+// A per-thread scratch buffer (64-byte aligned) that grows on demand and is reused across calls,
+// so hot kernels do not allocate. Valid until the same thread asks again.
+void* scratch(std::size_t bytes);
+template <class T>
+T* scratch(int64_t count) {
+    return static_cast<T*>(scratch(std::size_t(count) * sizeof(T)));
+}
+
+// Row-major C = alpha op(A) op(B) + beta C through OpenBLAS, for float and double.
+template <class T>
+void blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
+               const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
+
+// ---- devices and memory (backend.cpp) ----
+bool functional(char* why, std::size_t why_size);
+int device_count();
+void device_info(int device, char* name, std::size_t name_size, std::size_t* total, std::size_t* free);
+void synchronize(int device);
+void* alloc(int device, std::size_t bytes);
+void free(int device, void* ptr);
+void copy_from_host(int device, void* dst, const void* src, std::size_t bytes);
+void copy_to_host(int device, void* dst, const void* src, std::size_t bytes);
+void copy_device(int dst_device, void* dst, int src_device, const void* src, std::size_t bytes);
+
+// ---- layout.cpp ----
+void fill(int device, DType t, int64_t n, void* dst, double value);
+void copy_strided(int device, DType t, const Strided* src_view, const void* src, const int64_t* dst_strides,
+                  void* dst);
+void cast(int device, DType from, DType to, int64_t n, const void* src, void* dst);
+void index_select(int device, DType t, int64_t outer, int64_t n_src, int64_t inner, const void* src,
+                  const int64_t* idx, int64_t n_idx, void* dst);
+void index_add(int device, DType t, int64_t outer, int64_t n_dst, int64_t inner, const void* src,
+               const int64_t* idx, int64_t n_idx, void* dst);
+
+// ---- unary.cpp ----
+void unary(int device, Unary op, DType t, int64_t n, const void* x, void* y, double a, double b);
+void unary_backward(int device, Unary op, DType t, int64_t n, const void* x, const void* y, const void* gy,
+                    void* gx, double a, double b);
+
+// ---- binary.cpp ----
+void binary(int device, Binary op, DType t, const Strided* a_view, const void* a, const Strided* b_view,
+            const void* b, void* out);
+void where(int device, DType t, const Strided* c_view, const void* c, const Strided* a_view, const void* a,
+           const Strided* b_view, const void* b, void* out);
+
+// ---- reduce.cpp ----
+void reduce(int device, Reduce op, DType t, int64_t outer, int64_t n, int64_t inner, const void* src, void* dst);
+
+// ---- gemm.cpp ----
+void gemm(int device, DType t, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
+          const void* a, int64_t lda, int64_t stride_a, const void* b, int64_t ldb, int64_t stride_b, double beta,
+          void* c, int64_t ldc, int64_t stride_c, int64_t batch);
+
+// ---- conv.cpp ----
+void conv2d(int device, DType t, const Conv2dShape* s, const void* x, const void* w, void* y);
+void conv2d_backward_input(int device, DType t, const Conv2dShape* s, const void* gy, const void* w, void* gx);
+void conv2d_backward_weight(int device, DType t, const Conv2dShape* s, const void* x, const void* gy, void* gw);
+
+// ---- pool.cpp ----
+void pool2d(int device, Pool op, DType t, const Pool2dShape* s, const void* x, void* y);
+void pool2d_backward(int device, Pool op, DType t, const Pool2dShape* s, const void* x, const void* y,
+                     const void* gy, void* gx);
+
+// ---- softmax.cpp ----
+void softmax(int device, bool log, DType t, int64_t outer, int64_t n, int64_t inner, const void* x, void* y);
+void softmax_backward(int device, bool log, DType t, int64_t outer, int64_t n, int64_t inner, const void* y,
+                      const void* gy, void* gx);
+
+// ---- optimiser.cpp ----
+void optimiser_step(int device, Optimiser rule, DType t, int64_t n, void* param, const void* grad, void* state1,
+                    void* state2, const OptimiserStep* hp);
+
+}  // namespace fluxion::backend::cpu

@@ -1,0 +1,159 @@
+// Kernels that set, move, gather and convert elements: fill, copy_strided, cast, index_select,
+// index_add.
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <type_traits>
+
+#include "cpu/dispatch.hpp"
+#include "cpu/kernels.hpp"
+#include "cpu/strided.hpp"
+
+namespace fluxion::backend::cpu {
+namespace {
+
+template <class T>
+inline constexpr bool is_half_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
+// Element conversion as static_cast does it (to bool: x != 0); the 16-bit floats go through float.
+template <class To, class From>
+To convert(From x) {
+    if constexpr (is_half_v<From>) return convert<To>(to_float(x));
+    else if constexpr (std::is_same_v<To, Half>) return to_half(float(x));
+    else if constexpr (std::is_same_v<To, BFloat16>) return to_bfloat16(float(x));
+    else return static_cast<To>(x);
+}
+
+// Square tiles keep both the rows read and the rows written of a transposing copy in cache.
+inline constexpr int64_t kTile = 32;
+
+// The copy whose source is unit-strided along the second-last axis and whose destination is
+// unit-strided along the last (a transpose of the last two axes), tile by tile.
+template <class T>
+void transpose_copy(const Walk<2>& w, const T* src, T* dst) {
+    const int nd = w.ndim;
+    const int64_t rows = w.shape[nd - 2], cols = w.shape[nd - 1];
+    const int64_t src_col = w.strides[0][nd - 1], dst_row = w.strides[1][nd - 2];
+    int64_t outer = 1;
+    for (int d = 0; d < nd - 2; ++d) outer *= w.shape[d];
+    const int64_t strips = (rows + kTile - 1) / kTile;
+#pragma omp parallel for num_threads(threads()) if (outer * rows * cols > kParallelMin)
+    for (int64_t task = 0; task < outer * strips; ++task) {
+        int64_t rest = task / strips, src_offset = 0, dst_offset = 0;
+        for (int d = nd - 3; d >= 0; --d) {
+            const int64_t index = rest % w.shape[d];
+            rest /= w.shape[d];
+            src_offset += index * w.strides[0][d];
+            dst_offset += index * w.strides[1][d];
+        }
+        const int64_t r0 = (task % strips) * kTile, r1 = std::min(r0 + kTile, rows);
+        for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
+            const int64_t c1 = std::min(c0 + kTile, cols);
+            for (int64_t r = r0; r < r1; ++r) {
+                const T* s = src + src_offset + r;
+                T* d = dst + dst_offset + r * dst_row;
+                for (int64_t c = c0; c < c1; ++c) d[c] = s[c * src_col];
+            }
+        }
+    }
+}
+
+void check_indices(const char* kernel, const int64_t* idx, int64_t n_idx, int64_t size) {
+    for (int64_t j = 0; j < n_idx; ++j)
+        if (idx[j] < 0 || idx[j] >= size)
+            throw ValueError(std::string(kernel) + ": index " + std::to_string(idx[j]) + " at position " +
+                             std::to_string(j) + " is out of range for an axis of size " + std::to_string(size) +
+                             "; indices must lie in [0, " + std::to_string(size) + ")");
+}
+
+}  // namespace
+
+void fill(int device, DType t, int64_t n, void* dst, double value) {
+    dispatch_any(t, "fill", [&](auto tag) {
+        using T = decltype(tag);
+        const T v = convert<T>(value);
+        T* d = static_cast<T*>(dst);
+#pragma omp parallel for num_threads(threads()) if (n > 4 * kParallelMin)
+        for (int64_t i = 0; i < n; ++i) d[i] = v;
+    });
+}
+
+void copy_strided(int device, DType t, const Strided* src_view, const void* src, const int64_t* dst_strides,
+                  void* dst) {
+    const Walk<2> w = simplify<2>(src_view->ndim, src_view->shape, {src_view->strides, dst_strides});
+    const int last = w.ndim - 1;
+    const int64_t ss = w.strides[0][last], ds = w.strides[1][last];
+    dispatch_bytes(t, [&](auto tag) {
+        using T = decltype(tag);
+        const T* s = static_cast<const T*>(src);
+        T* d = static_cast<T*>(dst);
+        if (w.ndim >= 2 && ds == 1 && ss != 1 && w.strides[0][last - 1] == 1) return transpose_copy(w, s, d);
+        for_each_row(w, [&](const int64_t* offset, int64_t n) {
+            const T* rs = s + offset[0];
+            T* rd = d + offset[1];
+            if (ss == 1 && ds == 1)
+                std::memcpy(rd, rs, std::size_t(n) * sizeof(T));
+            else
+                for (int64_t i = 0; i < n; ++i) rd[i * ds] = rs[i * ss];
+        });
+    });
+}
+
+void cast(int device, DType from, DType to, int64_t n, const void* src, void* dst) {
+    if (from == to) {
+        dispatch_bytes(from, [&](auto tag) { std::memcpy(dst, src, std::size_t(n) * sizeof(tag)); });
+        return;
+    }
+    dispatch_any(from, "cast", [&](auto from_tag) {
+        using From = decltype(from_tag);
+        dispatch_any(to, "cast", [&](auto to_tag) {
+            using To = decltype(to_tag);
+            const From* s = static_cast<const From*>(src);
+            To* d = static_cast<To*>(dst);
+#pragma omp parallel for num_threads(threads()) if (n > kParallelMin)
+            for (int64_t i = 0; i < n; ++i) d[i] = convert<To>(s[i]);
+        });
+    });
+}
+
+void index_select(int device, DType t, int64_t outer, int64_t n_src, int64_t inner, const void* src,
+                  const int64_t* idx, int64_t n_idx, void* dst) {
+    check_indices("index_select", idx, n_idx, n_src);
+    dispatch_bytes(t, [&](auto tag) {
+        using T = decltype(tag);
+        const T* s = static_cast<const T*>(src);
+        T* d = static_cast<T*>(dst);
+#pragma omp parallel for num_threads(threads()) if (outer * n_idx * inner > kParallelMin)
+        for (int64_t row = 0; row < outer * n_idx; ++row) {
+            const int64_t o = row / n_idx, j = row % n_idx;
+            const T* from = s + (o * n_src + idx[j]) * inner;
+            T* to = d + row * inner;
+            for (int64_t i = 0; i < inner; ++i) to[i] = from[i];
+        }
+    });
+}
+
+// Repeated indices add into the same row, so threads split the outer and inner axes, never j.
+void index_add(int device, DType t, int64_t outer, int64_t n_dst, int64_t inner, const void* src,
+               const int64_t* idx, int64_t n_idx, void* dst) {
+    check_indices("index_add", idx, n_idx, n_dst);
+    dispatch_numeric(t, "index_add", [&](auto tag) {
+        using T = decltype(tag);
+        using W = Wrapping<T>;
+        const T* s = static_cast<const T*>(src);
+        T* d = static_cast<T*>(dst);
+        constexpr int64_t block = 1024;
+        const int64_t blocks = (inner + block - 1) / block;
+#pragma omp parallel for num_threads(threads()) if (outer * n_idx * inner > kParallelMin && outer * blocks > 1)
+        for (int64_t task = 0; task < outer * blocks; ++task) {
+            const int64_t o = task / blocks, i0 = (task % blocks) * block, len = std::min(block, inner - i0);
+            for (int64_t j = 0; j < n_idx; ++j) {
+                const T* from = s + (o * n_idx + j) * inner + i0;
+                T* to = d + (o * n_dst + idx[j]) * inner + i0;
+                for (int64_t i = 0; i < len; ++i) to[i] = T(W(to[i]) + W(from[i]));
+            }
+        }
+    });
+}
+
+}  // namespace fluxion::backend::cpu

@@ -1,0 +1,99 @@
+// One fused optimiser step over a flat parameter buffer, with PyTorch's update rules
+// (p: parameter, g: gradient, s1/s2: state buffers, t: 1-based step):
+//   descent   p -= eta g
+//   momentum  s1 = rho s1 + g;                 p -= eta s1
+//   nesterov  s1 = rho s1 + g;                 p -= eta (g + rho s1)
+//   rmsprop   s1 = rho s1 + (1 - rho) g^2;     p -= eta g / (sqrt(s1) + epsilon)
+//   adam      s1 = beta1 s1 + (1 - beta1) g;   s2 = beta2 s2 + (1 - beta2) g^2;
+//             p -= eta (s1 / (1 - beta1^t)) / (sqrt(s2 / (1 - beta2^t)) + epsilon)
+//   adamw     p *= 1 - eta decay, then adam
+#include <cmath>
+#include <string>
+
+#include "cpu/dispatch.hpp"
+#include "cpu/kernels.hpp"
+
+namespace fluxion::backend::cpu {
+namespace {
+
+const char* const kRuleNames[] = {"descent", "momentum", "nesterov", "rmsprop", "adam", "adamw"};
+
+int states_needed(Optimiser rule) {
+    switch (rule) {
+        case Optimiser::descent: return 0;
+        case Optimiser::momentum:
+        case Optimiser::nesterov:
+        case Optimiser::rmsprop: return 1;
+        case Optimiser::adam:
+        case Optimiser::adamw: return 2;
+    }
+    throw ValueError("optimiser_step: unknown rule code " + std::to_string(int(rule)));
+}
+
+template <class T>
+void step(Optimiser rule, int64_t n, T* p, const T* g, T* s1, T* s2, const OptimiserStep& hp) {
+    const T eta = T(hp.eta), rho = T(hp.rho), epsilon = T(hp.epsilon);
+    const bool parallel = n > kParallelMin;
+    switch (rule) {
+        case Optimiser::descent:
+#pragma omp parallel for num_threads(threads()) if (parallel)
+            for (int64_t i = 0; i < n; ++i) p[i] -= eta * g[i];
+            return;
+        case Optimiser::momentum:
+#pragma omp parallel for num_threads(threads()) if (parallel)
+            for (int64_t i = 0; i < n; ++i) {
+                s1[i] = rho * s1[i] + g[i];
+                p[i] -= eta * s1[i];
+            }
+            return;
+        case Optimiser::nesterov:
+#pragma omp parallel for num_threads(threads()) if (parallel)
+            for (int64_t i = 0; i < n; ++i) {
+                s1[i] = rho * s1[i] + g[i];
+                p[i] -= eta * (g[i] + rho * s1[i]);
+            }
+            return;
+        case Optimiser::rmsprop:
+#pragma omp parallel for num_threads(threads()) if (parallel)
+            for (int64_t i = 0; i < n; ++i) {
+                s1[i] = rho * s1[i] + (T(1) - rho) * g[i] * g[i];
+                p[i] -= eta * g[i] / (std::sqrt(s1[i]) + epsilon);
+            }
+            return;
+        case Optimiser::adam:
+        case Optimiser::adamw: {
+            const T beta1 = T(hp.beta1), beta2 = T(hp.beta2);
+            const T correction1 = T(1 - std::pow(hp.beta1, double(hp.t)));
+            const T correction2 = T(1 - std::pow(hp.beta2, double(hp.t)));
+            const T shrink = rule == Optimiser::adamw ? T(1 - hp.eta * hp.decay) : T(1);
+#pragma omp parallel for num_threads(threads()) if (parallel)
+            for (int64_t i = 0; i < n; ++i) {
+                s1[i] = beta1 * s1[i] + (T(1) - beta1) * g[i];
+                s2[i] = beta2 * s2[i] + (T(1) - beta2) * g[i] * g[i];
+                p[i] = p[i] * shrink - eta * (s1[i] / correction1) / (std::sqrt(s2[i] / correction2) + epsilon);
+            }
+            return;
+        }
+    }
+}
+
+}  // namespace
+
+void optimiser_step(int device, Optimiser rule, DType t, int64_t n, void* param, const void* grad, void* state1,
+                    void* state2, const OptimiserStep* hp) {
+    const int states = states_needed(rule);
+    const std::string kernel = std::string("optimiser_step ") + kRuleNames[int(rule)];
+    if ((states >= 1 && !state1) || (states == 2 && !state2))
+        throw ValueError(kernel + ": the rule needs " + std::to_string(states) +
+                         " state buffer(s) of the parameters' size, but a null buffer was passed");
+    if ((rule == Optimiser::adam || rule == Optimiser::adamw) && hp->t < 1)
+        throw ValueError(kernel + ": step count t = " + std::to_string(hp->t) +
+                         " must start at 1 (Adam's bias correction divides by 1 - beta^t)");
+    dispatch_float(t, kernel.c_str(), [&](auto tag) {
+        using T = decltype(tag);
+        step(rule, n, static_cast<T*>(param), static_cast<const T*>(grad), static_cast<T*>(state1),
+             static_cast<T*>(state2), *hp);
+    });
+}
+
+}  // namespace fluxion::backend::cpu

@@ -1,0 +1,1015 @@
+// test_cpu_kernels.cpp — the CPU backend's kernel table called directly, each kernel against a
+// plain reference loop written here (or, for gradients, central finite differences in f64).
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <numbers>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "fluxion/error.hpp"
+
+namespace {
+
+namespace be = fluxion::backend;
+using fluxion::DType;
+using std::int64_t;
+
+const be::Backend& cpu() { return be::cpu_backend(); }
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+std::vector<double> random_values(int64_t n, double lo, double hi, unsigned seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<double> dist(lo, hi);
+    std::vector<double> v(static_cast<std::size_t>(n));
+    for (auto& x : v) x = dist(rng);
+    return v;
+}
+
+template <class T>
+std::vector<T> converted(const std::vector<double>& v) {
+    return std::vector<T>(v.begin(), v.end());
+}
+
+be::Strided view(std::vector<int64_t> shape, std::vector<int64_t> strides = {}) {
+    be::Strided v{};
+    v.ndim = static_cast<int>(shape.size());
+    int64_t step = 1;
+    for (int d = v.ndim - 1; d >= 0; --d) {
+        v.shape[d] = shape[d];
+        v.strides[d] = strides.empty() ? step : strides[d];
+        step *= shape[d];
+    }
+    return v;
+}
+
+int64_t numel(const be::Strided& v) {
+    int64_t n = 1;
+    for (int d = 0; d < v.ndim; ++d) n *= v.shape[d];
+    return n;
+}
+
+// The element offset of the `linear`-th element (row-major order) of a view.
+int64_t offset_of(const be::Strided& v, int64_t linear) {
+    int64_t offset = 0;
+    for (int d = v.ndim - 1; d >= 0; --d) {
+        offset += (linear % v.shape[d]) * v.strides[d];
+        linear /= v.shape[d];
+    }
+    return offset;
+}
+
+double dot(const std::vector<double>& a, const std::vector<double>& b) {
+    return std::inner_product(a.begin(), a.end(), b.begin(), 0.0);
+}
+
+// ---------------------------------------------------------------- table, devices, memory
+
+TEST(CpuBackend, TableIsComplete) {
+    const auto& t = cpu();
+    EXPECT_EQ(t.abi_version, be::kAbiVersion);
+    EXPECT_STREQ(t.name, "CPU");
+    const void* entries[] = {
+        reinterpret_cast<const void*>(t.functional),     reinterpret_cast<const void*>(t.device_count),
+        reinterpret_cast<const void*>(t.device_info),    reinterpret_cast<const void*>(t.synchronize),
+        reinterpret_cast<const void*>(t.alloc),          reinterpret_cast<const void*>(t.free),
+        reinterpret_cast<const void*>(t.copy_from_host), reinterpret_cast<const void*>(t.copy_to_host),
+        reinterpret_cast<const void*>(t.copy_device),    reinterpret_cast<const void*>(t.fill),
+        reinterpret_cast<const void*>(t.copy_strided),   reinterpret_cast<const void*>(t.cast),
+        reinterpret_cast<const void*>(t.index_select),   reinterpret_cast<const void*>(t.index_add),
+        reinterpret_cast<const void*>(t.unary),          reinterpret_cast<const void*>(t.unary_backward),
+        reinterpret_cast<const void*>(t.binary),         reinterpret_cast<const void*>(t.where),
+        reinterpret_cast<const void*>(t.reduce),         reinterpret_cast<const void*>(t.gemm),
+        reinterpret_cast<const void*>(t.conv2d),         reinterpret_cast<const void*>(t.conv2d_backward_input),
+        reinterpret_cast<const void*>(t.conv2d_backward_weight), reinterpret_cast<const void*>(t.pool2d),
+        reinterpret_cast<const void*>(t.pool2d_backward), reinterpret_cast<const void*>(t.softmax),
+        reinterpret_cast<const void*>(t.softmax_backward), reinterpret_cast<const void*>(t.optimiser_step)};
+    for (const void* entry : entries) EXPECT_NE(entry, nullptr);
+}
+
+TEST(CpuBackend, OneDeviceDescribed) {
+    EXPECT_TRUE(cpu().functional(nullptr, 0));
+    EXPECT_EQ(cpu().device_count(), 1);
+    char name[256] = {};
+    std::size_t total = 0, free = 0;
+    cpu().device_info(0, name, sizeof name, &total, &free);
+    EXPECT_GT(std::strlen(name), 0u);
+    EXPECT_GT(total, std::size_t{1} << 20);
+    EXPECT_GT(free, 0u);
+    EXPECT_LE(free, total);
+    char tiny[4];
+    cpu().device_info(0, tiny, sizeof tiny, nullptr, nullptr);
+    EXPECT_LT(std::strlen(tiny), sizeof tiny);
+    EXPECT_THROW(cpu().device_info(1, name, sizeof name, &total, &free), fluxion::DeviceError);
+}
+
+TEST(CpuBackend, AllocationsAreAlignedAndUnique) {
+    void* a = cpu().alloc(0, 0);
+    void* b = cpu().alloc(0, 0);
+    void* c = cpu().alloc(0, 1000);
+    EXPECT_NE(a, nullptr);
+    EXPECT_NE(a, b);
+    for (void* p : {a, b, c}) EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % 64, 0u);
+    std::vector<char> host(1000), back(1000);
+    std::iota(host.begin(), host.end(), 0);
+    cpu().copy_from_host(0, c, host.data(), host.size());
+    void* d = cpu().alloc(0, 1000);
+    cpu().copy_device(0, d, 0, c, 1000);
+    cpu().copy_to_host(0, back.data(), d, back.size());
+    EXPECT_EQ(host, back);
+    for (void* p : {a, b, c, d}) cpu().free(0, p);
+    cpu().free(0, nullptr);
+}
+
+TEST(CpuBackend, ImpossibleAllocationThrowsOutOfMemory) {
+    try {
+        cpu().alloc(0, std::numeric_limits<std::size_t>::max() / 2);
+        FAIL() << "expected OutOfMemory";
+    } catch (const fluxion::OutOfMemory& e) {
+        EXPECT_NE(std::string(e.what()).find("CPU: cannot allocate"), std::string::npos) << e.what();
+    }
+}
+
+// ---------------------------------------------------------------- fill and cast
+
+TEST(CpuLayout, FillEveryType) {
+    std::vector<float> f(100);
+    cpu().fill(0, DType::f32, 100, f.data(), 2.5);
+    for (float v : f) EXPECT_EQ(v, 2.5f);
+    std::vector<std::int64_t> i(7);
+    cpu().fill(0, DType::i64, 7, i.data(), -3);
+    for (auto v : i) EXPECT_EQ(v, -3);
+    std::vector<std::uint8_t> flags(5, 7);
+    cpu().fill(0, DType::boolean, 5, flags.data(), 2.0);
+    for (auto v : flags) EXPECT_EQ(v, 1);
+    std::vector<std::uint16_t> half(3);
+    cpu().fill(0, DType::f16, 3, half.data(), 1.5);
+    for (auto v : half) EXPECT_EQ(v, 0x3e00);
+    cpu().fill(0, DType::bf16, 3, half.data(), -2.0);
+    for (auto v : half) EXPECT_EQ(v, 0xc000);
+}
+
+TEST(CpuLayout, CastBetweenPlainTypes) {
+    const std::vector<double> src{-2.7, -0.0, 0.5, 3.99, 300.0};
+    std::vector<std::int32_t> i32(5);
+    cpu().cast(0, DType::f64, DType::i32, 5, src.data(), i32.data());
+    EXPECT_EQ(i32, (std::vector<std::int32_t>{-2, 0, 0, 3, 300}));
+
+    std::vector<std::uint8_t> flags(5);
+    const std::vector<float> f{0.0f, -0.5f, static_cast<float>(kNaN), 2.0f, -0.0f};
+    cpu().cast(0, DType::f32, DType::boolean, 5, f.data(), flags.data());
+    EXPECT_EQ(flags, (std::vector<std::uint8_t>{0, 1, 1, 1, 0}));
+
+    std::vector<float> back(5);
+    cpu().cast(0, DType::boolean, DType::f32, 5, flags.data(), back.data());
+    EXPECT_EQ(back, (std::vector<float>{0, 1, 1, 1, 0}));
+
+    const std::vector<std::int64_t> big{300, -1, 255};
+    std::vector<std::uint8_t> bytes(3);
+    cpu().cast(0, DType::i64, DType::u8, 3, big.data(), bytes.data());
+    EXPECT_EQ(bytes, (std::vector<std::uint8_t>{44, 255, 255}));
+
+    std::vector<double> wide(3);
+    cpu().cast(0, DType::u8, DType::f64, 3, bytes.data(), wide.data());
+    EXPECT_EQ(wide, (std::vector<double>{44, 255, 255}));
+
+    std::vector<std::int64_t> same(3);
+    cpu().cast(0, DType::i64, DType::i64, 3, big.data(), same.data());
+    EXPECT_EQ(same, big);
+}
+
+float half_to_float(std::uint16_t h) {
+    float f = 0;
+    cpu().cast(0, DType::f16, DType::f32, 1, &h, &f);
+    return f;
+}
+std::uint16_t float_to_half(float f) {
+    std::uint16_t h = 0;
+    cpu().cast(0, DType::f32, DType::f16, 1, &f, &h);
+    return h;
+}
+std::uint16_t float_to_bfloat16(float f) {
+    std::uint16_t h = 0;
+    cpu().cast(0, DType::f32, DType::bf16, 1, &f, &h);
+    return h;
+}
+
+TEST(CpuLayout, HalfRoundsToNearestEven) {
+    EXPECT_EQ(float_to_half(1.0f), 0x3c00);
+    EXPECT_EQ(float_to_half(-0.0f), 0x8000);
+    EXPECT_EQ(float_to_half(65504.0f), 0x7bff);
+    EXPECT_EQ(float_to_half(65519.0f), 0x7bff);
+    EXPECT_EQ(float_to_half(65520.0f), 0x7c00);  // halfway to the next step: rounds up to infinity
+    EXPECT_EQ(float_to_half(std::ldexp(1.0f, -24)), 0x0001);
+    EXPECT_EQ(float_to_half(std::ldexp(1.0f, -25)), 0x0000);  // halfway between 0 and 2^-24: even
+    EXPECT_EQ(float_to_half(std::ldexp(3.0f, -25)), 0x0002);  // halfway between 1 and 2 steps: even
+    EXPECT_EQ(float_to_half(1.0f + std::ldexp(1.0f, -11)), 0x3c00);
+    EXPECT_EQ(float_to_half(1.0f + std::ldexp(3.0f, -11)), 0x3c02);
+    EXPECT_EQ(float_to_half(std::ldexp(1.0f, -14) * (1.0f - std::ldexp(1.0f, -12))), 0x0400);  // up to normal
+    const std::uint16_t nan = float_to_half(static_cast<float>(kNaN));
+    EXPECT_EQ(nan & 0x7c00, 0x7c00);
+    EXPECT_NE(nan & 0x03ff, 0);
+    EXPECT_TRUE(std::isinf(half_to_float(0x7c00)));
+    EXPECT_EQ(half_to_float(0x0001), std::ldexp(1.0f, -24));
+    EXPECT_EQ(half_to_float(0xc000), -2.0f);
+}
+
+TEST(CpuLayout, EveryHalfAndBfloat16SurvivesARoundTrip) {
+    std::vector<std::uint16_t> all(65536), back(65536);
+    std::iota(all.begin(), all.end(), std::uint16_t{0});
+    std::vector<float> wide(65536);
+    for (DType t : {DType::f16, DType::bf16}) {
+        cpu().cast(0, t, DType::f32, 65536, all.data(), wide.data());
+        cpu().cast(0, DType::f32, t, 65536, wide.data(), back.data());
+        for (int i = 0; i < 65536; ++i) {
+            if (std::isnan(wide[i])) continue;
+            ASSERT_EQ(back[i], all[i]) << fluxion::name(t) << " bits " << i;
+        }
+    }
+    EXPECT_EQ(float_to_bfloat16(1.0f), 0x3f80);
+    EXPECT_EQ(float_to_bfloat16(1.0f + std::ldexp(1.0f, -8)), 0x3f80);  // halfway: even
+    EXPECT_EQ(float_to_bfloat16(1.0f + std::ldexp(3.0f, -8)), 0x3f82);
+    const std::uint16_t nan = float_to_bfloat16(static_cast<float>(kNaN));
+    EXPECT_EQ(nan & 0x7f80, 0x7f80);
+    EXPECT_NE(nan & 0x007f, 0);
+}
+
+// ---------------------------------------------------------------- copy_strided
+
+void expect_strided_copy(const be::Strided& src_view, const std::vector<int64_t>& dst_strides, int64_t dst_size) {
+    int64_t src_size = 1;
+    for (int d = 0; d < src_view.ndim; ++d) src_size += (src_view.shape[d] - 1) * src_view.strides[d];
+    const auto src = converted<float>(random_values(src_size, -1, 1, 7));
+    std::vector<float> dst(static_cast<std::size_t>(dst_size), -99.0f);
+    cpu().copy_strided(0, DType::f32, &src_view, src.data(), dst_strides.data(), dst.data());
+    be::Strided dst_view = src_view;
+    for (int d = 0; d < src_view.ndim; ++d) dst_view.strides[d] = dst_strides[d];
+    for (int64_t i = 0; i < numel(src_view); ++i)
+        ASSERT_EQ(dst[offset_of(dst_view, i)], src[offset_of(src_view, i)]) << "element " << i;
+}
+
+TEST(CpuLayout, CopyStridedViews) {
+    expect_strided_copy(view({3, 4}, {1, 3}), {4, 1}, 12);                      // transpose
+    expect_strided_copy(view({2, 3, 4}, {1, 8, 2}), {12, 4, 1}, 24);            // permutation
+    expect_strided_copy(view({5, 4}, {0, 1}), {4, 1}, 20);                      // broadcast rows
+    expect_strided_copy(view({4, 3}, {3, 1}), {1, 4}, 12);                      // into a transposed view
+    expect_strided_copy(view({2, 3}, {6, 2}), {3, 1}, 6);                       // every other element
+    expect_strided_copy(view({300, 257}, {1, 300}), {257, 1}, 300 * 257);      // large transpose, tiled
+    expect_strided_copy(view({3, 70, 65}, {1, 3 * 65, 3}), {70 * 65, 65, 1}, 3 * 70 * 65);
+    expect_strided_copy(view({100000}, {2}), {1}, 100000);                      // one long strided row
+    expect_strided_copy(view({}), {}, 1);                                       // a scalar
+}
+
+TEST(CpuLayout, CopyStridedMovesAnyElementSize) {
+    const std::vector<std::uint16_t> src{1, 2, 3, 4, 5, 6};
+    std::vector<std::uint16_t> dst(6);
+    const auto v = view({2, 3}, {1, 2});
+    const std::vector<int64_t> strides{3, 1};
+    cpu().copy_strided(0, DType::bf16, &v, src.data(), strides.data(), dst.data());
+    EXPECT_EQ(dst, (std::vector<std::uint16_t>{1, 3, 5, 2, 4, 6}));
+}
+
+// ---------------------------------------------------------------- index_select / index_add
+
+TEST(CpuLayout, IndexSelectGathersRows) {
+    const int64_t outer = 2, n = 4, inner = 3;
+    const auto src = converted<double>(random_values(outer * n * inner, -1, 1, 3));
+    const std::vector<int64_t> idx{3, 0, 3, 1, 2};
+    std::vector<double> dst(outer * idx.size() * inner);
+    cpu().index_select(0, DType::f64, outer, n, inner, src.data(), idx.data(), 5, dst.data());
+    for (int64_t o = 0; o < outer; ++o)
+        for (int64_t j = 0; j < 5; ++j)
+            for (int64_t i = 0; i < inner; ++i)
+                EXPECT_EQ(dst[(o * 5 + j) * inner + i], src[(o * n + idx[j]) * inner + i]);
+
+    const std::vector<std::int32_t> ints{10, 20, 30};
+    const std::vector<int64_t> pick{2, 2, 0};
+    std::vector<std::int32_t> picked(3);
+    cpu().index_select(0, DType::i32, 1, 3, 1, ints.data(), pick.data(), 3, picked.data());
+    EXPECT_EQ(picked, (std::vector<std::int32_t>{30, 30, 10}));
+}
+
+TEST(CpuLayout, IndexAddAccumulatesRepeatedIndices) {
+    const int64_t outer = 2, n_dst = 3, inner = 2, n_idx = 4;
+    const std::vector<int64_t> idx{2, 0, 2, 2};
+    const auto src = converted<float>(random_values(outer * n_idx * inner, -1, 1, 4));
+    std::vector<float> dst(outer * n_dst * inner, 1.0f), expected = dst;
+    for (int64_t o = 0; o < outer; ++o)
+        for (int64_t j = 0; j < n_idx; ++j)
+            for (int64_t i = 0; i < inner; ++i)
+                expected[(o * n_dst + idx[j]) * inner + i] += src[(o * n_idx + j) * inner + i];
+    cpu().index_add(0, DType::f32, outer, n_dst, inner, src.data(), idx.data(), n_idx, dst.data());
+    for (std::size_t i = 0; i < dst.size(); ++i) EXPECT_NEAR(dst[i], expected[i], 1e-6);
+
+    // An embedding-sized gradient: many repeated rows, a wide inner axis split among threads.
+    const int64_t rows = 50, width = 3000, picks = 400;
+    std::vector<int64_t> many(picks);
+    for (int64_t j = 0; j < picks; ++j) many[j] = (j * 7) % rows;
+    const std::vector<double> ones(picks * width, 1.0);
+    std::vector<double> counts(rows * width, 0.0);
+    cpu().index_add(0, DType::f64, 1, rows, width, ones.data(), many.data(), picks, counts.data());
+    for (int64_t r = 0; r < rows; ++r) EXPECT_EQ(counts[r * width + width - 1], 8.0) << "row " << r;
+}
+
+TEST(CpuLayout, IndexOutOfRangeThrowsAndWritesNothing) {
+    const std::vector<float> src{1, 2, 3};
+    const std::vector<int64_t> idx{0, 3};
+    std::vector<float> dst{9, 9};
+    EXPECT_THROW(cpu().index_select(0, DType::f32, 1, 3, 1, src.data(), idx.data(), 2, dst.data()),
+                 fluxion::ValueError);
+    EXPECT_EQ(dst, (std::vector<float>{9, 9}));
+    const std::vector<int64_t> negative{-1};
+    std::vector<float> acc{0, 0, 0};
+    EXPECT_THROW(cpu().index_add(0, DType::f32, 1, 3, 1, src.data(), negative.data(), 1, acc.data()),
+                 fluxion::ValueError);
+    EXPECT_EQ(acc, (std::vector<float>{0, 0, 0}));
+}
+
+// ---------------------------------------------------------------- unary
+
+struct UnaryCase {
+    be::Unary op;
+    const char* name;
+    double a, b;
+    double lo, hi;  // the domain sampled; points within 0.05 of a kink are skipped
+    std::function<double(double)> f;
+    std::vector<double> kinks;
+};
+
+double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
+
+std::vector<UnaryCase> unary_cases() {
+    using U = be::Unary;
+    const double k = std::sqrt(2 / std::numbers::pi);
+    return {
+        {U::neg, "neg", 0, 0, -2, 2, [](double x) { return -x; }, {}},
+        {U::exp, "exp", 0, 0, -2, 2, [](double x) { return std::exp(x); }, {}},
+        {U::log, "log", 0, 0, 0.2, 3, [](double x) { return std::log(x); }, {}},
+        {U::sqrt, "sqrt", 0, 0, 0.2, 3, [](double x) { return std::sqrt(x); }, {}},
+        {U::abs, "abs", 0, 0, -2, 2, [](double x) { return std::abs(x); }, {0}},
+        {U::square, "square", 0, 0, -2, 2, [](double x) { return x * x; }, {}},
+        {U::sin, "sin", 0, 0, -3, 3, [](double x) { return std::sin(x); }, {}},
+        {U::cos, "cos", 0, 0, -3, 3, [](double x) { return std::cos(x); }, {}},
+        {U::tanh, "tanh", 0, 0, -3, 3, [](double x) { return std::tanh(x); }, {}},
+        {U::sigmoid, "sigmoid", 0, 0, -5, 5, sigmoid, {}},
+        {U::relu, "relu", 0, 0, -2, 2, [](double x) { return x > 0 ? x : 0; }, {0}},
+        {U::leakyrelu, "leakyrelu", 0.1, 0, -2, 2, [](double x) { return x > 0 ? x : 0.1 * x; }, {0}},
+        {U::elu, "elu", 1.5, 0, -2, 2, [](double x) { return x > 0 ? x : 1.5 * (std::exp(x) - 1); }, {0}},
+        {U::gelu, "gelu", 0, 0, -3, 3,
+         [k](double x) { return 0.5 * x * (1 + std::tanh(k * (x + 0.044715 * x * x * x))); }, {}},
+        {U::softplus, "softplus", 0, 0, -30, 30, [](double x) { return std::log1p(std::exp(x)); }, {}},
+        {U::swish, "swish", 0, 0, -4, 4, [](double x) { return x * sigmoid(x); }, {}},
+        {U::clamp, "clamp", -0.5, 0.7, -2, 2, [](double x) { return std::min(std::max(x, -0.5), 0.7); }, {-0.5, 0.7}},
+        {U::sign, "sign", 0, 0, -2, 2, [](double x) { return double((x > 0) - (x < 0)); }, {0}},
+        {U::recip, "recip", 0, 0, 0.3, 3, [](double x) { return 1 / x; }, {}},
+        {U::pow_scalar, "pow_scalar", 2.5, 0, 0.2, 3, [](double x) { return std::pow(x, 2.5); }, {}},
+    };
+}
+
+std::vector<double> sample(const UnaryCase& c, int64_t n) {
+    std::vector<double> xs;
+    for (double x : random_values(4 * n, c.lo, c.hi, 11)) {
+        bool near_kink = false;
+        for (double kink : c.kinks) near_kink |= std::abs(x - kink) < 0.05;
+        if (!near_kink) xs.push_back(x);
+        if (int64_t(xs.size()) == n) break;
+    }
+    return xs;
+}
+
+TEST(CpuUnary, ForwardMatchesDefinitions) {
+    for (const auto& c : unary_cases()) {
+        const auto x = sample(c, 1000);
+        const int64_t n = int64_t(x.size());
+        std::vector<double> y(n);
+        cpu().unary(0, c.op, DType::f64, n, x.data(), y.data(), c.a, c.b);
+        const auto xf = converted<float>(x);
+        std::vector<float> yf(n);
+        cpu().unary(0, c.op, DType::f32, n, xf.data(), yf.data(), c.a, c.b);
+        for (int64_t i = 0; i < n; ++i) {
+            const double expected = c.f(x[i]);
+            ASSERT_NEAR(y[i], expected, 1e-12 * (1 + std::abs(expected))) << c.name << " at " << x[i];
+            ASSERT_NEAR(yf[i], c.f(double(xf[i])), 2e-6 * (1 + std::abs(expected))) << c.name << " f32 at " << x[i];
+        }
+    }
+}
+
+TEST(CpuUnary, BackwardMatchesFiniteDifferences) {
+    for (const auto& c : unary_cases()) {
+        const auto x = sample(c, 200);
+        const int64_t n = int64_t(x.size());
+        const auto gy = random_values(n, -1, 1, 12);
+        std::vector<double> y(n), gx(n);
+        cpu().unary(0, c.op, DType::f64, n, x.data(), y.data(), c.a, c.b);
+        cpu().unary_backward(0, c.op, DType::f64, n, x.data(), y.data(), gy.data(), gx.data(), c.a, c.b);
+        const double h = 1e-6;
+        for (int64_t i = 0; i < n; ++i) {
+            std::vector<double> probe{x[i] + h, x[i] - h}, out(2);
+            cpu().unary(0, c.op, DType::f64, 2, probe.data(), out.data(), c.a, c.b);
+            const double expected = gy[i] * (out[0] - out[1]) / (2 * h);
+            ASSERT_NEAR(gx[i], expected, 1e-6 * (1 + std::abs(expected))) << c.name << " at " << x[i];
+        }
+    }
+}
+
+TEST(CpuUnary, SpecialValues) {
+    // softplus stays finite for large |x|; relu, clamp and sign keep NaN; pow with exponent 0 has gradient 0.
+    const std::vector<double> x{-1000, 1000, kNaN};
+    std::vector<double> y(3);
+    cpu().unary(0, be::Unary::softplus, DType::f64, 3, x.data(), y.data(), 0, 0);
+    EXPECT_EQ(y[0], 0);
+    EXPECT_EQ(y[1], 1000);
+    cpu().unary(0, be::Unary::relu, DType::f64, 3, x.data(), y.data(), 0, 0);
+    EXPECT_TRUE(std::isnan(y[2]));
+    cpu().unary(0, be::Unary::sigmoid, DType::f64, 2, x.data(), y.data(), 0, 0);
+    EXPECT_EQ(y[0], 0);
+    EXPECT_EQ(y[1], 1);
+    const std::vector<double> zero{0.0}, one{1.0};
+    std::vector<double> g(1), p(1);
+    cpu().unary(0, be::Unary::pow_scalar, DType::f64, 1, zero.data(), p.data(), 0, 0);
+    cpu().unary_backward(0, be::Unary::pow_scalar, DType::f64, 1, zero.data(), p.data(), one.data(), g.data(), 0, 0);
+    EXPECT_EQ(p[0], 1);
+    EXPECT_EQ(g[0], 0);
+}
+
+TEST(CpuUnary, IntegersAndUnsupportedTypes) {
+    const std::vector<std::int32_t> x{-3, 0, 5, std::numeric_limits<std::int32_t>::min()};
+    std::vector<std::int32_t> y(4);
+    cpu().unary(0, be::Unary::abs, DType::i32, 4, x.data(), y.data(), 0, 0);
+    EXPECT_EQ(y[0], 3);
+    EXPECT_EQ(y[2], 5);
+    cpu().unary(0, be::Unary::sign, DType::i32, 3, x.data(), y.data(), 0, 0);
+    EXPECT_EQ(y, (std::vector<std::int32_t>{-1, 0, 1, y[3]}));
+    cpu().unary(0, be::Unary::neg, DType::i32, 3, x.data(), y.data(), 0, 0);
+    EXPECT_EQ(y[0], 3);
+    try {
+        cpu().unary(0, be::Unary::exp, DType::i32, 4, x.data(), y.data(), 0, 0);
+        FAIL() << "expected DTypeError";
+    } catch (const fluxion::DTypeError& e) {
+        const std::string message = e.what();
+        EXPECT_NE(message.find("exp"), std::string::npos) << message;
+        EXPECT_NE(message.find("i32"), std::string::npos) << message;
+    }
+    EXPECT_THROW(cpu().unary_backward(0, be::Unary::neg, DType::i64, 1, x.data(), x.data(), x.data(), y.data(), 0, 0),
+                 fluxion::DTypeError);
+}
+
+// ---------------------------------------------------------------- binary and where
+
+double reference_binary(be::Binary op, double a, double b) {
+    using B = be::Binary;
+    switch (op) {
+        case B::add: return a + b;
+        case B::sub: return a - b;
+        case B::mul: return a * b;
+        case B::div: return a / b;
+        case B::pow: return std::pow(a, b);
+        case B::maximum: return std::max(a, b);
+        case B::minimum: return std::min(a, b);
+        case B::eq: return a == b;
+        case B::ne: return a != b;
+        case B::lt: return a < b;
+        case B::le: return a <= b;
+        case B::gt: return a > b;
+        case B::ge: return a >= b;
+    }
+    return kNaN;
+}
+
+// a and b hold every element their views reach; the result is compared elementwise.
+void expect_binary(const be::Strided& va, const be::Strided& vb, int64_t a_size, int64_t b_size) {
+    auto a = random_values(a_size, 0.5, 2, 21);
+    auto b = random_values(b_size, 0.5, 2, 22);
+    for (std::size_t i = 0; i < b.size(); i += 3) b[i] = a[i % a.size()];  // some equal pairs for comparisons
+    const int64_t n = numel(va);
+    for (int op = 0; op <= int(be::Binary::ge); ++op) {
+        const auto bop = be::Binary(op);
+        const bool comparison = bop >= be::Binary::eq;
+        std::vector<double> out(n);
+        std::vector<std::uint8_t> flags(n);
+        cpu().binary(0, bop, DType::f64, &va, a.data(), &vb, b.data(), comparison ? (void*)flags.data() : out.data());
+        for (int64_t i = 0; i < n; ++i) {
+            const double expected = reference_binary(bop, a[offset_of(va, i)], b[offset_of(vb, i)]);
+            if (comparison)
+                ASSERT_EQ(flags[i], expected) << "op " << op << " element " << i;
+            else
+                ASSERT_NEAR(out[i], expected, 1e-14 * std::abs(expected)) << "op " << op << " element " << i;
+        }
+    }
+}
+
+TEST(CpuBinary, BroadcastViewsMatchReference) {
+    expect_binary(view({4, 5}), view({4, 5}), 20, 20);                            // both contiguous
+    expect_binary(view({4, 5}), view({4, 5}, {0, 0}), 20, 1);                    // scalar on the right
+    expect_binary(view({3, 7}, {0, 0}), view({3, 7}), 1, 21);                    // scalar on the left
+    expect_binary(view({2, 3, 4}, {4, 0, 1}), view({2, 3, 4}, {0, 1, 0}), 8, 3);  // outer-product broadcast
+    expect_binary(view({3, 4}, {1, 3}), view({3, 4}, {0, 1}), 12, 4);           // transposed left operand
+    expect_binary(view({64, 33, 40}, {1320, 40, 1}), view({64, 33, 40}, {0, 1, 0}), 64 * 33 * 40, 33);  // threads
+    expect_binary(view({200000}), view({200000}, {0}), 200000, 1);             // one long row split among threads
+}
+
+TEST(CpuBinary, FloatEdgeCases) {
+    const std::vector<float> a{1.0f, static_cast<float>(kNaN), 2.0f};
+    const std::vector<float> b{static_cast<float>(kNaN), 1.0f, 3.0f};
+    const auto v = view({3});
+    std::vector<float> out(3);
+    cpu().binary(0, be::Binary::maximum, DType::f32, &v, a.data(), &v, b.data(), out.data());
+    EXPECT_TRUE(std::isnan(out[0]));
+    EXPECT_TRUE(std::isnan(out[1]));
+    EXPECT_EQ(out[2], 3.0f);
+    cpu().binary(0, be::Binary::minimum, DType::f32, &v, a.data(), &v, b.data(), out.data());
+    EXPECT_TRUE(std::isnan(out[0]));
+    EXPECT_TRUE(std::isnan(out[1]));
+    EXPECT_EQ(out[2], 2.0f);
+}
+
+TEST(CpuBinary, IntegerArithmeticNeverTraps) {
+    using L = std::numeric_limits<std::int32_t>;
+    const std::vector<std::int32_t> a{7, -7, 5, L::min(), 2, -2, 3, L::max()};
+    const std::vector<std::int32_t> b{2, 2, 0, -1, 10, 3, -1, 1};
+    const auto v = view({8});
+    std::vector<std::int32_t> out(8);
+    cpu().binary(0, be::Binary::div, DType::i32, &v, a.data(), &v, b.data(), out.data());
+    EXPECT_EQ(out, (std::vector<std::int32_t>{3, -3, 0, L::min(), 0, 0, -3, L::max()}));
+    cpu().binary(0, be::Binary::pow, DType::i32, &v, a.data(), &v, b.data(), out.data());
+    EXPECT_EQ(out[0], 49);
+    EXPECT_EQ(out[1], 49);
+    EXPECT_EQ(out[2], 1);
+    EXPECT_EQ(out[4], 1024);
+    EXPECT_EQ(out[5], -8);
+    EXPECT_EQ(out[6], 0);  // 3^-1 truncates to 0
+    cpu().binary(0, be::Binary::add, DType::i32, &v, a.data(), &v, b.data(), out.data());
+    EXPECT_EQ(out[7], L::min());  // wraps
+    const std::vector<std::uint8_t> u{250, 3}, w{10, 5};
+    std::vector<std::uint8_t> uo(2);
+    const auto v2 = view({2});
+    cpu().binary(0, be::Binary::add, DType::u8, &v2, u.data(), &v2, w.data(), uo.data());
+    EXPECT_EQ(uo, (std::vector<std::uint8_t>{4, 8}));
+    cpu().binary(0, be::Binary::lt, DType::u8, &v2, u.data(), &v2, w.data(), uo.data());
+    EXPECT_EQ(uo, (std::vector<std::uint8_t>{0, 1}));
+}
+
+TEST(CpuBinary, BoolLogic) {
+    const std::vector<std::uint8_t> a{0, 0, 1, 1}, b{0, 1, 0, 1};
+    const auto v = view({4});
+    std::vector<std::uint8_t> out(4);
+    cpu().binary(0, be::Binary::add, DType::boolean, &v, a.data(), &v, b.data(), out.data());
+    EXPECT_EQ(out, (std::vector<std::uint8_t>{0, 1, 1, 1}));
+    cpu().binary(0, be::Binary::mul, DType::boolean, &v, a.data(), &v, b.data(), out.data());
+    EXPECT_EQ(out, (std::vector<std::uint8_t>{0, 0, 0, 1}));
+    cpu().binary(0, be::Binary::ne, DType::boolean, &v, a.data(), &v, b.data(), out.data());
+    EXPECT_EQ(out, (std::vector<std::uint8_t>{0, 1, 1, 0}));
+    EXPECT_THROW(cpu().binary(0, be::Binary::sub, DType::boolean, &v, a.data(), &v, b.data(), out.data()),
+                 fluxion::DTypeError);
+}
+
+TEST(CpuBinary, MismatchedViewsAreRejected) {
+    const auto va = view({2, 3}), vb = view({3, 2});
+    std::vector<float> a(6), b(6), out(6);
+    EXPECT_THROW(cpu().binary(0, be::Binary::add, DType::f32, &va, a.data(), &vb, b.data(), out.data()),
+                 fluxion::ShapeError);
+    EXPECT_THROW(cpu().binary(0, be::Binary::add, DType::f16, &va, a.data(), &va, b.data(), out.data()),
+                 fluxion::DTypeError);
+}
+
+TEST(CpuBinary, WhereBroadcastsAllThree) {
+    const std::vector<std::uint8_t> cond{1, 0, 1};                  // {3, 1}
+    const std::vector<std::int64_t> a{1, 2, 3, 4};                  // {1, 4}
+    const std::vector<std::int64_t> b{-5};                          // scalar
+    const auto vc = view({3, 4}, {1, 0}), va = view({3, 4}, {0, 1}), vb = view({3, 4}, {0, 0});
+    std::vector<std::int64_t> out(12);
+    cpu().where(0, DType::i64, &vc, cond.data(), &va, a.data(), &vb, b.data(), out.data());
+    EXPECT_EQ(out, (std::vector<std::int64_t>{1, 2, 3, 4, -5, -5, -5, -5, 1, 2, 3, 4}));
+}
+
+// ---------------------------------------------------------------- reduce
+
+template <class T>
+void expect_reduction(be::Reduce op, DType t, int64_t outer, int64_t n, int64_t inner, const std::vector<T>& x,
+                      double tolerance) {
+    const bool index = op == be::Reduce::argmax || op == be::Reduce::argmin;
+    std::vector<T> values(outer * inner);
+    std::vector<int64_t> indices(outer * inner);
+    cpu().reduce(0, op, t, outer, n, inner, x.data(), index ? (void*)indices.data() : values.data());
+    for (int64_t o = 0; o < outer; ++o) {
+        for (int64_t i = 0; i < inner; ++i) {
+            double sum = 0;
+            int64_t best = 0;
+            for (int64_t j = 0; j < n; ++j) {
+                const double v = double(x[(o * n + j) * inner + i]);
+                const double current = double(x[(o * n + best) * inner + i]);
+                sum += v;
+                const bool better = op == be::Reduce::max || op == be::Reduce::argmax ? v > current : v < current;
+                if ((better || (std::isnan(v) && !std::isnan(current))) && j > 0) best = j;
+            }
+            const int64_t at = o * inner + i;
+            const double extreme = double(x[(o * n + best) * inner + i]);
+            switch (op) {
+                case be::Reduce::sum: ASSERT_NEAR(double(values[at]), sum, tolerance * (1 + std::abs(sum))); break;
+                case be::Reduce::mean: ASSERT_NEAR(double(values[at]), sum / n, tolerance); break;
+                case be::Reduce::max:
+                case be::Reduce::min:
+                    if (std::isnan(extreme))
+                        ASSERT_TRUE(std::isnan(double(values[at])));
+                    else
+                        ASSERT_EQ(double(values[at]), extreme);
+                    break;
+                default: ASSERT_EQ(indices[at], best) << "outer " << o << " inner " << i;
+            }
+        }
+    }
+}
+
+TEST(CpuReduce, EveryOpAndLayoutMatchesReference) {
+    struct Layout {
+        int64_t outer, n, inner;
+    };
+    for (const Layout l : {Layout{3, 17, 1}, Layout{2, 9, 70}, Layout{1, 300000, 1}, Layout{1, 200, 300},
+                           Layout{4, 1, 5}}) {
+        const auto x = random_values(l.outer * l.n * l.inner, -3, 3, 31);
+        auto rounded = x;
+        for (auto& v : rounded) v = std::round(v);  // ties for the arg reductions
+        for (int op = 0; op <= int(be::Reduce::argmin); ++op) {
+            const auto rop = be::Reduce(op);
+            expect_reduction(rop, DType::f64, l.outer, l.n, l.inner, x, 1e-12);
+            expect_reduction(rop, DType::f32, l.outer, l.n, l.inner, converted<float>(x), 1e-6);
+            expect_reduction(rop, DType::f64, l.outer, l.n, l.inner, rounded, 1e-12);
+            if (rop != be::Reduce::mean)
+                expect_reduction(rop, DType::i32, l.outer, l.n, l.inner, converted<std::int32_t>(rounded), 0);
+        }
+    }
+}
+
+TEST(CpuReduce, NaNWinsAndFirstNaNIsTheArgument) {
+    std::vector<float> x{1, 5, static_cast<float>(kNaN), 7, static_cast<float>(kNaN), 0};
+    for (auto op : {be::Reduce::max, be::Reduce::min, be::Reduce::argmax, be::Reduce::argmin})
+        expect_reduction(op, DType::f32, 1, 6, 1, x, 0);
+    expect_reduction(be::Reduce::argmax, DType::f32, 2, 3, 1, x, 0);
+    expect_reduction(be::Reduce::argmax, DType::f32, 1, 3, 2, x, 0);
+    std::vector<int64_t> index(1);
+    cpu().reduce(0, be::Reduce::argmax, DType::f32, 1, 6, 1, x.data(), index.data());
+    EXPECT_EQ(index[0], 2);
+    // A long row is split among threads; the NaN in a later slice must still win.
+    std::vector<double> long_row(400000, 1.0);
+    long_row[350000] = kNaN;
+    long_row[10] = 2.0;
+    cpu().reduce(0, be::Reduce::argmax, DType::f64, 1, 400000, 1, long_row.data(), index.data());
+    EXPECT_EQ(index[0], 350000);
+}
+
+TEST(CpuReduce, LongSumsStayAccurate) {
+    std::vector<float> x(1 << 22, 0.1f);
+    float sum = 0;
+    cpu().reduce(0, be::Reduce::sum, DType::f32, 1, int64_t(x.size()), 1, x.data(), &sum);
+    EXPECT_NEAR(sum, 0.1f * float(x.size()), 1e-5 * 0.1 * double(x.size()));
+}
+
+TEST(CpuReduce, BoolAndBytesAndEmptyAxes) {
+    const std::vector<std::uint8_t> flags{0, 1, 1, 0};
+    std::uint8_t any = 0;
+    cpu().reduce(0, be::Reduce::max, DType::boolean, 1, 4, 1, flags.data(), &any);
+    EXPECT_EQ(any, 1);
+    int64_t first = -1;
+    cpu().reduce(0, be::Reduce::argmax, DType::boolean, 1, 4, 1, flags.data(), &first);
+    EXPECT_EQ(first, 1);
+    std::uint8_t total = 0;
+    EXPECT_THROW(cpu().reduce(0, be::Reduce::sum, DType::boolean, 1, 4, 1, flags.data(), &total), fluxion::DTypeError);
+    cpu().reduce(0, be::Reduce::sum, DType::u8, 1, 4, 1, flags.data(), &total);
+    EXPECT_EQ(total, 2);
+    EXPECT_THROW(cpu().reduce(0, be::Reduce::mean, DType::i32, 1, 1, 1, flags.data(), &total), fluxion::DTypeError);
+    std::vector<double> sums(3, -1);
+    cpu().reduce(0, be::Reduce::sum, DType::f64, 3, 0, 1, nullptr, sums.data());
+    EXPECT_EQ(sums, (std::vector<double>{0, 0, 0}));
+    EXPECT_THROW(cpu().reduce(0, be::Reduce::max, DType::f64, 3, 0, 1, nullptr, sums.data()), fluxion::ValueError);
+}
+
+// ---------------------------------------------------------------- gemm
+
+template <class T>
+void expect_gemm(DType t, bool ta, bool tb, double tolerance) {
+    const int64_t m = 5, n = 7, k = 4, batch = 3, pad = 2;
+    const int64_t lda = (ta ? m : k) + pad, ldb = (tb ? k : n) + pad, ldc = n + pad;
+    const int64_t sa = (ta ? k : m) * lda, sb = (tb ? n : k) * ldb, sc = m * ldc;
+    const auto a = converted<T>(random_values(batch * sa, -1, 1, 41));
+    const auto b = converted<T>(random_values(batch * sb, -1, 1, 42));
+    const auto c0 = converted<T>(random_values(batch * sc, -1, 1, 43));
+    const double alpha = 1.5, beta = -0.5;
+    auto c = c0;
+    cpu().gemm(0, t, ta, tb, m, n, k, alpha, a.data(), lda, sa, b.data(), ldb, sb, beta, c.data(), ldc, sc, batch);
+    for (int64_t p = 0; p < batch; ++p)
+        for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j) {
+                double acc = 0;
+                for (int64_t q = 0; q < k; ++q)
+                    acc += double(a[p * sa + (ta ? q * lda + i : i * lda + q)]) *
+                           double(b[p * sb + (tb ? j * ldb + q : q * ldb + j)]);
+                const int64_t at = p * sc + i * ldc + j;
+                ASSERT_NEAR(double(c[at]), alpha * acc + beta * double(c0[at]), tolerance)
+                    << "trans " << ta << tb << " batch " << p << " (" << i << ", " << j << ")";
+            }
+    for (int64_t p = 0; p < batch; ++p)  // the padding between rows is untouched
+        for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = n; j < ldc; ++j) ASSERT_EQ(c[p * sc + i * ldc + j], c0[p * sc + i * ldc + j]);
+}
+
+TEST(CpuGemm, AllTransposesWithBatchAlphaAndBeta) {
+    for (bool ta : {false, true})
+        for (bool tb : {false, true}) {
+            expect_gemm<double>(DType::f64, ta, tb, 1e-12);
+            expect_gemm<float>(DType::f32, ta, tb, 1e-5);
+        }
+}
+
+TEST(CpuGemm, ZeroBetaIgnoresGarbageInC) {
+    const std::vector<float> a{1, 2, 3, 4}, b{1, 0, 0, 1};
+    std::vector<float> c(4, static_cast<float>(kNaN));
+    cpu().gemm(0, DType::f32, false, false, 2, 2, 2, 1.0, a.data(), 2, 0, b.data(), 2, 0, 0.0, c.data(), 2, 0, 1);
+    EXPECT_EQ(c, a);
+    std::vector<float> empty(4, static_cast<float>(kNaN));  // k = 0: C = beta C, and beta = 0 clears it
+    cpu().gemm(0, DType::f32, false, false, 2, 2, 0, 1.0, a.data(), 0, 0, b.data(), 2, 0, 0.0, empty.data(), 2, 0, 1);
+    EXPECT_EQ(empty, (std::vector<float>{0, 0, 0, 0}));
+}
+
+TEST(CpuGemm, RejectsIntegersAndShortRows) {
+    std::vector<std::int32_t> a(4), b(4), c(4);
+    EXPECT_THROW(
+        cpu().gemm(0, DType::i32, false, false, 2, 2, 2, 1, a.data(), 2, 0, b.data(), 2, 0, 0, c.data(), 2, 0, 1),
+        fluxion::DTypeError);
+    std::vector<float> f(4);
+    EXPECT_THROW(  // lda = 1 is shorter than a row of A
+        cpu().gemm(0, DType::f32, false, false, 2, 2, 2, 1, f.data(), 1, 0, f.data(), 2, 0, 0, f.data(), 2, 0, 1),
+        fluxion::ValueError);
+}
+
+// ---------------------------------------------------------------- conv2d
+
+be::Conv2dShape conv_shape(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t r, int64_t s,
+                           int64_t stride_h, int64_t stride_w, int64_t pad_h, int64_t pad_w, int64_t dil_h,
+                           int64_t dil_w, int64_t groups) {
+    be::Conv2dShape cs{};
+    cs.n = n, cs.c = c, cs.h = h, cs.w = w, cs.k = k, cs.r = r, cs.s = s;
+    cs.stride_h = stride_h, cs.stride_w = stride_w, cs.pad_h = pad_h, cs.pad_w = pad_w;
+    cs.dil_h = dil_h, cs.dil_w = dil_w, cs.groups = groups;
+    cs.oh = (h + 2 * pad_h - dil_h * (r - 1) - 1) / stride_h + 1;
+    cs.ow = (w + 2 * pad_w - dil_w * (s - 1) - 1) / stride_w + 1;
+    return cs;
+}
+
+// Calls f(x index, w index, y index) for every multiply of the convolution: the naive seven loops.
+void for_each_tap(const be::Conv2dShape& s, const std::function<void(int64_t, int64_t, int64_t)>& f) {
+    const int64_t cg = s.c / s.groups, kg = s.k / s.groups;
+    for (int64_t b = 0; b < s.n; ++b)
+        for (int64_t k = 0; k < s.k; ++k)
+            for (int64_t oy = 0; oy < s.oh; ++oy)
+                for (int64_t ox = 0; ox < s.ow; ++ox)
+                    for (int64_t ci = 0; ci < cg; ++ci)
+                        for (int64_t kr = 0; kr < s.r; ++kr)
+                            for (int64_t ks = 0; ks < s.s; ++ks) {
+                                const int64_t iy = oy * s.stride_h - s.pad_h + kr * s.dil_h;
+                                const int64_t ix = ox * s.stride_w - s.pad_w + ks * s.dil_w;
+                                if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w) continue;
+                                const int64_t channel = k / kg * cg + ci;
+                                f(((b * s.c + channel) * s.h + iy) * s.w + ix, ((k * cg + ci) * s.r + kr) * s.s + ks,
+                                  ((b * s.k + k) * s.oh + oy) * s.ow + ox);
+                            }
+}
+
+void expect_conv(const be::Conv2dShape& s) {
+    const int64_t nx = s.n * s.c * s.h * s.w, nw = s.k * (s.c / s.groups) * s.r * s.s, ny = s.n * s.k * s.oh * s.ow;
+    const auto x = random_values(nx, -1, 1, 51), w = random_values(nw, -1, 1, 52), gy = random_values(ny, -1, 1, 53);
+    std::vector<double> y_ref(ny, 0), gx_ref(nx, 0), gw_ref(nw, 0);
+    for_each_tap(s, [&](int64_t xi, int64_t wi, int64_t yi) {
+        y_ref[yi] += x[xi] * w[wi];
+        gx_ref[xi] += gy[yi] * w[wi];
+        gw_ref[wi] += gy[yi] * x[xi];
+    });
+    std::vector<double> y(ny, kNaN), gx(nx, kNaN), gw(nw, kNaN);
+    cpu().conv2d(0, DType::f64, &s, x.data(), w.data(), y.data());
+    cpu().conv2d_backward_input(0, DType::f64, &s, gy.data(), w.data(), gx.data());
+    cpu().conv2d_backward_weight(0, DType::f64, &s, x.data(), gy.data(), gw.data());
+    for (int64_t i = 0; i < ny; ++i) ASSERT_NEAR(y[i], y_ref[i], 1e-10) << "y " << i;
+    for (int64_t i = 0; i < nx; ++i) ASSERT_NEAR(gx[i], gx_ref[i], 1e-10) << "gx " << i;
+    for (int64_t i = 0; i < nw; ++i) ASSERT_NEAR(gw[i], gw_ref[i], 1e-9) << "gw " << i;
+    // The backward kernels are the adjoints of the forward one in each argument.
+    const double forward = dot(y, gy);
+    EXPECT_NEAR(dot(x, gx), forward, 1e-9 * (1 + std::abs(forward)));
+    EXPECT_NEAR(dot(w, gw), forward, 1e-9 * (1 + std::abs(forward)));
+
+    const auto xf = converted<float>(x), wf = converted<float>(w);
+    std::vector<float> yf(ny);
+    cpu().conv2d(0, DType::f32, &s, xf.data(), wf.data(), yf.data());
+    for (int64_t i = 0; i < ny; ++i) ASSERT_NEAR(yf[i], y_ref[i], 1e-4) << "f32 y " << i;
+}
+
+TEST(CpuConv, MatchesNaiveLoops) {
+    expect_conv(conv_shape(2, 3, 6, 5, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1));  // same padding
+    expect_conv(conv_shape(3, 4, 9, 8, 6, 3, 2, 2, 1, 1, 2, 1, 2, 2));  // stride, asymmetric padding, dilation, groups
+    expect_conv(conv_shape(2, 6, 7, 7, 6, 3, 3, 2, 2, 2, 0, 2, 1, 6));  // depthwise
+    expect_conv(conv_shape(1, 5, 4, 4, 3, 1, 1, 1, 1, 0, 0, 1, 1, 1));  // 1x1, a single image
+    expect_conv(conv_shape(2, 2, 3, 3, 2, 3, 3, 3, 3, 0, 0, 1, 1, 1));  // one output pixel
+}
+
+TEST(CpuConv, ManyImagesAreSplitIntoChunks) {
+    // About 0.7 M workspace elements per image: chunks of 2, 2, 2 and 1 images.
+    expect_conv(conv_shape(7, 8, 94, 94, 8, 3, 3, 1, 1, 1, 1, 1, 1, 2));
+}
+
+TEST(CpuConv, RejectsBadShapes) {
+    auto s = conv_shape(1, 3, 4, 4, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1);
+    s.groups = 2;  // 3 channels do not divide into 2 groups
+    std::vector<float> buffer(1000);
+    EXPECT_THROW(cpu().conv2d(0, DType::f32, &s, buffer.data(), buffer.data(), buffer.data()), fluxion::ShapeError);
+    s.groups = 1;
+    EXPECT_THROW(cpu().conv2d(0, DType::i32, &s, buffer.data(), buffer.data(), buffer.data()), fluxion::DTypeError);
+}
+
+// ---------------------------------------------------------------- pooling
+
+be::Pool2dShape pool_shape(int64_t n, int64_t c, int64_t h, int64_t w, int64_t kh, int64_t kw, int64_t stride_h,
+                           int64_t stride_w, int64_t pad_h, int64_t pad_w) {
+    be::Pool2dShape s{};
+    s.n = n, s.c = c, s.h = h, s.w = w, s.kh = kh, s.kw = kw;
+    s.stride_h = stride_h, s.stride_w = stride_w, s.pad_h = pad_h, s.pad_w = pad_w;
+    s.oh = (h + 2 * pad_h - kh) / stride_h + 1;
+    s.ow = (w + 2 * pad_w - kw) / stride_w + 1;
+    return s;
+}
+
+void expect_pool(const be::Pool2dShape& s) {
+    const int64_t nx = s.n * s.c * s.h * s.w, ny = s.n * s.c * s.oh * s.ow;
+    auto x = random_values(nx, -1, 1, 61);
+    for (int64_t i = 0; i < nx; i += 5) x[i] = x[(i * 7) % nx];  // repeated values: the first maximum wins
+    const auto gy = random_values(ny, -1, 1, 62);
+    std::vector<double> max_ref(ny), mean_ref(ny), gmax_ref(nx, 0), gmean_ref(nx, 0);
+    for (int64_t p = 0; p < s.n * s.c; ++p)
+        for (int64_t oy = 0; oy < s.oh; ++oy)
+            for (int64_t ox = 0; ox < s.ow; ++ox) {
+                const int64_t yi = (p * s.oh + oy) * s.ow + ox;
+                double best = -INFINITY, sum = 0;
+                int64_t best_at = -1;
+                for (int64_t ky = 0; ky < s.kh; ++ky)
+                    for (int64_t kx = 0; kx < s.kw; ++kx) {
+                        const int64_t iy = oy * s.stride_h - s.pad_h + ky, ix = ox * s.stride_w - s.pad_w + kx;
+                        if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w) continue;  // padding: zero for the mean
+                        const int64_t xi = (p * s.h + iy) * s.w + ix;
+                        sum += x[xi];
+                        if (x[xi] > best) best = x[xi], best_at = xi;
+                    }
+                max_ref[yi] = best;
+                mean_ref[yi] = sum / double(s.kh * s.kw);
+                gmax_ref[best_at] += gy[yi];
+                for (int64_t ky = 0; ky < s.kh; ++ky)
+                    for (int64_t kx = 0; kx < s.kw; ++kx) {
+                        const int64_t iy = oy * s.stride_h - s.pad_h + ky, ix = ox * s.stride_w - s.pad_w + kx;
+                        if (iy >= 0 && iy < s.h && ix >= 0 && ix < s.w)
+                            gmean_ref[(p * s.h + iy) * s.w + ix] += gy[yi] / double(s.kh * s.kw);
+                    }
+            }
+    std::vector<double> y(ny), gx(nx, kNaN);
+    cpu().pool2d(0, be::Pool::max, DType::f64, &s, x.data(), y.data());
+    for (int64_t i = 0; i < ny; ++i) ASSERT_EQ(y[i], max_ref[i]) << "max " << i;
+    cpu().pool2d_backward(0, be::Pool::max, DType::f64, &s, x.data(), y.data(), gy.data(), gx.data());
+    for (int64_t i = 0; i < nx; ++i) ASSERT_NEAR(gx[i], gmax_ref[i], 1e-12) << "max backward " << i;
+    cpu().pool2d(0, be::Pool::mean, DType::f64, &s, x.data(), y.data());
+    for (int64_t i = 0; i < ny; ++i) ASSERT_NEAR(y[i], mean_ref[i], 1e-12) << "mean " << i;
+    cpu().pool2d_backward(0, be::Pool::mean, DType::f64, &s, x.data(), y.data(), gy.data(), gx.data());
+    for (int64_t i = 0; i < nx; ++i) ASSERT_NEAR(gx[i], gmean_ref[i], 1e-12) << "mean backward " << i;
+    EXPECT_NEAR(dot(y, gy), dot(x, gx), 1e-10);  // mean pooling is linear: backward is its adjoint
+}
+
+TEST(CpuPool, MaxAndMeanWithPadding) {
+    expect_pool(pool_shape(2, 3, 8, 8, 2, 2, 2, 2, 0, 0));
+    expect_pool(pool_shape(1, 2, 7, 6, 3, 3, 2, 2, 1, 1));  // padded borders
+    expect_pool(pool_shape(2, 2, 5, 9, 3, 2, 1, 3, 1, 1));  // overlapping windows, unequal strides
+    expect_pool(pool_shape(64, 32, 14, 14, 2, 2, 2, 2, 0, 0));  // enough work for threads
+}
+
+TEST(CpuPool, MaxLetsNaNWin) {
+    const auto s = pool_shape(1, 1, 2, 2, 2, 2, 2, 2, 0, 0);
+    const std::vector<float> x{1, static_cast<float>(kNaN), 3, 2};
+    float y = 0;
+    cpu().pool2d(0, be::Pool::max, DType::f32, &s, x.data(), &y);
+    EXPECT_TRUE(std::isnan(y));
+    const float gy = 1;
+    std::vector<float> gx(4);
+    cpu().pool2d_backward(0, be::Pool::max, DType::f32, &s, x.data(), &y, &gy, gx.data());
+    EXPECT_EQ(gx, (std::vector<float>{0, 1, 0, 0}));
+}
+
+// ---------------------------------------------------------------- softmax
+
+TEST(CpuSoftmax, MatchesNaiveAndSumsToOne) {
+    struct Layout {
+        int64_t outer, n, inner;
+    };
+    for (const Layout l : {Layout{4, 10, 1}, Layout{3, 6, 5}, Layout{2, 5, 130}, Layout{512, 100, 1}}) {
+        auto x = random_values(l.outer * l.n * l.inner, -5, 5, 71);
+        x[0] = 1000;  // a large logit must not overflow
+        for (bool log : {false, true}) {
+            std::vector<double> y(x.size());
+            cpu().softmax(0, log, DType::f64, l.outer, l.n, l.inner, x.data(), y.data());
+            for (int64_t o = 0; o < l.outer; ++o)
+                for (int64_t i = 0; i < l.inner; ++i) {
+                    const auto at = [&](int64_t j) { return (o * l.n + j) * l.inner + i; };
+                    double m = -INFINITY, s = 0, total = 0;
+                    for (int64_t j = 0; j < l.n; ++j) m = std::max(m, x[at(j)]);
+                    for (int64_t j = 0; j < l.n; ++j) s += std::exp(x[at(j)] - m);
+                    for (int64_t j = 0; j < l.n; ++j) {
+                        const double log_p = x[at(j)] - m - std::log(s);
+                        ASSERT_NEAR(y[at(j)], log ? log_p : std::exp(log_p), 1e-12 * (log ? 1 + std::abs(log_p) : 1));
+                        total += log ? std::exp(y[at(j)]) : y[at(j)];
+                    }
+                    ASSERT_NEAR(total, 1.0, 1e-12);
+                }
+        }
+    }
+}
+
+TEST(CpuSoftmax, BackwardMatchesFiniteDifferences) {
+    struct Layout {
+        int64_t outer, n, inner;
+    };
+    for (const Layout l : {Layout{2, 7, 1}, Layout{2, 4, 3}}) {
+        const int64_t size = l.outer * l.n * l.inner;
+        const auto x = random_values(size, -2, 2, 81), gy = random_values(size, -1, 1, 82);
+        for (bool log : {false, true}) {
+            std::vector<double> y(size), gx(size), probe(size), out(size);
+            cpu().softmax(0, log, DType::f64, l.outer, l.n, l.inner, x.data(), y.data());
+            cpu().softmax_backward(0, log, DType::f64, l.outer, l.n, l.inner, y.data(), gy.data(), gx.data());
+            const double h = 1e-6;
+            for (int64_t e = 0; e < size; ++e) {
+                probe = x;
+                probe[e] += h;
+                cpu().softmax(0, log, DType::f64, l.outer, l.n, l.inner, probe.data(), out.data());
+                const double up = dot(out, gy);
+                probe[e] -= 2 * h;
+                cpu().softmax(0, log, DType::f64, l.outer, l.n, l.inner, probe.data(), out.data());
+                const double expected = (up - dot(out, gy)) / (2 * h);
+                ASSERT_NEAR(gx[e], expected, 1e-7) << (log ? "logsoftmax" : "softmax") << " element " << e;
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------- optimisers
+
+template <class T>
+void expect_step(be::Optimiser rule, const be::OptimiserStep& hp, T p, T g, T s1, T s2, T want_p, T want_s1,
+                 T want_s2, double tolerance) {
+    const DType t = sizeof(T) == 4 ? DType::f32 : DType::f64;
+    cpu().optimiser_step(0, rule, t, 1, &p, &g, &s1, &s2, &hp);
+    EXPECT_NEAR(p, want_p, tolerance) << "rule " << int(rule);
+    EXPECT_NEAR(s1, want_s1, tolerance) << "rule " << int(rule);
+    EXPECT_NEAR(s2, want_s2, tolerance) << "rule " << int(rule);
+}
+
+TEST(CpuOptimiser, StepsMatchHandComputedValues) {
+    using O = be::Optimiser;
+    be::OptimiserStep hp;
+    hp.eta = 0.1, hp.rho = 0.9, hp.beta1 = 0.9, hp.beta2 = 0.999, hp.epsilon = 1e-8, hp.decay = 0.01, hp.t = 2;
+    // p = 1, g = 0.5, s1 = 0.2, s2 = 0.04 before the step.
+    for (double tol : {1e-12, 1e-6}) {
+        const auto check = [&](O rule, double want_p, double want_s1, double want_s2) {
+            if (tol < 1e-9)
+                expect_step<double>(rule, hp, 1.0, 0.5, 0.2, 0.04, want_p, want_s1, want_s2, tol);
+            else
+                expect_step<float>(rule, hp, 1.0f, 0.5f, 0.2f, 0.04f, float(want_p), float(want_s1), float(want_s2),
+                                   tol);
+        };
+        check(O::descent, 1 - 0.1 * 0.5, 0.2, 0.04);
+        check(O::momentum, 1 - 0.1 * 0.68, 0.68, 0.04);              // s1 = 0.9 * 0.2 + 0.5
+        check(O::nesterov, 1 - 0.1 * (0.5 + 0.9 * 0.68), 0.68, 0.04);
+        const double rms = 0.9 * 0.2 + 0.1 * 0.25;                   // 0.205
+        check(O::rmsprop, 1 - 0.1 * 0.5 / (std::sqrt(rms) + 1e-8), rms, 0.04);
+        const double m = 0.9 * 0.2 + 0.1 * 0.5, v = 0.999 * 0.04 + 0.001 * 0.25;  // 0.23, 0.04021
+        const double update = 0.1 * (m / (1 - 0.81)) / (std::sqrt(v / (1 - 0.999 * 0.999)) + 1e-8);
+        check(O::adam, 1 - update, m, v);
+        check(O::adamw, 1 * (1 - 0.1 * 0.01) - update, m, v);
+    }
+}
+
+TEST(CpuOptimiser, LargeBuffersAndMissingState) {
+    const int64_t n = 100000;
+    std::vector<float> p(n, 1.0f), g(n, 2.0f), s1(n, 0.0f), s2(n, 0.0f);
+    be::OptimiserStep hp;
+    hp.eta = 0.01, hp.beta1 = 0.9, hp.beta2 = 0.999, hp.epsilon = 1e-8, hp.t = 1;
+    cpu().optimiser_step(0, be::Optimiser::adam, DType::f32, n, p.data(), g.data(), s1.data(), s2.data(), &hp);
+    for (int64_t i = 0; i < n; i += 997) EXPECT_NEAR(p[i], 0.99f, 1e-6);  // Adam's first step moves by eta
+    const auto step = [&](be::Optimiser rule, void* state1, void* state2) {
+        cpu().optimiser_step(0, rule, DType::f32, n, p.data(), g.data(), state1, state2, &hp);
+    };
+    EXPECT_THROW(step(be::Optimiser::adam, s1.data(), nullptr), fluxion::ValueError);
+    EXPECT_THROW(step(be::Optimiser::momentum, nullptr, nullptr), fluxion::ValueError);
+    EXPECT_NEAR(p[0], 0.99f, 1e-6);  // the refused steps changed nothing
+}
+
+}  // namespace
