@@ -1,11 +1,14 @@
-// test_io_support.hpp — what the io tests share: a scratch folder per test and a small MLP whose
-// state names are PyTorch's (`layers.0.weight`, ...).
+// test_io_support.hpp — what the io tests share: a scratch folder per test, error capture, a file
+// size limit for failing writes, and a small MLP whose state names are PyTorch's (`layers.0.weight`).
 #pragma once
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <ostream>
 #include <string>
@@ -57,6 +60,40 @@ inline std::string file_bytes(const std::filesystem::path& path) {
 inline void write_bytes(const std::filesystem::path& path, const std::string& bytes) {
     std::ofstream(path, std::ios::binary) << bytes;
 }
+
+// The message of the fx::IOError that f throws (a test failure if it throws none).
+inline std::string message_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const fx::IOError& e) {
+        return e.what();
+    }
+    ADD_FAILURE() << "expected fx::IOError";
+    return "";
+}
+
+// While alive, the kernel refuses to let files grow past `bytes` (RLIMIT_FSIZE, binding even for
+// root): writes fail midway with EFBIG, a real failing disk write.
+class FileSizeLimit {
+public:
+    explicit FileSizeLimit(rlim_t bytes) {
+        getrlimit(RLIMIT_FSIZE, &saved_);
+        previous_handler_ = std::signal(SIGXFSZ, SIG_IGN);
+        rlimit limited = saved_;
+        limited.rlim_cur = bytes;
+        setrlimit(RLIMIT_FSIZE, &limited);
+    }
+    ~FileSizeLimit() {
+        setrlimit(RLIMIT_FSIZE, &saved_);
+        std::signal(SIGXFSZ, previous_handler_);
+    }
+    FileSizeLimit(const FileSizeLimit&) = delete;
+    FileSizeLimit& operator=(const FileSizeLimit&) = delete;
+
+private:
+    rlimit saved_{};
+    void (*previous_handler_)(int) = nullptr;
+};
 
 // torch.nn.Linear's layout: weight {out, in}, bias {out}; y = x W^T + b.
 struct Linear {

@@ -5,6 +5,8 @@
 //   fx::save("model.safetensors", model);           // from any device; atomic replace
 //   fx::load("model.safetensors", model);           // in place, on each tensor's own device
 //   auto report = fx::load("other.safetensors", model, {.strict = false});   // what fits
+//   fx::save_checkpoint("run.safetensors", model, opt, {{"epoch", "3"}});    // model + optimiser
+//   auto extra = fx::load_checkpoint("run.safetensors", model, opt);         // resume exactly
 //
 // Writing is atomic: a failed or interrupted save leaves the previous file as it was. Reading
 // trusts nothing in the file: every problem is an IOError naming the file and what is wrong.
@@ -19,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "fluxion/optimisers.hpp"
 #include "fluxion/state.hpp"
 #include "fluxion/tensor.hpp"
 
@@ -85,6 +88,34 @@ template <class Model> void save(const std::filesystem::path& path, const Model&
 // Everything is checked before anything is copied, so a failed strict load changes nothing.
 template <class Model> LoadReport load(const std::filesystem::path& path, Model& model, LoadOptions options = {}) {
     return detail::read_state_into(path, state(model), options, "load");
+}
+
+// ---- training checkpoints: a model and its optimiser state in one file ----
+// Tensors: "model.<name>" for the model's state; for each trainable path, "optimiser.<path>.state1"
+// and ".state2" (the rule's moments, where it keeps them), ".step" (i64) and ".frozen" (bool).
+// Metadata: the learning rate in effect (fx::adjust changes it) and `extra` (e.g. the epoch).
+// The rule's other hyper-parameters come from the code that calls fx::setup, as with PyTorch.
+// The random generator's state is not saved: reseed (fx::seed) for data order and dropout.
+namespace detail {
+void write_checkpoint(const std::filesystem::path& path, const State& model, const std::vector<ParamState>& params,
+                      double eta, const std::map<std::string, std::string>& extra);
+std::map<std::string, std::string> read_checkpoint(const std::filesystem::path& path, const State& model,
+                                                   std::vector<ParamState>& params, double& eta);
+}  // namespace detail
+
+template <class Model, class Rule>
+void save_checkpoint(const std::filesystem::path& path, const Model& model, const OptimiserState<Rule>& optimiser,
+                     const std::map<std::string, std::string>& extra = {}) {
+    detail::write_checkpoint(path, state(model), optimiser.params, detail::final_rule(optimiser.rule).eta, extra);
+}
+
+// Restores the model's tensors, the optimiser's moments, step counts, frozen flags and learning
+// rate in place, and returns `extra`. `optimiser` must come from fx::setup with the rule used when
+// saving. Everything is checked first: on any mismatch nothing changes and one IOError lists it all.
+template <class Model, class Rule>
+std::map<std::string, std::string> load_checkpoint(const std::filesystem::path& path, Model& model,
+                                                   OptimiserState<Rule>& optimiser) {
+    return detail::read_checkpoint(path, state(model), optimiser.params, detail::final_rule(optimiser.rule).eta);
 }
 
 }  // namespace fluxion

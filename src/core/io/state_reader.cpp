@@ -4,9 +4,10 @@
 #include <cstring>
 #include <sstream>
 
+#include "core/io/state_reader.hpp"
+
 #include "core/io/mapped_file.hpp"
 #include "core/io/safetensors_format.hpp"
-#include "fluxion/io.hpp"
 
 namespace fluxion {
 namespace detail {
@@ -37,31 +38,34 @@ void copy_into(Tensor& target, std::span<const std::byte> file, const Safetensor
     }
 }
 
-std::string mismatch_text(const std::string& name, const TensorRecord& r, const Tensor& t) {
-    std::string text = name + ":";
-    if (r.shape != t.shape()) text += " shape " + to_string(r.shape) + " in the file, " + to_string(t.shape()) + " in the model;";
-    if (r.dtype != t.dtype()) text += std::string(" dtype ") + fluxion::name(r.dtype) + " in the file, " + fluxion::name(t.dtype()) + " in the model;";
-    text.pop_back();
-    return text;
+std::string mismatch_text(const std::string& name, const TensorRecord& r, const Tensor& t, const std::string& target) {
+    std::ostringstream m;
+    m << name << ":";
+    if (r.shape != t.shape()) m << " shape " << to_string(r.shape) << " in the file, " << to_string(t.shape()) << " in the " << target;
+    if (r.shape != t.shape() && r.dtype != t.dtype()) m << ";";
+    if (r.dtype != t.dtype()) m << " dtype " << fluxion::name(r.dtype) << " in the file, " << fluxion::name(t.dtype()) << " in the " << target;
+    return m.str();
 }
 
-std::string strict_failure(const std::string& operation, const std::filesystem::path& path, const LoadReport& report,
+std::string strict_failure(const ReadTarget& what, const std::filesystem::path& path, const LoadReport& report,
                            const std::vector<std::string>& mismatch_details) {
     std::ostringstream m;
-    m << operation << "(\"" << path.string() << "\"): the file does not match the model, nothing was loaded.";
+    m << what.operation << "(\"" << path.string() << "\"): the file does not match the " << what.target
+      << ", nothing was loaded.";
     for (const auto& n : report.missing) m << "\n  missing from the file: " << n;
-    for (const auto& n : report.unexpected) m << "\n  not in the model: " << n;
+    for (const auto& n : report.unexpected) m << "\n  not in the " << what.target << ": " << n;
     for (const auto& d : mismatch_details) m << "\n  different " << d;
-    m << "\nLoad into the model that was saved, or pass {.strict = false} to load only the tensors that match.";
+    m << "\n" << what.fix;
     return m.str();
 }
 
 }  // namespace
 
-LoadReport read_state_into(const std::filesystem::path& path, const State& targets, LoadOptions options,
-                           const char* operation) {
+LoadReport read_into(const std::filesystem::path& path, const State& targets, LoadOptions options,
+                     const ReadTarget& what, const MetadataCheck& check_metadata) {
     const MappedFile file(path);
     const SafetensorsHeader header = parse_safetensors(file.bytes(), path.string());
+    if (check_metadata) check_metadata(header.metadata);
     std::map<std::string, const TensorRecord*> in_file;
     for (const auto& r : header.tensors) in_file.emplace(r.name, &r);
 
@@ -78,7 +82,7 @@ LoadReport read_state_into(const std::filesystem::path& path, const State& targe
         in_file.erase(it);
         if (r->shape != t.shape() || r->dtype != t.dtype()) {
             report.mismatched.push_back(name);
-            mismatch_details.push_back(mismatch_text(name, *r, t));
+            mismatch_details.push_back(mismatch_text(name, *r, t, what.target));
         } else {
             matches.emplace_back(t, r);
         }
@@ -86,9 +90,16 @@ LoadReport read_state_into(const std::filesystem::path& path, const State& targe
     for (const auto& r : header.tensors)
         if (in_file.count(r.name)) report.unexpected.push_back(r.name);
 
-    if (options.strict && !report.complete()) throw IOError(strict_failure(operation, path, report, mismatch_details));
+    if (options.strict && !report.complete()) throw IOError(strict_failure(what, path, report, mismatch_details));
     for (auto& [t, r] : matches) copy_into(t, file.bytes(), header, *r);
     return report;
+}
+
+LoadReport read_state_into(const std::filesystem::path& path, const State& targets, LoadOptions options,
+                           const char* operation) {
+    const ReadTarget model{operation, "model",
+                           "Load into the model that was saved, or pass {.strict = false} to load only the tensors that match."};
+    return read_into(path, targets, options, model, {});
 }
 
 }  // namespace detail

@@ -1,0 +1,95 @@
+// checkpoint.cpp — a model and its optimiser state as one safetensors file, so that a resumed run
+// continues exactly where the saved one stopped. Written atomically like every save.
+#include <charconv>
+#include <cstdio>
+
+#include "core/io/state_reader.hpp"
+
+namespace fluxion::detail {
+namespace {
+
+constexpr const char* kMarker = "fluxion.checkpoint";  // metadata: the file layout's version
+constexpr const char* kEta = "fluxion.optimiser.eta";  // metadata: the learning rate in effect
+constexpr const char* kExtra = "extra.";               // metadata: the caller's entries, prefixed
+
+std::string slot(const ParamState& p, const char* field) { return "optimiser." + p.path + "." + field; }
+
+// The optimiser's tensors under their checkpoint names; `steps` and `frozen` are CPU scalars.
+void add_optimiser(State& out, const std::vector<ParamState>& params, const std::vector<Tensor>& steps,
+                   const std::vector<Tensor>& frozen) {
+    for (std::size_t i = 0; i < params.size(); ++i) {
+        if (params[i].state1.defined()) out.emplace_back(slot(params[i], "state1"), params[i].state1);
+        if (params[i].state2.defined()) out.emplace_back(slot(params[i], "state2"), params[i].state2);
+        out.emplace_back(slot(params[i], "step"), steps[i]);
+        out.emplace_back(slot(params[i], "frozen"), frozen[i]);
+    }
+}
+
+State with_prefix(const State& model) {
+    State out;
+    for (const auto& [name, t] : model) out.emplace_back("model." + name, t);
+    return out;
+}
+
+std::string exact_text(double x) {
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%.17g", x);  // enough digits to read back the same double
+    return buffer;
+}
+
+}  // namespace
+
+void write_checkpoint(const std::filesystem::path& path, const State& model, const std::vector<ParamState>& params,
+                      double eta, const std::map<std::string, std::string>& extra) {
+    std::vector<Tensor> steps, frozen;
+    for (const auto& p : params) {
+        steps.push_back(tensor(std::vector<std::int64_t>{p.t}, Shape{}));
+        frozen.push_back(tensor(std::vector<bool>{p.frozen}, Shape{}));
+    }
+    State all = with_prefix(model);
+    add_optimiser(all, params, steps, frozen);
+    std::map<std::string, std::string> metadata{{kMarker, "1"}, {kEta, exact_text(eta)}};
+    for (const auto& [key, value] : extra) metadata[kExtra + key] = value;
+    write_state(path, all, std::move(metadata), "save_checkpoint");
+}
+
+std::map<std::string, std::string> read_checkpoint(const std::filesystem::path& path, const State& model,
+                                                   std::vector<ParamState>& params, double& eta) {
+    std::vector<Tensor> steps, frozen;
+    for (std::size_t i = 0; i < params.size(); ++i) {
+        steps.push_back(empty({}, {.dtype = DType::i64}));
+        frozen.push_back(empty({}, {.dtype = DType::boolean}));
+    }
+    State all = with_prefix(model);
+    add_optimiser(all, params, steps, frozen);
+
+    double saved_eta = 0;
+    std::map<std::string, std::string> extra;
+    auto check_metadata = [&](const std::map<std::string, std::string>& metadata) {
+        const std::string where = "load_checkpoint(\"" + path.string() + "\"): ";
+        auto eta_text = metadata.find(kEta);
+        if (!metadata.count(kMarker) || eta_text == metadata.end())
+            throw IOError(where + "this is not a fluxion checkpoint (no \"" + kMarker +
+                          "\" metadata); a model saved with fx::save loads with fx::load");
+        const std::string& text = eta_text->second;
+        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), saved_eta);
+        if (error != std::errc() || end != text.data() + text.size())
+            throw IOError(where + "the metadata \"" + kEta + "\" is \"" + text + "\", not a number");
+        const std::string prefix = kExtra;
+        for (const auto& [key, value] : metadata)
+            if (key.compare(0, prefix.size(), prefix) == 0) extra.emplace(key.substr(prefix.size()), value);
+    };
+    const ReadTarget checkpoint{"load_checkpoint", "model and optimiser",
+                                "Set up the optimiser with the rule the run was saved with, for the model that was saved "
+                                "(fx::setup(rule, model)), then load the checkpoint."};
+    read_into(path, all, {.strict = true}, checkpoint, check_metadata);
+
+    for (std::size_t i = 0; i < params.size(); ++i) {
+        params[i].t = *steps[i].data<std::int64_t>();
+        params[i].frozen = *frozen[i].data<bool>();
+    }
+    eta = saved_eta;
+    return extra;
+}
+
+}  // namespace fluxion::detail

@@ -1,0 +1,168 @@
+// test_io_checkpoint.cpp — a run stopped after a checkpoint and resumed from it ends bit for bit
+// where an unbroken run ends; a checkpoint that does not fit changes nothing; a save that fails
+// midway leaves the previous checkpoint loadable.
+#include <gtest/gtest.h>
+
+#include "test_io_support.hpp"
+
+namespace {
+
+using io_test::message_of;
+using io_test::ScratchDir;
+
+auto make_model() { return fx::Chain(fx::Dense(4, 8, fx::relu), fx::Dense(8, 3)); }
+using Model = decltype(make_model());
+
+struct Data {
+    fx::Tensor x, y;
+};
+
+Data data() {
+    fx::seed(7);
+    return {fx::randn({16, 4}), fx::randn({16, 3})};
+}
+
+void train(Model& model, fx::OptimiserState<fx::Adam>& opt, const Data& d, int steps) {
+    for (int i = 0; i < steps; ++i) {
+        auto [loss, grads] = fx::withgradient(
+            [&](const Model& m) { return fx::mean(fx::square(m(d.x) - d.y)); }, model);
+        fx::update(opt, model, grads);
+    }
+}
+
+std::vector<float> values(const fx::Tensor& t) { return t.to_vector<float>(); }
+
+void expect_same_run(const Model& a, const fx::OptimiserState<fx::Adam>& oa, const Model& b,
+                     const fx::OptimiserState<fx::Adam>& ob) {
+    const auto sa = fx::state(a), sb = fx::state(b);
+    ASSERT_EQ(sa.size(), sb.size());
+    for (std::size_t i = 0; i < sa.size(); ++i) EXPECT_EQ(values(sa[i].second), values(sb[i].second)) << sa[i].first;
+    ASSERT_EQ(oa.params.size(), ob.params.size());
+    for (std::size_t i = 0; i < oa.params.size(); ++i) {
+        SCOPED_TRACE(oa.params[i].path);
+        EXPECT_EQ(oa.params[i].t, ob.params[i].t);
+        EXPECT_EQ(oa.params[i].frozen, ob.params[i].frozen);
+        EXPECT_EQ(values(oa.params[i].state1), values(ob.params[i].state1));
+        EXPECT_EQ(values(oa.params[i].state2), values(ob.params[i].state2));
+    }
+    EXPECT_EQ(oa.rule.eta, ob.rule.eta);
+}
+
+TEST(IOCheckpoint, ResumedRunMatchesAnUnbrokenRun) {
+    ScratchDir dir;
+    const Data d = data();
+    fx::seed(1);
+    Model unbroken = make_model();
+    Model first_half = fx::fmap([](const fx::Tensor& t) { return t.clone(); }, unbroken);
+    auto opt_unbroken = fx::setup(fx::Adam{.eta = 0.01}, unbroken);
+    train(unbroken, opt_unbroken, d, 10);
+
+    {
+        auto opt = fx::setup(fx::Adam{.eta = 0.01}, first_half);
+        train(first_half, opt, d, 5);
+        fx::save_checkpoint(dir / "run.safetensors", first_half, opt, {{"epoch", "5"}});
+    }  // the first process ends here
+
+    fx::seed(99);
+    Model resumed = make_model();  // other initial values, overwritten by the checkpoint
+    auto opt = fx::setup(fx::Adam{.eta = 0.01}, resumed);
+    const auto extra = fx::load_checkpoint(dir / "run.safetensors", resumed, opt);
+    EXPECT_EQ(extra, (std::map<std::string, std::string>{{"epoch", "5"}}));
+    EXPECT_EQ(opt.params[0].t, 5);
+    train(resumed, opt, d, 5);
+    expect_same_run(resumed, opt, unbroken, opt_unbroken);
+}
+
+TEST(IOCheckpoint, LearningRateAndFrozenFlagsAreRestored) {
+    ScratchDir dir;
+    Model model = make_model();
+    auto opt = fx::setup(fx::Adam{.eta = 0.01}, model);
+    train(model, opt, data(), 2);
+    fx::adjust(opt, 1.0 / 3.0);
+    fx::freeze(opt, "layers.0");
+    fx::save_checkpoint(dir / "run.safetensors", model, opt);
+
+    Model other = make_model();
+    auto restored = fx::setup(fx::Adam{.eta = 0.01}, other);
+    fx::load_checkpoint(dir / "run.safetensors", other, restored);
+    EXPECT_EQ(restored.rule.eta, 1.0 / 3.0);
+    expect_same_run(other, restored, model, opt);
+    EXPECT_TRUE(restored.params[0].frozen);
+    EXPECT_FALSE(restored.params[2].frozen);
+}
+
+TEST(IOCheckpoint, TheFileIsReadableSafetensors) {
+    ScratchDir dir;
+    Model model = make_model();
+    auto opt = fx::setup(fx::Adam{}, model);
+    train(model, opt, data(), 1);
+    fx::save_checkpoint(dir / "run.safetensors", model, opt, {{"epoch", "1"}});
+    const auto state = fx::load_state(dir / "run.safetensors");
+    EXPECT_EQ(values(state.at("model.layers.0.weight")), values(std::get<0>(model.layers).weight));
+    EXPECT_EQ(values(state.at("optimiser.layers.1.bias.state2")), values(opt.params[3].state2));
+    EXPECT_EQ(state.at("optimiser.layers.1.bias.step").dtype(), fx::DType::i64);
+    EXPECT_EQ(state.at("optimiser.layers.1.bias.step").item(), 1.0);
+    EXPECT_EQ(state.at("optimiser.layers.1.bias.frozen").dtype(), fx::DType::boolean);
+    EXPECT_EQ(fx::load_metadata(dir / "run.safetensors").at("extra.epoch"), "1");
+}
+
+TEST(IOCheckpoint, AMismatchChangesNeitherModelNorOptimiser) {
+    ScratchDir dir;
+    Model model = make_model();
+    auto opt = fx::setup(fx::Adam{}, model);
+    train(model, opt, data(), 3);
+    fx::save_checkpoint(dir / "run.safetensors", model, opt);
+
+    auto wider = fx::Chain(fx::Dense(4, 9, fx::relu), fx::Dense(9, 3));
+    auto wider_opt = fx::setup(fx::Adam{}, wider);
+    const auto before = values(std::get<1>(wider.layers).bias);
+    const std::string m = message_of([&] { fx::load_checkpoint(dir / "run.safetensors", wider, wider_opt); });
+    EXPECT_NE(m.find("does not match the model and optimiser, nothing was loaded"), std::string::npos) << m;
+    EXPECT_NE(m.find("model.layers.0.weight: shape {8, 4} in the file, {9, 4}"), std::string::npos) << m;
+    EXPECT_NE(m.find("optimiser.layers.0.weight.state1: shape {8, 4}"), std::string::npos) << m;
+    EXPECT_EQ(values(std::get<1>(wider.layers).bias), before);  // its shape matched, yet nothing was copied
+    EXPECT_EQ(wider_opt.params[3].t, 0);
+
+    // An optimiser with another rule keeps other state: Descent has no moments to restore into.
+    Model same = make_model();
+    auto descent = fx::setup(fx::Descent{}, same);
+    const std::string d = message_of([&] { fx::load_checkpoint(dir / "run.safetensors", same, descent); });
+    EXPECT_NE(d.find("not in the model and optimiser: optimiser.layers.0.weight.state1"), std::string::npos) << d;
+    EXPECT_EQ(descent.params[0].t, 0);
+}
+
+TEST(IOCheckpoint, APlainModelFileIsNotACheckpoint) {
+    ScratchDir dir;
+    Model model = make_model();
+    fx::save(dir / "model.safetensors", model);
+    auto opt = fx::setup(fx::Adam{}, model);
+    const std::string m = message_of([&] { fx::load_checkpoint(dir / "model.safetensors", model, opt); });
+    EXPECT_NE(m.find("not a fluxion checkpoint"), std::string::npos) << m;
+    EXPECT_NE(m.find("fx::load"), std::string::npos) << m;
+}
+
+// The crash case: the next checkpoint fails midway (here the kernel refuses to let the file grow).
+TEST(IOCheckpoint, AFailedSaveLeavesThePreviousCheckpointLoadable) {
+    ScratchDir dir;
+    const Data d = data();
+    Model model = make_model();
+    auto opt = fx::setup(fx::Adam{}, model);
+    train(model, opt, d, 2);
+    fx::save_checkpoint(dir / "run.safetensors", model, opt);
+    const Model at_step_2 = fx::fmap([](const fx::Tensor& t) { return t.clone(); }, model);
+
+    train(model, opt, d, 1);
+    {
+        io_test::FileSizeLimit limit(512);
+        EXPECT_THROW(fx::save_checkpoint(dir / "run.safetensors", model, opt), fx::IOError);
+    }
+
+    EXPECT_EQ(dir.entries(), std::vector<std::string>{"run.safetensors"});
+    Model resumed = make_model();
+    auto resumed_opt = fx::setup(fx::Adam{}, resumed);
+    fx::load_checkpoint(dir / "run.safetensors", resumed, resumed_opt);
+    EXPECT_EQ(resumed_opt.params[0].t, 2);
+    EXPECT_EQ(values(std::get<1>(resumed.layers).weight), values(std::get<1>(at_step_2.layers).weight));
+}
+
+}  // namespace
