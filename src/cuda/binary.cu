@@ -1,0 +1,142 @@
+// binary.cu — elementwise functions of two tensors with broadcasting (stride-0 views), and where.
+// One kernel per dtype with the op as a run-time switch; contiguous operands cost no index
+// arithmetic (see strided.cuh). Integer semantics are the CPU's: +, -, * wrap, division by zero
+// gives 0, powers are exact (by squaring).
+#include <type_traits>
+
+#include "cuda/check.hpp"
+#include "cuda/dtype_dispatch.cuh"
+#include "cuda/kernels.hpp"
+#include "cuda/launch.cuh"
+#include "cuda/strided.cuh"
+
+namespace fluxion::cuda {
+
+namespace {
+
+// Signed integers add, subtract and multiply through their unsigned twin, which wraps.
+template <class T, bool = std::is_integral_v<T> && std::is_signed_v<T>> struct WrappingOf {
+    using type = T;
+};
+template <class T> struct WrappingOf<T, true> {
+    using type = std::make_unsigned_t<T>;
+};
+template <class T> using Wrapping = typename WrappingOf<T>::type;
+
+// A negative exponent truncates 1 / a^|b| towards zero, as division does.
+template <class T> __device__ T integer_power(T base, T exponent) {
+    if constexpr (std::is_signed_v<T>) {
+        if (exponent < 0) {
+            if (base == 1) return 1;
+            if (base == -1) return exponent & 1 ? T(-1) : T(1);
+            return 0;
+        }
+    }
+    Wrapping<T> result = 1, factor = Wrapping<T>(base);
+    for (auto e = std::make_unsigned_t<T>(exponent); e; e >>= 1) {
+        if (e & 1) result = Wrapping<T>(result * factor);
+        factor = Wrapping<T>(factor * factor);
+    }
+    return T(result);
+}
+
+template <class T> __device__ T quotient(T a, T b) {
+    if constexpr (std::is_floating_point_v<T>) {
+        return a / b;
+    } else {
+        if (b == 0) return T(0);
+        if constexpr (std::is_signed_v<T>)
+            if (b == -1) return T(Wrapping<T>(0) - Wrapping<T>(a));  // INT_MIN / -1 wraps
+        return T(a / b);
+    }
+}
+
+// bool takes add (or), mul (and), maximum and minimum; binary() refuses the others for it.
+template <class T> __device__ T arithmetic(Binary op, T a, T b) {
+    using W = Wrapping<T>;
+    switch (op) {
+        case Binary::add: return T(W(a) + W(b));
+        case Binary::sub: return T(W(a) - W(b));
+        case Binary::mul: return T(W(a) * W(b));
+        case Binary::div:
+            if constexpr (std::is_same_v<T, bool>) return a;
+            else return quotient(a, b);
+        case Binary::pow:
+            if constexpr (std::is_same_v<T, bool>) return a;
+            else if constexpr (std::is_floating_point_v<T>) return pow(a, b);
+            else return integer_power(a, b);
+        // NaN propagates, as in PyTorch's maximum and minimum
+        case Binary::maximum: return is_nan(a) || a > b ? a : b;
+        case Binary::minimum: return is_nan(a) || a < b ? a : b;
+        default: return T(0);
+    }
+}
+
+template <class T> __device__ bool compare(Binary op, T a, T b) {
+    switch (op) {
+        case Binary::eq: return a == b;
+        case Binary::ne: return a != b;
+        case Binary::lt: return a < b;
+        case Binary::le: return a <= b;
+        case Binary::gt: return a > b;
+        case Binary::ge: return a >= b;
+        default: return false;
+    }
+}
+
+template <class T>
+__global__ void binary_kernel(Binary op, std::int64_t n, Indexer<2> ix, const T* a, const T* b, void* out) {
+    const bool comparison = op >= Binary::eq;
+    for (std::int64_t i = first_index(); i < n; i += index_step()) {
+        std::int64_t off[2];
+        ix.offsets(i, off);
+        if (comparison) static_cast<bool*>(out)[i] = compare(op, a[off[0]], b[off[1]]);
+        else static_cast<T*>(out)[i] = arithmetic(op, a[off[0]], b[off[1]]);
+    }
+}
+
+template <class U>
+__global__ void where_kernel(std::int64_t n, Indexer<3> ix, const std::uint8_t* c, const U* a, const U* b, U* out) {
+    for (std::int64_t i = first_index(); i < n; i += index_step()) {
+        std::int64_t off[3];
+        ix.offsets(i, off);
+        out[i] = c[off[0]] ? a[off[1]] : b[off[2]];
+    }
+}
+
+}  // namespace
+
+void binary(int device, Binary op, DType t, const Strided* a_view, const void* a, const Strided* b_view,
+            const void* b, void* out) {
+    const Strided* views[2] = {a_view, b_view};
+    const Indexer<2> ix = make_indexer<2>("binary", views);
+    if (t == DType::boolean && (op == Binary::sub || op == Binary::div || op == Binary::pow))
+        throw_unsupported("binary sub, div and pow", t, "f32, f64, i32, i64, u8");
+    const std::int64_t n = element_count(*a_view);
+    if (n == 0) return;
+    Context& ctx = activate(device);
+    dispatch_plain(t, "binary", [&](auto tag) {
+        using T = decltype(tag);
+        binary_kernel<T><<<grid_for(ctx, n), kThreads, 0, ctx.stream>>>(op, n, ix, static_cast<const T*>(a),
+                                                                         static_cast<const T*>(b), out);
+    });
+    FLUXION_CUDA_CHECK_LAUNCH("binary_kernel");
+}
+
+void where(int device, DType t, const Strided* c_view, const void* c, const Strided* a_view, const void* a,
+           const Strided* b_view, const void* b, void* out) {
+    const Strided* views[3] = {c_view, a_view, b_view};
+    const Indexer<3> ix = make_indexer<3>("where", views);
+    const std::int64_t n = element_count(*a_view);
+    if (n == 0) return;
+    Context& ctx = activate(device);
+    dispatch_bytes(t, [&](auto tag) {
+        using U = decltype(tag);
+        where_kernel<U><<<grid_for(ctx, n), kThreads, 0, ctx.stream>>>(
+            n, ix, static_cast<const std::uint8_t*>(c), static_cast<const U*>(a), static_cast<const U*>(b),
+            static_cast<U*>(out));
+    });
+    FLUXION_CUDA_CHECK_LAUNCH("where_kernel");
+}
+
+}  // namespace fluxion::cuda

@@ -1,0 +1,29 @@
+// check.cpp — the messages of failed CUDA runtime and cuBLAS calls.
+#include "cuda/check.hpp"
+
+#include <cstring>
+#include <string>
+
+#include "fluxion/error.hpp"
+
+namespace fluxion::cuda {
+
+namespace {
+std::string where(const char* call, const char* file, int line) {
+    const char* base = std::strrchr(file, '/');
+    return std::string(call) + " (" + (base ? base + 1 : file) + ":" + std::to_string(line) + ")";
+}
+}  // namespace
+
+void throw_cuda_error(cudaError_t status, const char* call, const char* file, int line) {
+    if (status == cudaErrorMemoryAllocation) cudaGetLastError();  // not sticky: leave the runtime usable
+    throw Error("CUDA: " + where(call, file, line) + " failed: " + cudaGetErrorString(status) + " (" +
+                cudaGetErrorName(status) + ")");
+}
+
+void throw_cublas_error(cublasStatus_t status, const char* call, const char* file, int line) {
+    throw Error("cuBLAS: " + where(call, file, line) + " failed: " + cublasGetStatusString(status) + " (" +
+                cublasGetStatusName(status) + ")");
+}
+
+}  // namespace fluxion::cuda

@@ -1,0 +1,211 @@
+// conv_cudnn.cpp — convolutions through cuDNN's legacy API. For each shape, pass and dtype the
+// descriptors are made and an algorithm is chosen once (cuDNN's heuristics, first usable result)
+// and cached; the workspace comes from the caching allocator for the duration of the call.
+#include <array>
+#include <climits>
+#include <map>
+#include <mutex>
+
+#include "cuda/allocator.hpp"
+#include "cuda/check.hpp"
+#include "cuda/context.hpp"
+#include "cuda/conv.hpp"
+#include "cuda/cudnn_api.hpp"
+#include "cuda/precision.hpp"
+
+namespace fluxion::cuda {
+
+namespace {
+
+enum class Pass { forward, backward_data, backward_filter };
+
+struct Plan {
+    bool usable = false;  // false: cuDNN offers nothing for this shape, use im2col
+    cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+    cudnnFilterDescriptor_t w = nullptr;
+    cudnnConvolutionDescriptor_t conv = nullptr;
+    int algorithm = 0;
+    std::size_t workspace = 0;
+};
+
+using Key = std::array<std::int64_t, 20>;
+
+Key key_of(int device, DType t, Pass pass, bool tf32, const Conv2dShape& s) {
+    return {device,     static_cast<std::int64_t>(t), static_cast<std::int64_t>(pass), tf32, s.n, s.c, s.h,
+            s.w,        s.k,        s.r,        s.s,        s.oh,       s.ow,       s.stride_h,
+            s.stride_w, s.pad_h,    s.pad_w,    s.dil_h,    s.dil_w,    s.groups};
+}
+
+bool fits_int(const Conv2dShape& s) {
+    for (std::int64_t v : {s.n, s.c, s.h, s.w, s.k, s.r, s.s, s.oh, s.ow, s.stride_h, s.stride_w, s.pad_h, s.pad_w,
+                           s.dil_h, s.dil_w, s.groups})
+        if (v < 0 || v > INT_MAX) return false;
+    return s.n * s.c * s.h * s.w <= INT_MAX && s.n * s.k * s.oh * s.ow <= INT_MAX;
+}
+
+// One cuDNN handle per device, bound to the device's compute stream; kept for the process's life.
+cudnnHandle_t handle_for(const CudnnApi& api, const Context& ctx) {
+    static std::mutex mutex;
+    static std::map<int, cudnnHandle_t> handles;
+    std::lock_guard lock(mutex);
+    cudnnHandle_t& handle = handles[ctx.device];
+    if (!handle) {
+        FLUXION_CUDNN_CHECK(api.create(&handle));
+        FLUXION_CUDNN_CHECK(api.set_stream(handle, ctx.stream));
+    }
+    return handle;
+}
+
+// Workspaces larger than half the memory available now are passed over, so that a fast algorithm
+// does not crowd out the tensors.
+std::size_t workspace_limit(int device) {
+    std::size_t free = 0, total = 0;
+    FLUXION_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+    const MemoryStats stats = memory_stats(device);
+    return (free + stats.reserved - stats.allocated) / 2;
+}
+
+// The first result cuDNN ranks usable: it succeeded, fits the workspace limit, and uses only FMA
+// instructions (no TF32 tensor cores) when asked to.
+template <class Perf> bool choose(const Perf* results, int count, bool fma_only, std::size_t limit, Plan& plan,
+                                  cudnnMathType_t& math) {
+    for (int i = 0; i < count; ++i) {
+        const Perf& r = results[i];
+        if (r.status != CUDNN_STATUS_SUCCESS || r.memory > limit) continue;
+        if (fma_only && r.mathType != CUDNN_FMA_MATH) continue;
+        plan.algorithm = static_cast<int>(r.algo);
+        plan.workspace = r.memory;
+        math = r.mathType;
+        return true;
+    }
+    return false;
+}
+
+Plan make_plan(const CudnnApi& api, cudnnHandle_t handle, Pass pass, DType t, bool fma_only,
+               const Conv2dShape& s, std::size_t limit) {
+    Plan plan;
+    const cudnnDataType_t type = t == DType::f32 ? CUDNN_DATA_FLOAT : CUDNN_DATA_DOUBLE;
+    auto i = [](std::int64_t v) { return static_cast<int>(v); };
+    FLUXION_CUDNN_CHECK(api.create_tensor_descriptor(&plan.x));
+    FLUXION_CUDNN_CHECK(api.create_tensor_descriptor(&plan.y));
+    FLUXION_CUDNN_CHECK(api.create_filter_descriptor(&plan.w));
+    FLUXION_CUDNN_CHECK(api.create_convolution_descriptor(&plan.conv));
+    FLUXION_CUDNN_CHECK(
+        api.set_tensor_4d_descriptor(plan.x, CUDNN_TENSOR_NCHW, type, i(s.n), i(s.c), i(s.h), i(s.w)));
+    FLUXION_CUDNN_CHECK(
+        api.set_tensor_4d_descriptor(plan.y, CUDNN_TENSOR_NCHW, type, i(s.n), i(s.k), i(s.oh), i(s.ow)));
+    FLUXION_CUDNN_CHECK(
+        api.set_filter_4d_descriptor(plan.w, type, CUDNN_TENSOR_NCHW, i(s.k), i(s.c / s.groups), i(s.r), i(s.s)));
+    FLUXION_CUDNN_CHECK(api.set_convolution_2d_descriptor(plan.conv, i(s.pad_h), i(s.pad_w), i(s.stride_h),
+                                                          i(s.stride_w), i(s.dil_h), i(s.dil_w),
+                                                          CUDNN_CROSS_CORRELATION, type));
+    FLUXION_CUDNN_CHECK(api.set_convolution_group_count(plan.conv, i(s.groups)));
+    FLUXION_CUDNN_CHECK(api.set_convolution_math_type(plan.conv, fma_only ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH));
+
+    cudnnMathType_t math = CUDNN_FMA_MATH;
+    int count = 0;
+    switch (pass) {
+        case Pass::forward: {
+            cudnnConvolutionFwdAlgoPerf_t results[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+            FLUXION_CUDNN_CHECK(api.get_forward_algorithm(handle, plan.x, plan.w, plan.conv, plan.y,
+                                                          CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, results));
+            plan.usable = choose(results, count, fma_only, limit, plan, math);
+            break;
+        }
+        case Pass::backward_data: {
+            cudnnConvolutionBwdDataAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+            FLUXION_CUDNN_CHECK(api.get_backward_data_algorithm(handle, plan.w, plan.y, plan.conv, plan.x,
+                                                                CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count,
+                                                                results));
+            plan.usable = choose(results, count, fma_only, limit, plan, math);
+            break;
+        }
+        case Pass::backward_filter: {
+            cudnnConvolutionBwdFilterAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+            FLUXION_CUDNN_CHECK(api.get_backward_filter_algorithm(handle, plan.x, plan.y, plan.conv, plan.w,
+                                                                  CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count,
+                                                                  results));
+            plan.usable = choose(results, count, fma_only, limit, plan, math);
+            break;
+        }
+    }
+    if (plan.usable) FLUXION_CUDNN_CHECK(api.set_convolution_math_type(plan.conv, math));
+    return plan;
+}
+
+// The cached plan for this call. Plans (and their descriptors) live as long as the process.
+Plan plan_for(const CudnnApi& api, cudnnHandle_t handle, const Context& ctx, Pass pass, DType t,
+              const Conv2dShape& s) {
+    // On Ampere and later cuDNN's default math lets f32 convolutions use TF32; FMA math does not.
+    const bool tf32 = t == DType::f32 && tf32_allowed();
+    const bool fma_only = t == DType::f32 && !tf32;
+    static std::mutex mutex;
+    static std::map<Key, Plan> plans;
+    const Key key = key_of(ctx.device, t, pass, tf32, s);
+    std::lock_guard lock(mutex);
+    auto it = plans.find(key);
+    if (it == plans.end()) {
+        const Plan plan =
+            fits_int(s) ? make_plan(api, handle, pass, t, fma_only, s, workspace_limit(ctx.device)) : Plan{};
+        it = plans.emplace(key, plan).first;
+    }
+    return it->second;
+}
+
+// cuDNN's scaling factors, of the convolution's element type.
+struct Scale {
+    float f32[2] = {1.0f, 0.0f};
+    double f64[2] = {1.0, 0.0};
+    const void* one(DType t) const { return t == DType::f32 ? static_cast<const void*>(&f32[0]) : &f64[0]; }
+    const void* zero(DType t) const { return t == DType::f32 ? static_cast<const void*>(&f32[1]) : &f64[1]; }
+};
+
+}  // namespace
+
+bool cudnn_conv2d(int device, DType t, const Conv2dShape& s, const void* x, const void* w, void* y) {
+    const CudnnApi* api = cudnn_api();
+    if (!api) return false;
+    Context& ctx = activate(device);
+    cudnnHandle_t handle = handle_for(*api, ctx);
+    const Plan plan = plan_for(*api, handle, ctx, Pass::forward, t, s);
+    if (!plan.usable) return false;
+    Scratch workspace(device, plan.workspace);
+    const Scale scale;
+    FLUXION_CUDNN_CHECK(api->convolution_forward(handle, scale.one(t), plan.x, x, plan.w, w, plan.conv,
+                                                 static_cast<cudnnConvolutionFwdAlgo_t>(plan.algorithm),
+                                                 workspace.get(), plan.workspace, scale.zero(t), plan.y, y));
+    return true;
+}
+
+bool cudnn_conv2d_backward_input(int device, DType t, const Conv2dShape& s, const void* gy, const void* w, void* gx) {
+    const CudnnApi* api = cudnn_api();
+    if (!api) return false;
+    Context& ctx = activate(device);
+    cudnnHandle_t handle = handle_for(*api, ctx);
+    const Plan plan = plan_for(*api, handle, ctx, Pass::backward_data, t, s);
+    if (!plan.usable) return false;
+    Scratch workspace(device, plan.workspace);
+    const Scale scale;
+    FLUXION_CUDNN_CHECK(api->convolution_backward_data(handle, scale.one(t), plan.w, w, plan.y, gy, plan.conv,
+                                                       static_cast<cudnnConvolutionBwdDataAlgo_t>(plan.algorithm),
+                                                       workspace.get(), plan.workspace, scale.zero(t), plan.x, gx));
+    return true;
+}
+
+bool cudnn_conv2d_backward_weight(int device, DType t, const Conv2dShape& s, const void* x, const void* gy, void* gw) {
+    const CudnnApi* api = cudnn_api();
+    if (!api) return false;
+    Context& ctx = activate(device);
+    cudnnHandle_t handle = handle_for(*api, ctx);
+    const Plan plan = plan_for(*api, handle, ctx, Pass::backward_filter, t, s);
+    if (!plan.usable) return false;
+    Scratch workspace(device, plan.workspace);
+    const Scale scale;
+    FLUXION_CUDNN_CHECK(api->convolution_backward_filter(
+        handle, scale.one(t), plan.x, x, plan.y, gy, plan.conv,
+        static_cast<cudnnConvolutionBwdFilterAlgo_t>(plan.algorithm), workspace.get(), plan.workspace,
+        scale.zero(t), plan.w, gw));
+    return true;
+}
+
+}  // namespace fluxion::cuda

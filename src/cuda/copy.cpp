@@ -1,0 +1,92 @@
+// copy.cpp — copies between the host and devices, and between devices. Host-to-device copies go
+// through two pinned staging buffers in turn, so the caller's memory is free again on return while
+// the DMA runs on the compute stream, and filling one buffer overlaps the transfer of the other.
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+
+#include "cuda/check.hpp"
+#include "cuda/context.hpp"
+#include "cuda/kernels.hpp"
+
+namespace fluxion::cuda {
+
+namespace {
+
+constexpr std::size_t kStagingBytes = std::size_t{8} << 20;
+
+struct Staging {
+    std::once_flag created;
+    std::mutex mutex;
+    void* buffer[2] = {};
+    cudaEvent_t drained[2] = {};  // recorded after the copy that last read the buffer
+};
+
+// Staging buffers live as long as the process (see activate() in context.cpp for why).
+Staging& staging(int device) {
+    static Staging* all = new Staging[probe().device_count];
+    Staging& s = all[device];
+    std::call_once(s.created, [&] {
+        for (int i = 0; i < 2; ++i) {
+            FLUXION_CUDA_CHECK(cudaHostAlloc(&s.buffer[i], kStagingBytes, cudaHostAllocPortable));
+            FLUXION_CUDA_CHECK(cudaEventCreateWithFlags(&s.drained[i], cudaEventDisableTiming));
+        }
+    });
+    return s;
+}
+
+cudaEvent_t record_event(cudaStream_t stream) {
+    cudaEvent_t event = nullptr;
+    FLUXION_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+    FLUXION_CUDA_CHECK(cudaEventRecord(event, stream));
+    return event;
+}
+
+}  // namespace
+
+void copy_from_host(int device, void* dst, const void* src, std::size_t bytes) {
+    if (bytes == 0) return;
+    Context& ctx = activate(device);
+    Staging& s = staging(device);
+    std::lock_guard lock(s.mutex);
+    auto* to = static_cast<char*>(dst);
+    const auto* from = static_cast<const char*>(src);
+    for (std::size_t offset = 0, chunk = 0; offset < bytes; offset += kStagingBytes, ++chunk) {
+        const std::size_t slot = chunk % 2, size = std::min(kStagingBytes, bytes - offset);
+        FLUXION_CUDA_CHECK(cudaEventSynchronize(s.drained[slot]));
+        std::memcpy(s.buffer[slot], from + offset, size);
+        FLUXION_CUDA_CHECK(
+            cudaMemcpyAsync(to + offset, s.buffer[slot], size, cudaMemcpyHostToDevice, ctx.stream));
+        FLUXION_CUDA_CHECK(cudaEventRecord(s.drained[slot], ctx.stream));
+    }
+}
+
+void copy_to_host(int device, void* dst, const void* src, std::size_t bytes) {
+    if (bytes == 0) return;
+    Context& ctx = activate(device);
+    FLUXION_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, ctx.stream));
+    FLUXION_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+}
+
+void copy_device(int dst_device, void* dst, int src_device, const void* src, std::size_t bytes) {
+    if (bytes == 0) return;
+    if (dst_device == src_device) {
+        Context& ctx = activate(dst_device);
+        FLUXION_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, ctx.stream));
+        return;
+    }
+    // The copy runs on the source's stream, after the destination's earlier work; the destination's
+    // stream then waits for it, so later work on either device sees the copied data.
+    Context& to = activate(dst_device);
+    cudaEvent_t dst_ready = record_event(to.stream);
+    Context& from = activate(src_device);
+    FLUXION_CUDA_CHECK(cudaStreamWaitEvent(from.stream, dst_ready, 0));
+    FLUXION_CUDA_CHECK(cudaMemcpyPeerAsync(dst, dst_device, src, src_device, bytes, from.stream));
+    cudaEvent_t copied = record_event(from.stream);
+    FLUXION_CUDA_CHECK(cudaStreamWaitEvent(to.stream, copied, 0));
+    // Destroying a pending event is safe: its resources are released once it completes.
+    FLUXION_CUDA_CHECK(cudaEventDestroy(dst_ready));
+    FLUXION_CUDA_CHECK(cudaEventDestroy(copied));
+}
+
+}  // namespace fluxion::cuda

@@ -1,0 +1,189 @@
+// layout.cu — kernels that move or convert elements: fill, strided copies, casts, index_select and
+// its gradient index_add.
+#include <cstring>
+#include <type_traits>
+
+#include "cuda/check.hpp"
+#include "cuda/dtype_dispatch.cuh"
+#include "cuda/kernels.hpp"
+#include "cuda/launch.cuh"
+#include "cuda/strided.cuh"
+
+namespace fluxion::cuda {
+
+namespace {
+
+template <class U> __global__ void fill_kernel(std::int64_t n, U* dst, U value) {
+    for (std::int64_t i = first_index(); i < n; i += index_step()) dst[i] = value;
+}
+
+// The bytes of `value` stored as an element of type t.
+template <class T> std::uint64_t bits_of(T element) {
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, &element, sizeof element);
+    return bits;
+}
+
+std::uint64_t element_bits(DType t, double value) {
+    switch (t) {
+        case DType::f32: return bits_of(static_cast<float>(value));
+        case DType::f64: return bits_of(value);
+        case DType::i32: return bits_of(static_cast<std::int32_t>(value));
+        case DType::i64: return bits_of(static_cast<std::int64_t>(value));
+        case DType::u8: return bits_of(static_cast<std::uint8_t>(value));
+        case DType::boolean: return bits_of(static_cast<std::uint8_t>(value != 0));
+        case DType::f16: return bits_of(__float2half(static_cast<float>(value)));
+        case DType::bf16: return bits_of(__float2bfloat16(static_cast<float>(value)));
+    }
+    throw_unsupported("fill", t, "every dtype");
+}
+
+template <class U> __global__ void copy_strided_kernel(std::int64_t n, Indexer<2> ix, const U* src, U* dst) {
+    for (std::int64_t i = first_index(); i < n; i += index_step()) {
+        std::int64_t off[2];
+        ix.offsets(i, off);
+        dst[off[1]] = src[off[0]];
+    }
+}
+
+template <class T> constexpr bool is_half_v = std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
+
+// static_cast's conversions (to bool: x != 0), with the half types going through float, as the
+// CPU backend converts.
+template <class To, class From> __device__ To convert(From x) {
+    if constexpr (is_half_v<From>) return convert<To>(static_cast<float>(x));
+    else if constexpr (is_half_v<To>) return To(static_cast<float>(x));
+    else return static_cast<To>(x);
+}
+
+template <class From, class To> __global__ void cast_kernel(std::int64_t n, const From* src, To* dst) {
+    for (std::int64_t i = first_index(); i < n; i += index_step()) dst[i] = convert<To>(src[i]);
+}
+
+// Rows whose index is out of range read as zero here (and are skipped by index_add): a kernel
+// cannot throw, and a device-side trap would leave the CUDA context unusable.
+template <class U>
+__global__ void index_select_kernel(std::int64_t total, std::int64_t n_src, std::int64_t inner, const U* src,
+                                    const std::int64_t* idx, std::int64_t n_idx, U* dst) {
+    for (std::int64_t i = first_index(); i < total; i += index_step()) {
+        const std::int64_t k = i % inner, j = i / inner % n_idx, o = i / inner / n_idx;
+        const std::int64_t row = idx[j];
+        dst[i] = row >= 0 && row < n_src ? src[(o * n_src + row) * inner + k] : U(0);
+    }
+}
+
+__device__ void atomic_add(float* p, float v) { atomicAdd(p, v); }
+__device__ void atomic_add(double* p, double v) { atomicAdd(p, v); }
+__device__ void atomic_add(std::int32_t* p, std::int32_t v) { atomicAdd(p, v); }
+__device__ void atomic_add(std::int64_t* p, std::int64_t v) {
+    // Two's complement: adding the unsigned image is adding the signed value.
+    atomicAdd(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));
+}
+// There are no 8-bit atomics: the byte is added within its aligned 32-bit word, which lies inside
+// the allocation because blocks are 256-byte aligned and a multiple of 128 bytes long.
+__device__ void atomic_add(std::uint8_t* p, std::uint8_t v) {
+    const auto address = reinterpret_cast<std::uintptr_t>(p);
+    auto* word = reinterpret_cast<unsigned int*>(address & ~std::uintptr_t{3});
+    const unsigned shift = static_cast<unsigned>(address & 3) * 8;
+    unsigned int seen = *word, expected = 0;
+    do {
+        expected = seen;
+        const unsigned int sum = ((expected >> shift) + v) & 0xffu;
+        seen = atomicCAS(word, expected, (expected & ~(0xffu << shift)) | (sum << shift));
+    } while (seen != expected);
+}
+
+template <class T>
+__global__ void index_add_kernel(std::int64_t total, std::int64_t n_dst, std::int64_t inner, const T* src,
+                                 const std::int64_t* idx, std::int64_t n_idx, T* dst) {
+    for (std::int64_t i = first_index(); i < total; i += index_step()) {
+        const std::int64_t k = i % inner, j = i / inner % n_idx, o = i / inner / n_idx;
+        const std::int64_t row = idx[j];
+        if (row >= 0 && row < n_dst) atomic_add(&dst[(o * n_dst + row) * inner + k], src[i]);
+    }
+}
+
+}  // namespace
+
+void fill(int device, DType t, std::int64_t n, void* dst, double value) {
+    if (n <= 0) return;
+    Context& ctx = activate(device);
+    const std::uint64_t bits = element_bits(t, value);
+    if (element_size(t) == 1) {
+        FLUXION_CUDA_CHECK(cudaMemsetAsync(dst, static_cast<int>(bits), static_cast<std::size_t>(n), ctx.stream));
+        return;
+    }
+    dispatch_bytes(t, [&](auto tag) {
+        using U = decltype(tag);
+        fill_kernel<U><<<grid_for(ctx, n), kThreads, 0, ctx.stream>>>(n, static_cast<U*>(dst), static_cast<U>(bits));
+    });
+    FLUXION_CUDA_CHECK_LAUNCH("fill_kernel");
+}
+
+void copy_strided(int device, DType t, const Strided* src_view, const void* src, const std::int64_t* dst_strides,
+                  void* dst) {
+    check_view("copy_strided", *src_view);
+    const std::int64_t n = element_count(*src_view);
+    if (n == 0) return;
+    Context& ctx = activate(device);
+    const std::int64_t* strides[2] = {src_view->strides, dst_strides};
+    const Indexer<2> ix = make_indexer<2>(src_view->ndim, src_view->shape, strides);
+    if (ix.contiguous()) {
+        FLUXION_CUDA_CHECK(
+            cudaMemcpyAsync(dst, src, n * element_size(t), cudaMemcpyDeviceToDevice, ctx.stream));
+        return;
+    }
+    dispatch_bytes(t, [&](auto tag) {
+        using U = decltype(tag);
+        copy_strided_kernel<U><<<grid_for(ctx, n), kThreads, 0, ctx.stream>>>(n, ix, static_cast<const U*>(src),
+                                                                               static_cast<U*>(dst));
+    });
+    FLUXION_CUDA_CHECK_LAUNCH("copy_strided_kernel");
+}
+
+void cast(int device, DType from, DType to, std::int64_t n, const void* src, void* dst) {
+    if (n <= 0) return;
+    Context& ctx = activate(device);
+    if (from == to) {
+        FLUXION_CUDA_CHECK(
+            cudaMemcpyAsync(dst, src, n * element_size(from), cudaMemcpyDeviceToDevice, ctx.stream));
+        return;
+    }
+    dispatch_all(from, "cast", [&](auto from_tag) {
+        dispatch_all(to, "cast", [&](auto to_tag) {
+            using From = decltype(from_tag);
+            using To = decltype(to_tag);
+            cast_kernel<From, To><<<grid_for(ctx, n), kThreads, 0, ctx.stream>>>(n, static_cast<const From*>(src),
+                                                                                 static_cast<To*>(dst));
+        });
+    });
+    FLUXION_CUDA_CHECK_LAUNCH("cast_kernel");
+}
+
+void index_select(int device, DType t, std::int64_t outer, std::int64_t n_src, std::int64_t inner, const void* src,
+                  const std::int64_t* idx, std::int64_t n_idx, void* dst) {
+    const std::int64_t total = outer * n_idx * inner;
+    if (total <= 0) return;
+    Context& ctx = activate(device);
+    dispatch_bytes(t, [&](auto tag) {
+        using U = decltype(tag);
+        index_select_kernel<U><<<grid_for(ctx, total), kThreads, 0, ctx.stream>>>(
+            total, n_src, inner, static_cast<const U*>(src), idx, n_idx, static_cast<U*>(dst));
+    });
+    FLUXION_CUDA_CHECK_LAUNCH("index_select_kernel");
+}
+
+void index_add(int device, DType t, std::int64_t outer, std::int64_t n_dst, std::int64_t inner, const void* src,
+               const std::int64_t* idx, std::int64_t n_idx, void* dst) {
+    const std::int64_t total = outer * n_idx * inner;
+    if (total <= 0) return;
+    Context& ctx = activate(device);
+    dispatch_numeric(t, "index_add", [&](auto tag) {
+        using T = decltype(tag);
+        index_add_kernel<T><<<grid_for(ctx, total), kThreads, 0, ctx.stream>>>(
+            total, n_dst, inner, static_cast<const T*>(src), idx, n_idx, static_cast<T*>(dst));
+    });
+    FLUXION_CUDA_CHECK_LAUNCH("index_add_kernel");
+}
+
+}  // namespace fluxion::cuda

@@ -1,0 +1,97 @@
+// optimiser.cu — one fused update of n parameters, with PyTorch's formulas:
+//   descent   p -= eta g
+//   momentum  s1 = rho s1 + g;                 p -= eta s1
+//   nesterov  s1 = rho s1 + g;                 p -= eta (g + rho s1)
+//   rmsprop   s1 = rho s1 + (1 - rho) g^2;     p -= eta g / (sqrt(s1) + eps)
+//   adam      s1 = b1 s1 + (1 - b1) g;  s2 = b2 s2 + (1 - b2) g^2;
+//             p -= eta (s1 / (1 - b1^t)) / (sqrt(s2 / (1 - b2^t)) + eps)
+//   adamw     p *= 1 - eta decay, then adam
+#include <cmath>
+#include <string>
+
+#include "cuda/check.hpp"
+#include "cuda/dtype_dispatch.cuh"
+#include "cuda/kernels.hpp"
+#include "cuda/launch.cuh"
+#include "fluxion/error.hpp"
+
+namespace fluxion::cuda {
+
+namespace {
+
+const char* const kRuleNames[] = {"descent", "momentum", "nesterov", "rmsprop", "adam", "adamw"};
+
+// The state buffers a rule reads and writes.
+int states_needed(Optimiser rule) {
+    switch (rule) {
+        case Optimiser::descent: return 0;
+        case Optimiser::momentum:
+        case Optimiser::nesterov:
+        case Optimiser::rmsprop: return 1;
+        case Optimiser::adam:
+        case Optimiser::adamw: return 2;
+    }
+    throw ValueError("optimiser_step: unknown rule code " + std::to_string(static_cast<int>(rule)));
+}
+
+template <class T> struct Hyper {
+    T eta, rho, beta1, beta2, epsilon, decay;
+    T correction1, correction2;  // 1 - beta1^t, 1 - beta2^t
+};
+
+template <class T>
+__global__ void optimiser_kernel(Optimiser rule, std::int64_t n, T* p, const T* g, T* s1, T* s2, Hyper<T> h) {
+    for (std::int64_t i = first_index(); i < n; i += index_step()) {
+        const T grad = g[i];
+        switch (rule) {
+            case Optimiser::descent: p[i] -= h.eta * grad; break;
+            case Optimiser::momentum:
+                s1[i] = h.rho * s1[i] + grad;
+                p[i] -= h.eta * s1[i];
+                break;
+            case Optimiser::nesterov:
+                s1[i] = h.rho * s1[i] + grad;
+                p[i] -= h.eta * (grad + h.rho * s1[i]);
+                break;
+            case Optimiser::rmsprop:
+                s1[i] = h.rho * s1[i] + (T(1) - h.rho) * grad * grad;
+                p[i] -= h.eta * grad / (sqrt(s1[i]) + h.epsilon);
+                break;
+            case Optimiser::adamw: p[i] *= T(1) - h.eta * h.decay; [[fallthrough]];
+            case Optimiser::adam:
+                s1[i] = h.beta1 * s1[i] + (T(1) - h.beta1) * grad;
+                s2[i] = h.beta2 * s2[i] + (T(1) - h.beta2) * grad * grad;
+                p[i] -= h.eta * (s1[i] / h.correction1) / (sqrt(s2[i] / h.correction2) + h.epsilon);
+                break;
+        }
+    }
+}
+
+}  // namespace
+
+void optimiser_step(int device, Optimiser rule, DType t, std::int64_t n, void* param, const void* grad,
+                    void* state1, void* state2, const OptimiserStep* hp) {
+    const int states = states_needed(rule);
+    const std::string op = std::string("optimiser_step ") + kRuleNames[static_cast<int>(rule)];
+    if ((states >= 1 && !state1) || (states == 2 && !state2))
+        throw ValueError(op + ": the rule needs " + std::to_string(states) +
+                         " state buffer(s) of the parameters' size, but a null buffer was passed");
+    if ((rule == Optimiser::adam || rule == Optimiser::adamw) && hp->t < 1)
+        throw ValueError(op + ": step count t = " + std::to_string(hp->t) +
+                         " must start at 1 (Adam's bias correction divides by 1 - beta^t)");
+    if (n <= 0) return;
+    Context& ctx = activate(device);
+    const auto t_steps = static_cast<double>(hp->t);
+    dispatch_floating(t, op.c_str(), [&](auto tag) {
+        using T = decltype(tag);
+        const Hyper<T> h{T(hp->eta),   T(hp->rho),   T(hp->beta1),
+                         T(hp->beta2), T(hp->epsilon), T(hp->decay),
+                         T(1 - std::pow(hp->beta1, t_steps)), T(1 - std::pow(hp->beta2, t_steps))};
+        optimiser_kernel<T><<<grid_for(ctx, n), kThreads, 0, ctx.stream>>>(
+            rule, n, static_cast<T*>(param), static_cast<const T*>(grad), static_cast<T*>(state1),
+            static_cast<T*>(state2), h);
+    });
+    FLUXION_CUDA_CHECK_LAUNCH("optimiser_kernel");
+}
+
+}  // namespace fluxion::cuda

@@ -1,0 +1,124 @@
+// reduce.cu — sum, mean, max, min, argmax and argmin along the middle axis of {outer, n, inner},
+// with the CPU's semantics: floats sum in double and integers in 64 bits (wrapping); max, min and
+// the arg reductions let a NaN win and keep the first of equal extremes.
+// With inner == 1 each row is contiguous and one warp or block reduces it; otherwise one thread
+// per output walks down its column, neighbouring threads reading neighbouring elements.
+#include <string>
+#include <type_traits>
+
+#include "cuda/block_reduce.cuh"
+#include "cuda/check.hpp"
+#include "cuda/dtype_dispatch.cuh"
+#include "cuda/kernels.hpp"
+#include "cuda/launch.cuh"
+#include "fluxion/error.hpp"
+
+namespace fluxion::cuda {
+
+namespace {
+
+constexpr std::int64_t kNone = INT64_MAX;  // the index of a partial result that has seen no element
+
+// What a partial result holds: sums and extremes alike fit this type exactly.
+template <class T> using Acc = std::conditional_t<std::is_floating_point_v<T>, double, std::int64_t>;
+
+template <class T> struct Partial {
+    Acc<T> value;
+    std::int64_t index;  // where an extreme was found; kNone before any element
+};
+
+template <class T> __device__ Partial<T> shuffle_down(Partial<T> p, int offset) {
+    return {cuda::shuffle_down(p.value, offset), cuda::shuffle_down(p.index, offset)};
+}
+template <class T> __device__ Partial<T> shuffle_from(Partial<T> p, int lane) {
+    return {cuda::shuffle_from(p.value, lane), cuda::shuffle_from(p.index, lane)};
+}
+
+__device__ bool is_sum(Reduce op) { return op == Reduce::sum || op == Reduce::mean; }
+
+template <class T> struct Combine {
+    Reduce op;
+
+    // Whether `c` replaces `best`: the larger (or smaller) value, a NaN over any number, the
+    // earlier index among equals.
+    __device__ bool better(const Partial<T>& c, const Partial<T>& best) const {
+        if (c.index == kNone) return false;
+        if (best.index == kNone) return true;
+        if (is_nan(best.value)) return is_nan(c.value) && c.index < best.index;
+        if (is_nan(c.value)) return true;
+        if (c.value == best.value) return c.index < best.index;
+        return op == Reduce::max || op == Reduce::argmax ? c.value > best.value : c.value < best.value;
+    }
+
+    __device__ Partial<T> operator()(const Partial<T>& a, const Partial<T>& b) const {
+        if (!is_sum(op)) return better(b, a) ? b : a;
+        if constexpr (std::is_floating_point_v<T>) return {a.value + b.value, 0};
+        else return {static_cast<std::int64_t>(static_cast<std::uint64_t>(a.value) + static_cast<std::uint64_t>(b.value)), 0};
+    }
+};
+
+template <class T> __device__ Partial<T> empty_partial(Reduce op) { return {Acc<T>(0), is_sum(op) ? 0 : kNone}; }
+
+template <class T> __device__ void store(Reduce op, const Partial<T>& p, std::int64_t n, void* dst, std::int64_t i) {
+    switch (op) {
+        case Reduce::argmax:
+        case Reduce::argmin: static_cast<std::int64_t*>(dst)[i] = p.index; break;
+        case Reduce::mean: static_cast<T*>(dst)[i] = static_cast<T>(static_cast<double>(p.value) / double(n)); break;
+        default: static_cast<T*>(dst)[i] = static_cast<T>(p.value);
+    }
+}
+
+// Each block reduces rows blockIdx.x, blockIdx.x + gridDim.x, ... of a {rows, n} matrix.
+template <class T>
+__global__ void reduce_rows_kernel(Reduce op, std::int64_t rows, std::int64_t n, const T* src, void* dst) {
+    const Combine<T> combine{op};
+    for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+        const T* x = src + row * n;
+        Partial<T> acc = empty_partial<T>(op);
+        for (std::int64_t j = threadIdx.x; j < n; j += blockDim.x) acc = combine(acc, {Acc<T>(x[j]), j});
+        acc = block_reduce(acc, combine);
+        if (threadIdx.x == 0) store(op, acc, n, dst, row);
+    }
+}
+
+template <class T>
+__global__ void reduce_columns_kernel(Reduce op, std::int64_t outer, std::int64_t n, std::int64_t inner, const T* src,
+                                      void* dst) {
+    const Combine<T> combine{op};
+    for (std::int64_t i = first_index(); i < outer * inner; i += index_step()) {
+        const T* x = src + i / inner * n * inner + i % inner;
+        Partial<T> acc = empty_partial<T>(op);
+        for (std::int64_t j = 0; j < n; ++j) acc = combine(acc, {Acc<T>(x[j * inner]), j});
+        store(op, acc, n, dst, i);
+    }
+}
+
+const char* const kNames[] = {"reduce sum", "reduce mean", "reduce max", "reduce min", "reduce argmax", "reduce argmin"};
+
+}  // namespace
+
+void reduce(int device, Reduce op, DType t, std::int64_t outer, std::int64_t n, std::int64_t inner, const void* src,
+            void* dst) {
+    if (static_cast<int>(op) < 0 || op > Reduce::argmin)
+        throw ValueError("reduce: unknown op code " + std::to_string(static_cast<int>(op)));
+    const char* name = kNames[static_cast<int>(op)];
+    if (op == Reduce::sum && t == DType::boolean) throw_unsupported(name, t, "f32, f64, i32, i64, u8");
+    if (op == Reduce::mean && t != DType::f32 && t != DType::f64) throw_unsupported(name, t, "f32, f64");
+    if (n == 0 && op != Reduce::sum && op != Reduce::mean)
+        throw ValueError(std::string(name) + ": cannot reduce an axis of length 0; there is no extreme to return");
+    if (outer * inner <= 0) return;
+    Context& ctx = activate(device);
+    dispatch_plain(t, name, [&](auto tag) {
+        using T = decltype(tag);
+        if (inner == 1) {
+            reduce_rows_kernel<T><<<row_blocks(outer), threads_per_row(n), 0, ctx.stream>>>(
+                op, outer, n, static_cast<const T*>(src), dst);
+        } else {
+            reduce_columns_kernel<T><<<grid_for(ctx, outer * inner), kThreads, 0, ctx.stream>>>(
+                op, outer, n, inner, static_cast<const T*>(src), dst);
+        }
+    });
+    FLUXION_CUDA_CHECK_LAUNCH("reduce kernel");
+}
+
+}  // namespace fluxion::cuda
