@@ -1,0 +1,86 @@
+// fluxion/train.hpp — the training loop (Flux's train!):
+//
+//   auto lossfn = [](const auto& m, const fx::Tensor& x, const fx::Tensor& y) { return fx::mse(m(x), y); };
+//   auto opt = fx::setup(fx::Adam{}, model);
+//   std::vector<double> losses = fx::train(lossfn, model, data, opt, {.epochs = 5});
+//
+// `data` is anything iterable whose elements destructure as [x, y] (a vector of tuples or pairs, a
+// DataLoader). Each step takes the gradient of lossfn(model, x, y) (a one-element tensor) and
+// updates the model. Returns the loss of every step, all epochs in order.
+//
+// Progress: on a terminal, one line redrawn in place (epoch, steps done/total when the data has a
+// size, rate, time left, running mean loss of the epoch); otherwise a plain line every 10 seconds
+// and one per epoch. A loss that is NaN or infinite throws fx::NumericalError naming the epoch and
+// step, before that step changes the model.
+#pragma once
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <iosfwd>
+#include <optional>
+#include <ranges>
+#include <vector>
+
+#include "fluxion/autodiff.hpp"
+#include "fluxion/optimisers.hpp"
+
+namespace fluxion {
+
+struct TrainOptions {
+    int epochs = 1;
+    bool progress = true;
+    std::ostream* out = nullptr;  // where progress goes: stdout (a bar when it is a terminal) unless set
+};
+
+namespace detail {
+
+class TrainProgress {
+public:
+    // steps: per epoch, when known.
+    TrainProgress(const TrainOptions& options, std::optional<std::size_t> steps);
+    void step(int epoch, std::size_t step, double loss);
+    void end_epoch(int epoch, std::size_t steps);
+
+private:
+    using Clock = std::chrono::steady_clock;
+    void draw(int epoch, std::size_t step, bool final);
+
+    const TrainOptions& options_;
+    std::optional<std::size_t> steps_;
+    std::ostream* out_;
+    bool terminal_;
+    Clock::time_point epoch_start_, last_draw_;
+    double loss_sum_ = 0;
+};
+
+[[noreturn]] void throw_not_finite(int epoch, std::size_t step, double loss);
+
+}  // namespace detail
+
+template <class LossFn, class Model, class Data, class Rule>
+std::vector<double> train(LossFn&& lossfn, Model& model, Data&& data, OptimiserState<Rule>& opt,
+                          const TrainOptions& options = {}) {
+    std::optional<std::size_t> steps;
+    if constexpr (std::ranges::sized_range<Data>) steps = std::ranges::size(data);
+    detail::TrainProgress progress(options, steps);
+    std::vector<double> history;
+    for (int epoch = 1; epoch <= options.epochs; ++epoch) {
+        std::size_t step = 0;
+        for (auto&& batch : data) {
+            ++step;
+            auto&& [bx, by] = batch;
+            const auto& x = bx;
+            const auto& y = by;
+            auto [loss, grads] = withgradient([&](const Model& m) { return lossfn(m, x, y); }, model);
+            double value = loss.item();
+            if (!std::isfinite(value)) detail::throw_not_finite(epoch, step, value);
+            update(opt, model, grads);
+            history.push_back(value);
+            progress.step(epoch, step, value);
+        }
+        progress.end_epoch(epoch, step);
+    }
+    return history;
+}
+
+}  // namespace fluxion
