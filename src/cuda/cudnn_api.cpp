@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <type_traits>
@@ -48,6 +49,11 @@ std::string load(CudnnApi& api) {
 }
 
 const CudnnApi* load_once() {
+    // Lets the im2col + GEMM path be tested on machines that have cuDNN.
+    if (const char* off = std::getenv("FLUXION_CUDA_DISABLE_CUDNN"); off && std::strcmp(off, "0") != 0) {
+        std::fprintf(stderr, "fluxion: cuDNN disabled by FLUXION_CUDA_DISABLE_CUDNN; CUDA convolutions use im2col + GEMM.\n");
+        return nullptr;
+    }
     static CudnnApi api{};
     const std::string failure = load(api);
     if (failure.empty()) return &api;

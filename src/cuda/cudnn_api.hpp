@@ -26,8 +26,8 @@ struct CudnnApi {
     decltype(&cudnnConvolutionBackwardFilter) convolution_backward_filter;
 };
 
-// The loaded API, or null when cuDNN 9 is missing; the first call that finds it missing prints one
-// warning on stderr.
+// The loaded API, or null when cuDNN 9 is missing or FLUXION_CUDA_DISABLE_CUDNN is set (to
+// anything but 0); the first call that finds it unusable prints one warning on stderr.
 const CudnnApi* cudnn_api();
 
 [[noreturn]] void throw_cudnn_error(cudnnStatus_t status, const char* call, const char* file, int line);
