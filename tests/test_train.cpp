@@ -8,6 +8,7 @@
 #include <tuple>
 #include <vector>
 
+#include "fluxion/data.hpp"
 #include "fluxion/layers.hpp"
 #include "fluxion/losses.hpp"
 #include "fluxion/train.hpp"
@@ -105,6 +106,19 @@ TEST(Train, ReturnsEveryStepsLossAndReportsProgressAsPlainLines) {
     std::ostringstream want;
     want << "loss " << mean2;
     EXPECT_NE(text.find(want.str()), std::string::npos) << text;
+}
+
+TEST(Train, TakesADataLoaderAndCountsItsBatches) {
+    fx::seed(4);
+    Tensor x = fx::rand({50, 1}), y = x * 2.0;
+    fx::DataLoader loader({x, y}, {.batchsize = 16, .shuffle = true});
+    fx::Dense model(1, 1);
+    auto opt = fx::setup(fx::Descent{.eta = 0.2}, model);
+    std::ostringstream out;
+    auto history = fx::train(mse_loss, model, loader, opt, {.epochs = 30, .out = &out});
+    EXPECT_EQ(history.size(), 30u * 4);
+    EXPECT_NE(out.str().find("epoch 30/30 4/4 steps"), std::string::npos) << out.str();
+    EXPECT_LT(history.back(), history.front() / 10);
 }
 
 TEST(Train, WorksWithDataOfUnknownLengthAndPairs) {

@@ -148,7 +148,8 @@ template <class Rule, class M> OptimiserState<Rule> setup(const Rule& rule, cons
     OptimiserState<Rule> opt{rule, {}};
     auto params = detail::trainable_of(model);
     for (std::size_t i = 0; i < params.paths.size(); ++i) {
-        ParamState s{params.paths[i]};
+        ParamState s;
+        s.path = params.paths[i];
         detail::final_rule(rule).init(s, params.tensors[i]);
         opt.params.push_back(std::move(s));
     }

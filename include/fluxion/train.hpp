@@ -17,8 +17,8 @@
 #include <cmath>
 #include <cstddef>
 #include <iosfwd>
+#include <iterator>
 #include <optional>
-#include <ranges>
 #include <vector>
 
 #include "fluxion/autodiff.hpp"
@@ -61,7 +61,7 @@ template <class LossFn, class Model, class Data, class Rule>
 std::vector<double> train(LossFn&& lossfn, Model& model, Data&& data, OptimiserState<Rule>& opt,
                           const TrainOptions& options = {}) {
     std::optional<std::size_t> steps;
-    if constexpr (std::ranges::sized_range<Data>) steps = std::ranges::size(data);
+    if constexpr (requires { std::size(data); }) steps = static_cast<std::size_t>(std::size(data));
     detail::TrainProgress progress(options, steps);
     std::vector<double> history;
     for (int epoch = 1; epoch <= options.epochs; ++epoch) {
