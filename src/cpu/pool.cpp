@@ -45,21 +45,28 @@ int64_t mean_divisor(const Pool2dShape& s, const Window& win) {
     return std::max<int64_t>(height * width, 1);
 }
 
-// The flat index in the plane of the window's first maximum, or -1 for a window without cells.
+// The window's maximum: a NaN wins; -infinity for a window without cells.
 template <class T>
-int64_t argmax(const Pool2dShape& s, const Window& win, const T* plane) {
-    int64_t best = -1;
-    T value = T(0);
-    for (int64_t y = win.y1; y < win.y2; ++y) {
+T window_max(const Pool2dShape& s, const Window& win, const T* plane) {
+    T best = -std::numeric_limits<T>::infinity();
+    for (int64_t y = win.y1; y < win.y2; ++y)
         for (int64_t x = win.x1; x < win.x2; ++x) {
             const T v = plane[y * s.w + x];
-            if (best < 0 || v > value || (v != v && value == value)) {
-                best = y * s.w + x;
-                value = v;
-            }
+            best = (v > best || v != v) ? v : best;
         }
-    }
     return best;
+}
+
+// The flat index in the plane of the window's first cell holding its maximum `best` (the first NaN
+// when that is NaN), or -1 for a window without cells.
+template <class T>
+int64_t first_maximum(const Pool2dShape& s, const Window& win, const T* plane, T best) {
+    for (int64_t y = win.y1; y < win.y2; ++y)
+        for (int64_t x = win.x1; x < win.x2; ++x) {
+            const T v = plane[y * s.w + x];
+            if (v == best || (v != v && best != best)) return y * s.w + x;
+        }
+    return -1;
 }
 
 template <class T>
@@ -73,8 +80,7 @@ void forward(Pool op, const Pool2dShape& s, const T* x, T* y) {
             for (int64_t ox = 0; ox < s.ow; ++ox) {
                 const Window win = window(s, oy, ox);
                 if (op == Pool::max) {
-                    const int64_t best = argmax(s, win, in);
-                    out[oy * s.ow + ox] = best < 0 ? -std::numeric_limits<T>::infinity() : in[best];
+                    out[oy * s.ow + ox] = window_max(s, win, in);
                     continue;
                 }
                 T sum = 0;
@@ -86,13 +92,15 @@ void forward(Pool op, const Pool2dShape& s, const T* x, T* y) {
     }
 }
 
-// Each thread owns whole planes of gx, so overlapping windows need no synchronisation.
+// Each thread owns whole planes of gx, so overlapping windows need no synchronisation. The max
+// gradient goes to the first cell equal to the forward output y, the cell the forward picked.
 template <class T>
-void backward(Pool op, const Pool2dShape& s, const T* x, const T* gy, T* gx) {
+void backward(Pool op, const Pool2dShape& s, const T* x, const T* y, const T* gy, T* gx) {
     const int64_t planes = s.n * s.c, hw = s.h * s.w, ohw = s.oh * s.ow;
 #pragma omp parallel for num_threads(threads()) if (planes * ohw * s.kh * s.kw > kParallelMin)
     for (int64_t p = 0; p < planes; ++p) {
         const T* in = x + p * hw;
+        const T* maxima = y + p * ohw;
         const T* g = gy + p * ohw;
         T* out = gx + p * hw;
         std::fill(out, out + hw, T(0));
@@ -101,8 +109,8 @@ void backward(Pool op, const Pool2dShape& s, const T* x, const T* gy, T* gx) {
                 const Window win = window(s, oy, ox);
                 const T grad = g[oy * s.ow + ox];
                 if (op == Pool::max) {
-                    const int64_t best = argmax(s, win, in);
-                    if (best >= 0) out[best] += grad;
+                    const int64_t at = first_maximum(s, win, in, maxima[oy * s.ow + ox]);
+                    if (at >= 0) out[at] += grad;
                     continue;
                 }
                 const T share = grad / T(mean_divisor(s, win));
@@ -135,7 +143,8 @@ void pool2d_backward(int device, Pool op, DType t, const Pool2dShape* s, const v
     check_op("pool2d_backward", op);
     dispatch_float(t, "pool2d_backward", [&](auto tag) {
         using T = decltype(tag);
-        backward(op, *s, static_cast<const T*>(x), static_cast<const T*>(gy), static_cast<T*>(gx));
+        backward(op, *s, static_cast<const T*>(x), static_cast<const T*>(y), static_cast<const T*>(gy),
+                 static_cast<T*>(gx));
     });
 }
 

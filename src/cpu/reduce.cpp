@@ -57,9 +57,30 @@ struct Extreme {
     static State step(State s, T x, int64_t) { return beats(x, s) ? x : s; }
     static State merge(State a, State b) { return step(a, b, 0); }
     static Out finish(State s, int64_t) { return s; }
+    // Independent lanes vectorise when they only compare; NaNs are noted aside and win at the end.
     static State scan(const T* x, int64_t begin, int64_t end) {
+        constexpr int lanes = 16;
         State s = x[begin];
-        for (int64_t i = begin + 1; i < end; ++i) s = step(s, x[i], i);
+        int64_t i = begin + 1;
+        bool nan = false;
+        if (end - begin >= lanes) {
+            T lane[lanes];
+            int seen[lanes] = {};
+            for (int l = 0; l < lanes; ++l) lane[l] = x[begin + l];
+            for (i = begin + lanes; i + lanes <= end; i += lanes)
+                for (int l = 0; l < lanes; ++l) {
+                    const T v = x[i + l];
+                    lane[l] = (greater ? v > lane[l] : v < lane[l]) ? v : lane[l];
+                    seen[l] |= is_nan(v);
+                }
+            for (int l = 0; l < lanes; ++l) {
+                s = step(s, lane[l], 0);
+                nan |= seen[l] != 0;
+            }
+        }
+        for (; i < end; ++i) s = step(s, x[i], i);
+        if constexpr (std::is_floating_point_v<T>)
+            if (nan) return std::numeric_limits<T>::quiet_NaN();
         return s;
     }
 };
