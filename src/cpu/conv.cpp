@@ -8,6 +8,7 @@
 
 #include "cpu/dispatch.hpp"
 #include "cpu/kernels.hpp"
+#include "cpu/parallel.hpp"
 
 namespace fluxion::backend::cpu {
 namespace {
@@ -50,32 +51,33 @@ Span inside(int64_t offset, int64_t stride, int64_t size, int64_t count) {
 template <class T>
 void im2col(const Conv2dShape& s, const T* x, int64_t b0, int64_t nb, T* col) {
     const int64_t ohw = s.oh * s.ow, cols = nb * ohw, rows = s.c * s.r * s.s;
-#pragma omp parallel for num_threads(threads()) if (rows * cols > kParallelMin)
-    for (int64_t task = 0; task < rows * nb; ++task) {
-        const int64_t row = task / nb, b = task % nb;
-        const int64_t ci = row / (s.r * s.s), kr = row / s.s % s.r, ks = row % s.s;
-        const T* plane = x + ((b0 + b) * s.c + ci) * s.h * s.w;
-        T* out = col + row * cols + b * ohw;
-        const int64_t offset_w = ks * s.dil_w - s.pad_w;
-        const Span span = inside(offset_w, s.stride_w, s.w, s.ow);
-        for (int64_t oy = 0; oy < s.oh; ++oy, out += s.ow) {
-            const int64_t iy = oy * s.stride_h - s.pad_h + kr * s.dil_h;
-            if (iy < 0 || iy >= s.h) {
-                std::fill(out, out + s.ow, T(0));
-                continue;
+    parallel_for(rows * nb, rows * cols > kParallelMin, [&](int64_t first, int64_t last) {
+        for (int64_t task = first; task < last; ++task) {
+            const int64_t row = task / nb, b = task % nb;
+            const int64_t ci = row / (s.r * s.s), kr = row / s.s % s.r, ks = row % s.s;
+            const T* plane = x + ((b0 + b) * s.c + ci) * s.h * s.w;
+            T* out = col + row * cols + b * ohw;
+            const int64_t offset_w = ks * s.dil_w - s.pad_w;
+            const Span span = inside(offset_w, s.stride_w, s.w, s.ow);
+            for (int64_t oy = 0; oy < s.oh; ++oy, out += s.ow) {
+                const int64_t iy = oy * s.stride_h - s.pad_h + kr * s.dil_h;
+                if (iy < 0 || iy >= s.h) {
+                    std::fill(out, out + s.ow, T(0));
+                    continue;
+                }
+                // `in` is the first pixel read, so that it never points outside the plane.
+                const T* in = plane + iy * s.w + offset_w + span.begin * s.stride_w;
+                T* valid = out + span.begin;
+                const int64_t count = span.end - span.begin;
+                std::fill(out, valid, T(0));
+                if (s.stride_w == 1)
+                    for (int64_t i = 0; i < count; ++i) valid[i] = in[i];
+                else
+                    for (int64_t i = 0; i < count; ++i) valid[i] = in[i * s.stride_w];
+                std::fill(valid + count, out + s.ow, T(0));
             }
-            // `in` is the first pixel read, so that it never points outside the plane.
-            const T* in = plane + iy * s.w + offset_w + span.begin * s.stride_w;
-            T* valid = out + span.begin;
-            const int64_t count = span.end - span.begin;
-            std::fill(out, valid, T(0));
-            if (s.stride_w == 1)
-                for (int64_t i = 0; i < count; ++i) valid[i] = in[i];
-            else
-                for (int64_t i = 0; i < count; ++i) valid[i] = in[i * s.stride_w];
-            std::fill(valid + count, out + s.ow, T(0));
         }
-    }
+    });
 }
 
 // The adjoint of im2col: every column entry is added back to the input pixel it was read from.
@@ -83,36 +85,38 @@ void im2col(const Conv2dShape& s, const T* x, int64_t b0, int64_t nb, T* col) {
 template <class T>
 void col2im(const Conv2dShape& s, const T* col, int64_t b0, int64_t nb, T* gx) {
     const int64_t ohw = s.oh * s.ow, cols = nb * ohw;
-#pragma omp parallel for num_threads(threads()) if (s.c * s.r * s.s * cols > kParallelMin)
-    for (int64_t task = 0; task < nb * s.c; ++task) {
-        const int64_t b = task / s.c, ci = task % s.c;
-        T* plane = gx + ((b0 + b) * s.c + ci) * s.h * s.w;
-        std::fill(plane, plane + s.h * s.w, T(0));
-        for (int64_t kr = 0; kr < s.r; ++kr) {
-            for (int64_t ks = 0; ks < s.s; ++ks) {
-                const T* in = col + ((ci * s.r + kr) * s.s + ks) * cols + b * ohw;
-                const int64_t offset_w = ks * s.dil_w - s.pad_w;
-                const Span span = inside(offset_w, s.stride_w, s.w, s.ow);
-                for (int64_t oy = 0; oy < s.oh; ++oy, in += s.ow) {
-                    const int64_t iy = oy * s.stride_h - s.pad_h + kr * s.dil_h;
-                    if (iy < 0 || iy >= s.h) continue;
-                    T* out = plane + iy * s.w + offset_w + span.begin * s.stride_w;
-                    for (int64_t i = 0; i < span.end - span.begin; ++i) out[i * s.stride_w] += in[span.begin + i];
+    parallel_for(nb * s.c, s.c * s.r * s.s * cols > kParallelMin, [&](int64_t first, int64_t last) {
+        for (int64_t task = first; task < last; ++task) {
+            const int64_t b = task / s.c, ci = task % s.c;
+            T* plane = gx + ((b0 + b) * s.c + ci) * s.h * s.w;
+            std::fill(plane, plane + s.h * s.w, T(0));
+            for (int64_t kr = 0; kr < s.r; ++kr) {
+                for (int64_t ks = 0; ks < s.s; ++ks) {
+                    const T* in = col + ((ci * s.r + kr) * s.s + ks) * cols + b * ohw;
+                    const int64_t offset_w = ks * s.dil_w - s.pad_w;
+                    const Span span = inside(offset_w, s.stride_w, s.w, s.ow);
+                    for (int64_t oy = 0; oy < s.oh; ++oy, in += s.ow) {
+                        const int64_t iy = oy * s.stride_h - s.pad_h + kr * s.dil_h;
+                        if (iy < 0 || iy >= s.h) continue;
+                        T* out = plane + iy * s.w + offset_w + span.begin * s.stride_w;
+                        for (int64_t i = 0; i < span.end - span.begin; ++i) out[i * s.stride_w] += in[span.begin + i];
+                    }
                 }
             }
         }
-    }
+    });
 }
 
 // dst {b, a, inner} = src {a, b, inner}: between the batch-major layout of tensors and the
 // channel-major layout of the GEMM operands.
 template <class T>
 void swap_leading_axes(const T* src, int64_t a, int64_t b, int64_t inner, T* dst) {
-#pragma omp parallel for num_threads(threads()) if (a * b * inner > kParallelMin)
-    for (int64_t task = 0; task < a * b; ++task) {
-        const int64_t i = task / b, j = task % b;
-        std::memcpy(dst + (j * a + i) * inner, src + task * inner, std::size_t(inner) * sizeof(T));
-    }
+    parallel_for(a * b, a * b * inner > kParallelMin, [&](int64_t first, int64_t last) {
+        for (int64_t task = first; task < last; ++task) {
+            const int64_t i = task / b, j = task % b;
+            std::memcpy(dst + (j * a + i) * inner, src + task * inner, std::size_t(inner) * sizeof(T));
+        }
+    });
 }
 
 // Images per chunk, and the workspace: columns for them, then room for a reordered output.

@@ -7,6 +7,7 @@
 
 #include "cpu/dispatch.hpp"
 #include "cpu/kernels.hpp"
+#include "cpu/parallel.hpp"
 #include "cpu/strided.hpp"
 
 namespace fluxion::backend::cpu {
@@ -38,25 +39,26 @@ void transpose_copy(const Walk<2>& w, const T* src, T* dst) {
     int64_t outer = 1;
     for (int d = 0; d < nd - 2; ++d) outer *= w.shape[d];
     const int64_t strips = (rows + kTileRows - 1) / kTileRows;
-#pragma omp parallel for num_threads(threads()) if (outer * rows * cols > kParallelMin)
-    for (int64_t task = 0; task < outer * strips; ++task) {
-        int64_t rest = task / strips, src_offset = 0, dst_offset = 0;
-        for (int d = nd - 3; d >= 0; --d) {
-            const int64_t index = rest % w.shape[d];
-            rest /= w.shape[d];
-            src_offset += index * w.strides[0][d];
-            dst_offset += index * w.strides[1][d];
-        }
-        const int64_t r0 = (task % strips) * kTileRows, r1 = std::min(r0 + kTileRows, rows);
-        for (int64_t c0 = 0; c0 < cols; c0 += kTileCols) {
-            const int64_t c1 = std::min(c0 + kTileCols, cols);
-            for (int64_t r = r0; r < r1; ++r) {
-                const T* s = src + src_offset + r;
-                T* d = dst + dst_offset + r * dst_row;
-                for (int64_t c = c0; c < c1; ++c) d[c] = s[c * src_col];
+    parallel_for(outer * strips, outer * rows * cols > kParallelMin, [&](int64_t first, int64_t last) {
+        for (int64_t task = first; task < last; ++task) {
+            int64_t rest = task / strips, src_offset = 0, dst_offset = 0;
+            for (int d = nd - 3; d >= 0; --d) {
+                const int64_t index = rest % w.shape[d];
+                rest /= w.shape[d];
+                src_offset += index * w.strides[0][d];
+                dst_offset += index * w.strides[1][d];
+            }
+            const int64_t r0 = (task % strips) * kTileRows, r1 = std::min(r0 + kTileRows, rows);
+            for (int64_t c0 = 0; c0 < cols; c0 += kTileCols) {
+                const int64_t c1 = std::min(c0 + kTileCols, cols);
+                for (int64_t r = r0; r < r1; ++r) {
+                    const T* s = src + src_offset + r;
+                    T* d = dst + dst_offset + r * dst_row;
+                    for (int64_t c = c0; c < c1; ++c) d[c] = s[c * src_col];
+                }
             }
         }
-    }
+    });
 }
 
 void check_indices(const char* kernel, const int64_t* idx, int64_t n_idx, int64_t size) {
@@ -74,8 +76,7 @@ void fill(int device, DType t, int64_t n, void* dst, double value) {
         using T = decltype(tag);
         const T v = convert<T>(value);
         T* d = static_cast<T*>(dst);
-#pragma omp parallel for num_threads(threads()) if (n > 4 * kParallelMin)
-        for (int64_t i = 0; i < n; ++i) d[i] = v;
+        parallel_for(n, n > 4 * kParallelMin, [=](int64_t begin, int64_t end) { std::fill(d + begin, d + end, v); });
     });
 }
 
@@ -111,8 +112,9 @@ void cast(int device, DType from, DType to, int64_t n, const void* src, void* ds
             using To = decltype(to_tag);
             const From* s = static_cast<const From*>(src);
             To* d = static_cast<To*>(dst);
-#pragma omp parallel for num_threads(threads()) if (n > kParallelMin)
-            for (int64_t i = 0; i < n; ++i) d[i] = convert<To>(s[i]);
+            parallel_for(n, n > kParallelMin, [=](int64_t begin, int64_t end) {
+                for (int64_t i = begin; i < end; ++i) d[i] = convert<To>(s[i]);
+            });
         });
     });
 }
@@ -124,13 +126,14 @@ void index_select(int device, DType t, int64_t outer, int64_t n_src, int64_t inn
         using T = decltype(tag);
         const T* s = static_cast<const T*>(src);
         T* d = static_cast<T*>(dst);
-#pragma omp parallel for num_threads(threads()) if (outer * n_idx * inner > kParallelMin)
-        for (int64_t row = 0; row < outer * n_idx; ++row) {
-            const int64_t o = row / n_idx, j = row % n_idx;
-            const T* from = s + (o * n_src + idx[j]) * inner;
-            T* to = d + row * inner;
-            for (int64_t i = 0; i < inner; ++i) to[i] = from[i];
-        }
+        parallel_for(outer * n_idx, outer * n_idx * inner > kParallelMin, [=](int64_t first, int64_t last) {
+            for (int64_t row = first; row < last; ++row) {
+                const int64_t o = row / n_idx, j = row % n_idx;
+                const T* from = s + (o * n_src + idx[j]) * inner;
+                T* to = d + row * inner;
+                for (int64_t i = 0; i < inner; ++i) to[i] = from[i];
+            }
+        });
     });
 }
 
@@ -145,15 +148,16 @@ void index_add(int device, DType t, int64_t outer, int64_t n_dst, int64_t inner,
         T* d = static_cast<T*>(dst);
         constexpr int64_t block = 1024;
         const int64_t blocks = (inner + block - 1) / block;
-#pragma omp parallel for num_threads(threads()) if (outer * n_idx * inner > kParallelMin && outer * blocks > 1)
-        for (int64_t task = 0; task < outer * blocks; ++task) {
-            const int64_t o = task / blocks, i0 = (task % blocks) * block, len = std::min(block, inner - i0);
-            for (int64_t j = 0; j < n_idx; ++j) {
-                const T* from = s + (o * n_idx + j) * inner + i0;
-                T* to = d + (o * n_dst + idx[j]) * inner + i0;
-                for (int64_t i = 0; i < len; ++i) to[i] = T(W(to[i]) + W(from[i]));
+        parallel_for(outer * blocks, outer * n_idx * inner > kParallelMin, [=](int64_t first, int64_t last) {
+            for (int64_t task = first; task < last; ++task) {
+                const int64_t o = task / blocks, i0 = (task % blocks) * block, len = std::min(block, inner - i0);
+                for (int64_t j = 0; j < n_idx; ++j) {
+                    const T* from = s + (o * n_idx + j) * inner + i0;
+                    T* to = d + (o * n_dst + idx[j]) * inner + i0;
+                    for (int64_t i = 0; i < len; ++i) to[i] = T(W(to[i]) + W(from[i]));
+                }
             }
-        }
+        });
     });
 }
 

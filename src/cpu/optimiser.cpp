@@ -12,6 +12,7 @@
 
 #include "cpu/dispatch.hpp"
 #include "cpu/kernels.hpp"
+#include "cpu/parallel.hpp"
 
 namespace fluxion::backend::cpu {
 namespace {
@@ -30,32 +31,28 @@ int states_needed(Optimiser rule) {
     throw ValueError("optimiser_step: unknown rule code " + std::to_string(int(rule)));
 }
 
+// Each rule is one pass over the slice [begin, end) of the buffers.
 template <class T>
-void step(Optimiser rule, int64_t n, T* p, const T* g, T* s1, T* s2, const OptimiserStep& hp) {
+void step(Optimiser rule, int64_t begin, int64_t end, T* p, const T* g, T* s1, T* s2, const OptimiserStep& hp) {
     const T eta = T(hp.eta), rho = T(hp.rho), epsilon = T(hp.epsilon);
-    const bool parallel = n > kParallelMin;
     switch (rule) {
         case Optimiser::descent:
-#pragma omp parallel for num_threads(threads()) if (parallel)
-            for (int64_t i = 0; i < n; ++i) p[i] -= eta * g[i];
+            for (int64_t i = begin; i < end; ++i) p[i] -= eta * g[i];
             return;
         case Optimiser::momentum:
-#pragma omp parallel for num_threads(threads()) if (parallel)
-            for (int64_t i = 0; i < n; ++i) {
+            for (int64_t i = begin; i < end; ++i) {
                 s1[i] = rho * s1[i] + g[i];
                 p[i] -= eta * s1[i];
             }
             return;
         case Optimiser::nesterov:
-#pragma omp parallel for num_threads(threads()) if (parallel)
-            for (int64_t i = 0; i < n; ++i) {
+            for (int64_t i = begin; i < end; ++i) {
                 s1[i] = rho * s1[i] + g[i];
                 p[i] -= eta * (g[i] + rho * s1[i]);
             }
             return;
         case Optimiser::rmsprop:
-#pragma omp parallel for num_threads(threads()) if (parallel)
-            for (int64_t i = 0; i < n; ++i) {
+            for (int64_t i = begin; i < end; ++i) {
                 s1[i] = rho * s1[i] + (T(1) - rho) * g[i] * g[i];
                 p[i] -= eta * g[i] / (std::sqrt(s1[i]) + epsilon);
             }
@@ -66,8 +63,7 @@ void step(Optimiser rule, int64_t n, T* p, const T* g, T* s1, T* s2, const Optim
             const T correction1 = T(1 - std::pow(hp.beta1, double(hp.t)));
             const T correction2 = T(1 - std::pow(hp.beta2, double(hp.t)));
             const T shrink = rule == Optimiser::adamw ? T(1 - hp.eta * hp.decay) : T(1);
-#pragma omp parallel for num_threads(threads()) if (parallel)
-            for (int64_t i = 0; i < n; ++i) {
+            for (int64_t i = begin; i < end; ++i) {
                 s1[i] = beta1 * s1[i] + (T(1) - beta1) * g[i];
                 s2[i] = beta2 * s2[i] + (T(1) - beta2) * g[i] * g[i];
                 p[i] = p[i] * shrink - eta * (s1[i] / correction1) / (std::sqrt(s2[i] / correction2) + epsilon);
@@ -91,8 +87,11 @@ void optimiser_step(int device, Optimiser rule, DType t, int64_t n, void* param,
                          " must start at 1 (Adam's bias correction divides by 1 - beta^t)");
     dispatch_float(t, kernel.c_str(), [&](auto tag) {
         using T = decltype(tag);
-        step(rule, n, static_cast<T*>(param), static_cast<const T*>(grad), static_cast<T*>(state1),
-             static_cast<T*>(state2), *hp);
+        T* p = static_cast<T*>(param);
+        const T* g = static_cast<const T*>(grad);
+        T* s1 = static_cast<T*>(state1);
+        T* s2 = static_cast<T*>(state2);
+        parallel_for(n, n > kParallelMin, [&](int64_t begin, int64_t end) { step(rule, begin, end, p, g, s1, s2, *hp); });
     });
 }
 

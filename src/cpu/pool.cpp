@@ -7,6 +7,7 @@
 
 #include "cpu/dispatch.hpp"
 #include "cpu/kernels.hpp"
+#include "cpu/parallel.hpp"
 
 namespace fluxion::backend::cpu {
 namespace {
@@ -72,24 +73,25 @@ int64_t first_maximum(const Pool2dShape& s, const Window& win, const T* plane, T
 template <class T>
 void forward(Pool op, const Pool2dShape& s, const T* x, T* y) {
     const int64_t planes = s.n * s.c, hw = s.h * s.w, ohw = s.oh * s.ow;
-#pragma omp parallel for num_threads(threads()) if (planes * ohw * s.kh * s.kw > kParallelMin)
-    for (int64_t p = 0; p < planes; ++p) {
-        const T* in = x + p * hw;
-        T* out = y + p * ohw;
-        for (int64_t oy = 0; oy < s.oh; ++oy) {
-            for (int64_t ox = 0; ox < s.ow; ++ox) {
-                const Window win = window(s, oy, ox);
-                if (op == Pool::max) {
-                    out[oy * s.ow + ox] = window_max(s, win, in);
-                    continue;
+    parallel_for(planes, planes * ohw * s.kh * s.kw > kParallelMin, [&](int64_t first, int64_t last) {
+        for (int64_t p = first; p < last; ++p) {
+            const T* in = x + p * hw;
+            T* out = y + p * ohw;
+            for (int64_t oy = 0; oy < s.oh; ++oy) {
+                for (int64_t ox = 0; ox < s.ow; ++ox) {
+                    const Window win = window(s, oy, ox);
+                    if (op == Pool::max) {
+                        out[oy * s.ow + ox] = window_max(s, win, in);
+                        continue;
+                    }
+                    T sum = 0;
+                    for (int64_t yy = win.y1; yy < win.y2; ++yy)
+                        for (int64_t xx = win.x1; xx < win.x2; ++xx) sum += in[yy * s.w + xx];
+                    out[oy * s.ow + ox] = sum / T(mean_divisor(s, win));
                 }
-                T sum = 0;
-                for (int64_t yy = win.y1; yy < win.y2; ++yy)
-                    for (int64_t xx = win.x1; xx < win.x2; ++xx) sum += in[yy * s.w + xx];
-                out[oy * s.ow + ox] = sum / T(mean_divisor(s, win));
             }
         }
-    }
+    });
 }
 
 // Each thread owns whole planes of gx, so overlapping windows need no synchronisation. The max
@@ -97,28 +99,29 @@ void forward(Pool op, const Pool2dShape& s, const T* x, T* y) {
 template <class T>
 void backward(Pool op, const Pool2dShape& s, const T* x, const T* y, const T* gy, T* gx) {
     const int64_t planes = s.n * s.c, hw = s.h * s.w, ohw = s.oh * s.ow;
-#pragma omp parallel for num_threads(threads()) if (planes * ohw * s.kh * s.kw > kParallelMin)
-    for (int64_t p = 0; p < planes; ++p) {
-        const T* in = x + p * hw;
-        const T* maxima = y + p * ohw;
-        const T* g = gy + p * ohw;
-        T* out = gx + p * hw;
-        std::fill(out, out + hw, T(0));
-        for (int64_t oy = 0; oy < s.oh; ++oy) {
-            for (int64_t ox = 0; ox < s.ow; ++ox) {
-                const Window win = window(s, oy, ox);
-                const T grad = g[oy * s.ow + ox];
-                if (op == Pool::max) {
-                    const int64_t at = first_maximum(s, win, in, maxima[oy * s.ow + ox]);
-                    if (at >= 0) out[at] += grad;
-                    continue;
+    parallel_for(planes, planes * ohw * s.kh * s.kw > kParallelMin, [&](int64_t first, int64_t last) {
+        for (int64_t p = first; p < last; ++p) {
+            const T* in = x + p * hw;
+            const T* maxima = y + p * ohw;
+            const T* g = gy + p * ohw;
+            T* out = gx + p * hw;
+            std::fill(out, out + hw, T(0));
+            for (int64_t oy = 0; oy < s.oh; ++oy) {
+                for (int64_t ox = 0; ox < s.ow; ++ox) {
+                    const Window win = window(s, oy, ox);
+                    const T grad = g[oy * s.ow + ox];
+                    if (op == Pool::max) {
+                        const int64_t at = first_maximum(s, win, in, maxima[oy * s.ow + ox]);
+                        if (at >= 0) out[at] += grad;
+                        continue;
+                    }
+                    const T share = grad / T(mean_divisor(s, win));
+                    for (int64_t yy = win.y1; yy < win.y2; ++yy)
+                        for (int64_t xx = win.x1; xx < win.x2; ++xx) out[yy * s.w + xx] += share;
                 }
-                const T share = grad / T(mean_divisor(s, win));
-                for (int64_t yy = win.y1; yy < win.y2; ++yy)
-                    for (int64_t xx = win.x1; xx < win.x2; ++xx) out[yy * s.w + xx] += share;
             }
         }
-    }
+    });
 }
 
 void check_op(const char* kernel, Pool op) {

@@ -9,6 +9,7 @@
 
 #include "cpu/dispatch.hpp"
 #include "cpu/kernels.hpp"
+#include "cpu/parallel.hpp"
 
 namespace fluxion::backend::cpu {
 namespace {
@@ -110,16 +111,18 @@ void reduce_typed(int64_t outer, int64_t n, int64_t inner, const T* src, typenam
         constexpr int kMaxParts = 64;
         const int64_t parts = outer < threads() && n >= 4 * kParallelMin ? std::min(threads(), kMaxParts) : 1;
         if (parts == 1) {
-#pragma omp parallel for num_threads(threads()) if (outer * n > kParallelMin)
-            for (int64_t o = 0; o < outer; ++o) dst[o] = Op::finish(Op::scan(src + o * n, 0, n), n);
+            parallel_for(outer, outer * n > kParallelMin, [&](int64_t first, int64_t last) {
+                for (int64_t o = first; o < last; ++o) dst[o] = Op::finish(Op::scan(src + o * n, 0, n), n);
+            });
             return;
         }
         // Few long rows: every thread scans a slice of a row, and the slices merge in order.
         for (int64_t o = 0; o < outer; ++o) {
             State partial[kMaxParts];
             const T* row = src + o * n;
-#pragma omp parallel for num_threads(threads())
-            for (int64_t p = 0; p < parts; ++p) partial[p] = Op::scan(row, n * p / parts, n * (p + 1) / parts);
+            parallel_for(parts, true, [&](int64_t first, int64_t last) {
+                for (int64_t p = first; p < last; ++p) partial[p] = Op::scan(row, n * p / parts, n * (p + 1) / parts);
+            });
             State s = partial[0];
             for (int64_t p = 1; p < parts; ++p) s = Op::merge(s, partial[p]);
             dst[o] = Op::finish(s, n);
@@ -129,18 +132,19 @@ void reduce_typed(int64_t outer, int64_t n, int64_t inner, const T* src, typenam
     // Strided columns: a block of consecutive columns advances together, one row at a time.
     constexpr int64_t block = 64;
     const int64_t blocks = (inner + block - 1) / block;
-#pragma omp parallel for num_threads(threads()) if (outer * n * inner > kParallelMin)
-    for (int64_t task = 0; task < outer * blocks; ++task) {
-        const int64_t o = task / blocks, i0 = (task % blocks) * block, len = std::min(block, inner - i0);
-        const T* column = src + o * n * inner + i0;
-        State s[block];
-        for (int64_t i = 0; i < len; ++i) s[i] = Op::start(column[i], 0);
-        for (int64_t j = 1; j < n; ++j) {
-            const T* row = column + j * inner;
-            for (int64_t i = 0; i < len; ++i) s[i] = Op::step(s[i], row[i], j);
+    parallel_for(outer * blocks, outer * n * inner > kParallelMin, [&](int64_t first, int64_t last) {
+        for (int64_t task = first; task < last; ++task) {
+            const int64_t o = task / blocks, i0 = (task % blocks) * block, len = std::min(block, inner - i0);
+            const T* column = src + o * n * inner + i0;
+            State s[block];
+            for (int64_t i = 0; i < len; ++i) s[i] = Op::start(column[i], 0);
+            for (int64_t j = 1; j < n; ++j) {
+                const T* row = column + j * inner;
+                for (int64_t i = 0; i < len; ++i) s[i] = Op::step(s[i], row[i], j);
+            }
+            for (int64_t i = 0; i < len; ++i) dst[o * inner + i0 + i] = Op::finish(s[i], n);
         }
-        for (int64_t i = 0; i < len; ++i) dst[o * inner + i0 + i] = Op::finish(s[i], n);
-    }
+    });
 }
 
 const char* const kReduceNames[] = {"reduce sum", "reduce mean", "reduce max",

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cpu/kernels.hpp"
+#include "cpu/parallel.hpp"
 #include "fluxion/error.hpp"
 
 namespace fluxion::backend::cpu {
@@ -50,7 +51,8 @@ Walk<K> simplify(int ndim, const int64_t* shape, const int64_t* const (&strides)
 
 // Calls row(offsets, length) for pieces of the innermost axis; offsets[k] is operand k's element
 // offset of the piece's first element, and its elements are w.strides[k][w.ndim - 1] apart.
-// Rows are split into pieces only when there are too few rows to share among the threads.
+// Threads take contiguous runs of rows; rows are cut into pieces only when there are too few of
+// them to share among the threads.
 template <int K, class Row>
 void for_each_row(const Walk<K>& w, Row&& row) {
     const int outer = w.ndim - 1;
@@ -59,7 +61,7 @@ void for_each_row(const Walk<K>& w, Row&& row) {
     for (int d = 0; d < outer; ++d) rows *= w.shape[d];
     const int64_t total = rows * length;
     if (total == 0) return;
-    const int64_t wanted = total > kParallelMin ? 4 * int64_t(threads()) : 1;
+    const bool worth_threads = total > kParallelMin;
 
     const auto offsets_of = [&](int64_t r, int64_t* index, int64_t* offset) {
         for (int k = 0; k < K; ++k) offset[k] = 0;
@@ -70,23 +72,21 @@ void for_each_row(const Walk<K>& w, Row&& row) {
         }
     };
 
-    if (rows < wanted) {  // few long rows: split each one
-        const int64_t pieces = std::min((wanted + rows - 1) / rows, length);
-#pragma omp parallel for num_threads(threads())
-        for (int64_t p = 0; p < rows * pieces; ++p) {
-            int64_t index[kMaxDims], offset[K];
-            offsets_of(p / pieces, index, offset);
-            const int64_t begin = length * (p % pieces) / pieces, end = length * (p % pieces + 1) / pieces;
-            for (int k = 0; k < K; ++k) offset[k] += begin * w.strides[k][outer];
-            row(static_cast<const int64_t*>(offset), end - begin);
-        }
+    if (worth_threads && rows < threads()) {  // few long rows: split each one
+        const int64_t pieces = std::min((threads() + rows - 1) / rows, length);
+        parallel_for(rows * pieces, true, [&](int64_t first, int64_t last) {
+            for (int64_t p = first; p < last; ++p) {
+                int64_t index[kMaxDims], offset[K];
+                offsets_of(p / pieces, index, offset);
+                const int64_t begin = length * (p % pieces) / pieces, end = length * (p % pieces + 1) / pieces;
+                for (int k = 0; k < K; ++k) offset[k] += begin * w.strides[k][outer];
+                row(static_cast<const int64_t*>(offset), end - begin);
+            }
+        });
         return;
     }
 
-    const int64_t chunks = std::min(rows, wanted);
-#pragma omp parallel for num_threads(threads()) if (chunks > 1)
-    for (int64_t c = 0; c < chunks; ++c) {
-        const int64_t first = rows * c / chunks, last = rows * (c + 1) / chunks;
+    parallel_for(rows, worth_threads, [&](int64_t first, int64_t last) {
         int64_t index[kMaxDims], offset[K];
         offsets_of(first, index, offset);
         for (int64_t r = first; r < last; ++r) {
@@ -98,7 +98,7 @@ void for_each_row(const Walk<K>& w, Row&& row) {
                 index[d] = 0;
             }
         }
-    }
+    });
 }
 
 // Strides of a contiguous row-major array of `shape`.

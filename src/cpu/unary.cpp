@@ -6,6 +6,7 @@
 
 #include "cpu/dispatch.hpp"
 #include "cpu/kernels.hpp"
+#include "cpu/parallel.hpp"
 
 namespace fluxion::backend::cpu {
 namespace {
@@ -104,20 +105,20 @@ T unary_gradient(T x, T y, T gy, T a, T b) {
 template <Unary op, class T>
 void unary_loop(int64_t n, const T* x, T* y, T a, T b) {
     constexpr int64_t grain = is_cheap(op) ? kParallelMin : kParallelMin / 16;
-    if constexpr (std::is_integral_v<T>) {
-#pragma omp parallel for num_threads(threads()) if (n > grain)
-        for (int64_t i = 0; i < n; ++i) y[i] = integer_value<op>(x[i]);
-    } else {
-#pragma omp parallel for num_threads(threads()) if (n > grain)
-        for (int64_t i = 0; i < n; ++i) y[i] = unary_value<op>(x[i], a, b);
-    }
+    parallel_for(n, n > grain, [=](int64_t begin, int64_t end) {
+        if constexpr (std::is_integral_v<T>)
+            for (int64_t i = begin; i < end; ++i) y[i] = integer_value<op>(x[i]);
+        else
+            for (int64_t i = begin; i < end; ++i) y[i] = unary_value<op>(x[i], a, b);
+    });
 }
 
 template <Unary op, class T>
 void unary_backward_loop(int64_t n, const T* x, const T* y, const T* gy, T* gx, T a, T b) {
     constexpr int64_t grain = is_cheap(op) ? kParallelMin : kParallelMin / 16;
-#pragma omp parallel for num_threads(threads()) if (n > grain)
-    for (int64_t i = 0; i < n; ++i) gx[i] = unary_gradient<op>(x[i], y[i], gy[i], a, b);
+    parallel_for(n, n > grain, [=](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) gx[i] = unary_gradient<op>(x[i], y[i], gy[i], a, b);
+    });
 }
 
 // Calls f(std::integral_constant<Unary, op>{}) so that each op compiles to its own loop.
