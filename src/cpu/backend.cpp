@@ -76,21 +76,29 @@ int threads() {
     return count;
 }
 
-void* scratch(std::size_t bytes) {
-    struct Buffer {
+Scratch::Scratch(std::size_t bytes) : data_(nullptr), owned_(bytes > kKeptScratch) {
+    if (owned_) {
+        data_ = alloc(0, bytes);
+        return;
+    }
+    struct Kept {
         void* data = nullptr;
         std::size_t size = 0;
-        ~Buffer() { std::free(data); }
+        ~Kept() { std::free(data); }
     };
-    thread_local Buffer buffer;
-    if (bytes > buffer.size) {
-        std::free(buffer.data);
-        buffer.data = nullptr;
-        buffer.size = 0;
-        buffer.data = alloc(0, bytes);
-        buffer.size = bytes;
+    thread_local Kept kept;
+    if (bytes > kept.size) {
+        std::free(kept.data);
+        kept.data = nullptr;
+        kept.size = 0;
+        kept.data = alloc(0, bytes);
+        kept.size = bytes;
     }
-    return buffer.data;
+    data_ = kept.data;
+}
+
+Scratch::~Scratch() {
+    if (owned_) std::free(data_);
 }
 
 bool functional(char* why, std::size_t why_size) { return true; }

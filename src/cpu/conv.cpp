@@ -119,21 +119,27 @@ void swap_leading_axes(const T* src, int64_t a, int64_t b, int64_t inner, T* dst
     });
 }
 
+int64_t images_per_chunk(const Conv2dShape& s) {
+    const Dims d = dims_of(s);
+    return std::clamp<int64_t>(kWorkspaceElements / std::max<int64_t>(1, (d.rows + s.k) * d.ohw), 1,
+                               std::max<int64_t>(s.n, 1));
+}
+
 // Images per chunk, and the workspace: columns for them, then room for a reordered output.
 template <class T>
 struct Chunking {
-    int64_t images;
-    T* col;
-    T* reordered;
+    const int64_t images, col_size, reordered_size;
+    const Scratch memory;
+    T* const col;
+    T* const reordered;
 
-    explicit Chunking(const Conv2dShape& s) {
-        const Dims d = dims_of(s);
-        images = std::clamp<int64_t>(kWorkspaceElements / std::max<int64_t>(1, (d.rows + s.k) * d.ohw), 1,
-                                     std::max<int64_t>(s.n, 1));
-        const int64_t col_size = d.rows * images * d.ohw;
-        col = scratch<T>(col_size + (images > 1 ? s.k * images * d.ohw : 0));
-        reordered = col + col_size;
-    }
+    explicit Chunking(const Conv2dShape& s)
+        : images(images_per_chunk(s)),
+          col_size(dims_of(s).rows * images * dims_of(s).ohw),
+          reordered_size(images > 1 ? s.k * images * dims_of(s).ohw : 0),
+          memory(std::size_t(col_size + reordered_size) * sizeof(T)),
+          col(memory.as<T>()),
+          reordered(col + col_size) {}
 };
 
 template <class T>

@@ -17,13 +17,27 @@ inline constexpr int64_t kParallelMin = 1 << 15;
 // The first call configures both libraries.
 int threads();
 
-// A per-thread scratch buffer (64-byte aligned) that grows on demand and is reused across calls,
-// so hot kernels do not allocate. Valid until the same thread asks again.
-void* scratch(std::size_t bytes);
-template <class T>
-T* scratch(int64_t count) {
-    return static_cast<T*>(scratch(std::size_t(count) * sizeof(T)));
-}
+// Working memory for one kernel call (64-byte aligned). Requests up to kKeptScratch bytes reuse a
+// per-thread buffer that grows on demand, so hot kernels do not allocate; larger ones get their
+// own allocation, returned when the Scratch goes, so one huge call does not pin memory for good.
+// One Scratch per thread at a time.
+inline constexpr std::size_t kKeptScratch = std::size_t(64) << 20;
+
+class Scratch {
+public:
+    explicit Scratch(std::size_t bytes);
+    ~Scratch();
+    Scratch(const Scratch&) = delete;
+    Scratch& operator=(const Scratch&) = delete;
+    template <class T>
+    T* as() const {
+        return static_cast<T*>(data_);
+    }
+
+private:
+    void* data_;
+    bool owned_;
+};
 
 // Row-major C = alpha op(A) op(B) + beta C through OpenBLAS, for float and double.
 template <class T>
