@@ -5,7 +5,7 @@
 //     Dense(10 => 5, σ),  # 55 parameters
 //     Dense(5 => 2),      # 12 parameters
 //     softmax,
-//   )  # Total: 4 arrays, 67 parameters, 268 bytes.
+//   )                     # Total: 4 arrays, 67 parameters, 268 bytes.
 //
 // Tensors that optimisers leave alone (BatchNorm's running statistics, fields outside
 // FLUXION_TRAINABLE) are counted separately as "non-trainable". A layer prints itself by a member
