@@ -337,6 +337,19 @@ TEST(IOAtomic, SuccessfulSaveReplacesTheFileAndLeavesNoTemporary) {
     expect_same_model(back, second);
 }
 
+TEST(IOAtomic, RelativePathsWriteIntoTheWorkingFolder) {
+    ScratchDir dir;
+    const auto previous = std::filesystem::current_path();
+    std::filesystem::current_path(dir.path());
+    const MLP saved = mlp({2, 3});
+    fx::save("relative.safetensors", saved);
+    MLP loaded = mlp({2, 3});
+    fx::load("relative.safetensors", loaded);
+    std::filesystem::current_path(previous);
+    EXPECT_EQ(dir.entries(), std::vector<std::string>{"relative.safetensors"});
+    expect_same_model(loaded, saved);
+}
+
 TEST(IOAtomic, MissingFolderOrFileAsFolderIsAClearError) {
     ScratchDir dir;
     const std::string missing = message_of([&] { fx::save(dir / "no" / "such" / "m.safetensors", mlp({2, 2})); });

@@ -18,6 +18,7 @@
 #include <span>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -42,8 +43,9 @@ struct LoadReport {
 
 // ---- plain name => tensor maps (fx::State, from state.hpp, is the ordered form) ----
 // Tensors may live on any device and have any strides; they are written in the given order (the
-// map's, or the vector's). `metadata` goes into the file's "__metadata__" next to fluxion's own
-// "format" and "fluxion_version" entries. Names must be unique and not "__metadata__".
+// map's, or the vector's). `metadata` goes into the file's "__metadata__" with fluxion's own
+// "format" and "fluxion_version" entries (which win over entries of those names). Names must be
+// unique and not "__metadata__" (ValueError, and no file is touched).
 void save_state(const std::filesystem::path& path, const std::map<std::string, Tensor>& state,
                 const std::map<std::string, std::string>& metadata = {});
 void save_state(const std::filesystem::path& path, const State& state,
@@ -87,6 +89,7 @@ template <class Model> void save(const std::filesystem::path& path, const Model&
 // Fills the tensors of an existing `model` in place (each keeps its device and storage).
 // Everything is checked before anything is copied, so a failed strict load changes nothing.
 template <class Model> LoadReport load(const std::filesystem::path& path, Model& model, LoadOptions options = {}) {
+    static_assert(!std::is_const_v<Model>, "fluxion: load fills the model in place; pass a non-const model");
     return detail::read_state_into(path, state(model), options, "load");
 }
 
@@ -115,6 +118,7 @@ void save_checkpoint(const std::filesystem::path& path, const Model& model, cons
 template <class Model, class Rule>
 std::map<std::string, std::string> load_checkpoint(const std::filesystem::path& path, Model& model,
                                                    OptimiserState<Rule>& optimiser) {
+    static_assert(!std::is_const_v<Model>, "fluxion: load_checkpoint fills the model in place; pass a non-const model");
     return detail::read_checkpoint(path, state(model), optimiser.params, detail::final_rule(optimiser.rule).eta);
 }
 
