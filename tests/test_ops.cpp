@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include "op_cases.hpp"
 
@@ -79,11 +80,21 @@ const json* torch_results() {
             for (const auto& x : xs) inputs.push_back(tensor_json(x));
             cases.push_back({{"name", c.name}, {"expr", c.torch}, {"inputs", inputs}, {"weights", tensor_json(weights_for(c, xs))}});
         }
-        std::string dir = FLUXION_BINARY_DIR;
-        std::string in = dir + "/op_cases_in.json", out = dir + "/op_cases_torch.json";
-        std::ofstream(in) << cases.dump();
-        std::string cmd = "/usr/bin/python3 " FLUXION_SOURCE_DIR "/tests/reference/torch_ops.py " + in + " " + out;
-        if (std::system(cmd.c_str()) != 0) return json();
+        // Every test process needs the same results: compute them once per input set (ctest runs
+        // each test in its own process), written atomically so parallel processes can race.
+        std::string text = cases.dump();
+        std::string dir = FLUXION_BINARY_DIR, key = std::to_string(hash_name(text));
+        std::string out = dir + "/op_cases_torch_" + key + ".json";
+        if (!std::ifstream(out)) {
+            std::string pid = std::to_string(::getpid());
+            std::string in = dir + "/op_cases_in_" + key + "." + pid + ".json", tmp = out + "." + pid;
+            std::ofstream(in) << text;
+            std::string cmd = "/usr/bin/python3 " FLUXION_SOURCE_DIR "/tests/reference/torch_ops.py " + in + " " + tmp;
+            bool ok = std::system(cmd.c_str()) == 0;
+            std::remove(in.c_str());
+            if (!ok) return json();
+            std::rename(tmp.c_str(), out.c_str());
+        }
         json r;
         std::ifstream(out) >> r;
         return r;
@@ -98,6 +109,13 @@ std::vector<fx::Device> other_devices() {
             for (const auto& d : fx::devices(name)) out.push_back(d.device);
     return out;
 }
+
+}  // namespace
+
+// Test names and failure messages show the case's name, not its bytes.
+void PrintTo(const OpCase& c, std::ostream* os) { *os << c.name; }
+
+namespace {
 
 class OpTest : public ::testing::TestWithParam<OpCase> {};
 
