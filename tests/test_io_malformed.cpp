@@ -27,6 +27,13 @@ std::map<std::string, fx::Tensor> load(const std::string& bytes, const std::stri
     return fx::load_state_from_memory(std::as_bytes(std::span(bytes.data(), bytes.size())), source);
 }
 
+// The header of a one-element U8 tensor "a" of shape {1, 1, ..., 1} with `rank` dimensions.
+std::string one_byte_of_rank(int rank) {
+    std::string dims = "1";
+    for (int i = 1; i < rank; ++i) dims += ",1";
+    return R"({"a": {"dtype": "U8", "shape": [)" + dims + R"(], "data_offsets": [0, 1]}})";
+}
+
 struct Malformed {
     const char* what;
     std::string bytes;
@@ -45,8 +52,14 @@ std::vector<Malformed> malformed_inputs() {
         {"invalid UTF-8", file_with("{\"\xff\xfe\": 1}"), "not valid JSON"},
         {"NUL padding", file_with(std::string("{}") + '\0'), "not valid JSON"},
         {"array header", file_with("[1, 2]"), "is a JSON array, expected an object"},
-        {"deeply nested", file_with(deep), "is a JSON array, expected an object"},
+        {"deeply nested", file_with(deep), "the header nests deeper than 8 levels"},
+        {"absurdly many dimensions", file_with(one_byte_of_rank(65), 1), "an array longer than 64 elements"},
+        {"nested inside an entry",
+         file_with(R"({"a": {"dtype": "U8", "shape": [0], "data_offsets": [0, 0], "x": [[[[[[[[[1]]]]]]]]]}})"),
+         "the header nests deeper than 8 levels"},
         {"duplicate name", file_with(R"({"a": {}, "a": {}})"), "names \"a\" twice"},
+        {"duplicate field", file_with(R"({"a": {"dtype": "U8", "dtype": "F32", "shape": [0], "data_offsets": [0, 0]}})"),
+         "repeats the key \"dtype\" in one object"},
         {"entry not an object", file_with(R"({"a": 3})"), "tensor \"a\" is described by a number"},
         {"no dtype", file_with(R"({"a": {"shape": [1], "data_offsets": [0, 4]}})", 4), "tensor \"a\" has no \"dtype\""},
         {"no shape", file_with(R"({"a": {"dtype": "F32", "data_offsets": [0, 4]}})", 4), "has no \"shape\""},
@@ -152,6 +165,7 @@ TEST(IOMalformed, UnusualButValidFilesLoad) {
                                                 "s": {"dtype": "F32", "shape": [], "data_offsets": [0, 4]}})", 4));
     EXPECT_EQ(zero_sized.at("e").shape(), (fx::Shape{0, 5}));
     EXPECT_EQ(zero_sized.at("s").shape(), fx::Shape{});
+    EXPECT_EQ(load(file_with(one_byte_of_rank(64), 1)).at("a").ndim(), 64);
 }
 
 TEST(IOMalformed, FuzzCorpusNeverCrashes) {

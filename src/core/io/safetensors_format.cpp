@@ -7,7 +7,7 @@
 #include <bit>
 #include <cstring>
 #include <optional>
-#include <set>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -90,24 +90,78 @@ std::uint64_t read_header_length(std::span<const std::byte> file, std::string_vi
     return n;
 }
 
-json parse_header_json(std::span<const std::byte> text, std::string_view source) {
-    std::set<std::string> seen;
-    auto reject_duplicates = [&](int depth, json::parse_event_t event, json& parsed) {
-        if (event == json::parse_event_t::key && depth == 1 && !seen.insert(parsed.get<std::string>()).second)
-            fail(source, "the header names " + in_quotes(parsed.get<std::string>()) + " twice");
+// Builds the header's JSON value from parse events, refusing while it parses what no header
+// holds: a repeated key, nesting deeper than three levels (names, their fields, shapes) plus slack,
+// and long arrays. Hostile headers thus cost little more memory than their own size, and every
+// step is O(log n) (nlohmann's callback parser rescans each object as it closes).
+class HeaderBuilder final : public nlohmann::json_sax<json> {
+public:
+    static constexpr std::size_t kMaxDepth = 8, kMaxArray = 64;
+
+    HeaderBuilder(json& root, std::string_view source) : root_(root), source_(source) {}
+
+    bool null() override { return add(nullptr) != nullptr; }
+    bool boolean(bool v) override { return add(v) != nullptr; }
+    bool number_integer(number_integer_t v) override { return add(v) != nullptr; }
+    bool number_unsigned(number_unsigned_t v) override { return add(v) != nullptr; }
+    bool number_float(number_float_t v, const string_t&) override { return add(v) != nullptr; }
+    bool string(string_t& v) override { return add(std::move(v)) != nullptr; }
+    bool binary(binary_t&) override { fail(source_, "the header is not valid JSON (binary value)"); }
+    bool start_object(std::size_t) override { return open(json::object()); }
+    bool start_array(std::size_t) override { return open(json::array()); }
+    bool end_object() override { return close(); }
+    bool end_array() override { return close(); }
+    bool key(string_t& k) override {
+        if (stack_.back()->contains(k)) {
+            fail(source_, stack_.size() == 1 ? "the header names " + in_quotes(k) + " twice"
+                                             : "the header repeats the key " + in_quotes(k) + " in one object");
+        }
+        key_ = std::move(k);
         return true;
-    };
+    }
+    bool parse_error(std::size_t, const std::string&, const json::exception& e) override {
+        fail(source_, std::string("the header is not valid JSON (") + e.what() + ")");
+    }
+
+private:
+    // Places v in the innermost open object or array (or as the root) and returns where it lives.
+    // Pointers stay valid while a value is open: nothing else is added to its parent meanwhile.
+    json* add(json v) {
+        if (stack_.empty()) return &(root_ = std::move(v));
+        json& parent = *stack_.back();
+        if (parent.is_object()) return &(parent[key_] = std::move(v));
+        if (parent.size() == kMaxArray)
+            fail(source_, "the header holds an array longer than " + std::to_string(kMaxArray) +
+                              " elements (shapes have at most " + std::to_string(kMaxArray) + " dimensions)");
+        parent.push_back(std::move(v));
+        return &parent.back();
+    }
+    bool open(json v) {
+        if (stack_.size() == kMaxDepth)
+            fail(source_, "the header nests deeper than " + std::to_string(kMaxDepth) + " levels");
+        stack_.push_back(add(std::move(v)));
+        return true;
+    }
+    bool close() {
+        stack_.pop_back();
+        return true;
+    }
+
+    json& root_;
+    std::string_view source_;
+    std::vector<json*> stack_;
+    std::string key_;
+};
+
+json parse_header_json(std::span<const std::byte> text, std::string_view source) {
     const auto* first = reinterpret_cast<const char*>(text.data());
     // nlohmann's lexer stops at a NUL as if the input ended; JSON text never holds one.
     if (const void* nul = std::memchr(first, '\0', text.size()))
         fail(source, "the header is not valid JSON (a NUL byte at offset " +
                          std::to_string(static_cast<const char*>(nul) - first + 8) + " of the file)");
     json header;
-    try {
-        header = json::parse(first, first + text.size(), reject_duplicates);
-    } catch (const json::exception& e) {
-        fail(source, std::string("the header is not valid JSON (") + e.what() + ")");
-    }
+    HeaderBuilder builder(header, source);
+    json::sax_parse(first, first + text.size(), &builder);
     if (!header.is_object()) fail(source, std::string("the header is a JSON ") + header.type_name() + ", expected an object");
     return header;
 }
