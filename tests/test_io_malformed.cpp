@@ -3,9 +3,11 @@
 // (fuzz/corpus/) either loads or is refused the same way. This is the fuzzer's regression check.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 
+#include "core/io/safetensors_format.hpp"
 #include "test_io_support.hpp"
 
 namespace {
@@ -166,6 +168,20 @@ TEST(IOMalformed, UnusualButValidFilesLoad) {
     EXPECT_EQ(zero_sized.at("e").shape(), (fx::Shape{0, 5}));
     EXPECT_EQ(zero_sized.at("s").shape(), fx::Shape{});
     EXPECT_EQ(load(file_with(one_byte_of_rank(64), 1)).at("a").ndim(), 64);
+}
+
+// Reading a header is O(n log n) in its entries: a parser that rescans objects (nlohmann's callback
+// parser does) needs minutes here, this one a fraction of a second.
+TEST(IOMalformed, HeadersWithManyEntriesParseQuickly) {
+    std::string header = "{";
+    for (int i = 0; i < 100000; ++i)
+        header.append(i ? "," : "").append("\"t").append(std::to_string(i)).append(R"(":{"dtype":"U8","shape":[0],"data_offsets":[0,0]})");
+    const std::string bytes = file_with(header + "}");
+    const auto start = std::chrono::steady_clock::now();
+    const auto parsed = fx::detail::parse_safetensors(std::as_bytes(std::span(bytes.data(), bytes.size())), "many");
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(parsed.tensors.size(), 100000u);
+    EXPECT_LT(seconds, 10.0);
 }
 
 TEST(IOMalformed, FuzzCorpusNeverCrashes) {
