@@ -1,0 +1,222 @@
+// The main job: a convolutional network learns Fashion-MNIST on the best device there is, then the
+// model and its training curve are saved. Run with --help for the options.
+//
+// Default: LeNet-5, Adam (η = 1e-3), batch 64, 8 epochs; the target is 89% test accuracy. After 5
+// epochs this model is at 88.4-89.2% depending on the seed (PyTorch, same settings: 88.5%), so 5
+// would pass or fail by chance; 7 or 8 epochs are past 89% with every seed we tried.
+#include <fluxion/fluxion.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace fx = fluxion;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr double kTargetAccuracy = 0.89;
+constexpr std::int64_t kClasses = 10;
+constexpr std::uint64_t kSeed = 42;
+
+struct Options {
+    int epochs = 8;
+    std::int64_t batchsize = 64;
+    std::optional<std::string> device;  // the best one when not given
+    std::string model = "lenet5";
+    std::optional<std::int64_t> limit;  // training images used
+    fs::path out = ".";
+};
+
+const char* const kUsage = R"(usage: fashion_mnist [options]
+
+Trains a CNN on Fashion-MNIST and saves fashion_mnist.safetensors and fashion_mnist_curve.csv.
+
+  --epochs N        passes over the training set (default 8)
+  --batchsize N     images per step (default 64)
+  --device NAME     CPU, CUDA, ... (default: the best functional device, see fx::get_device)
+  --model NAME      lenet5 (default) or seed_cnn (the SimpleNNs seed's smaller CNN)
+  --limit N         train on the first N training images only (quick runs)
+  --out DIR         where the two files go (default: the working directory)
+  --help            this text
+
+The data is read from $FLUXION_DATA, else /usr/share/datasets/fashion-mnist.
+)";
+
+std::int64_t positive(const std::string& flag, const std::string& text) {
+    std::size_t used = 0;
+    long long n = 0;
+    try {
+        n = std::stoll(text, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used != text.size() || n < 1)
+        throw std::invalid_argument(flag + " expects a positive whole number, got '" + text + "'");
+    return n;
+}
+
+// Throws std::invalid_argument for anything it does not understand; nullopt means --help.
+std::optional<Options> parse(int argc, char** argv) {
+    Options o;
+    for (int i = 1; i < argc; ++i) {
+        const std::string flag = argv[i];
+        if (flag == "--help" || flag == "-h") return std::nullopt;
+        static const std::string kFlags[] = {"--epochs", "--batchsize", "--device", "--model", "--limit", "--out"};
+        if (std::find(std::begin(kFlags), std::end(kFlags), flag) == std::end(kFlags))
+            throw std::invalid_argument("unknown option: " + flag);
+        if (i + 1 >= argc) throw std::invalid_argument(flag + " needs a value");
+        const std::string value = argv[++i];
+        if (flag == "--epochs") o.epochs = static_cast<int>(positive(flag, value));
+        else if (flag == "--batchsize") o.batchsize = positive(flag, value);
+        else if (flag == "--device") o.device = value;
+        else if (flag == "--model") o.model = value;
+        else if (flag == "--limit") o.limit = positive(flag, value);
+        else o.out = value;
+    }
+    if (o.model != "lenet5" && o.model != "seed_cnn")
+        throw std::invalid_argument("--model is lenet5 or seed_cnn, got '" + o.model + "'");
+    return o;
+}
+
+// LeNet-5 for 28×28 images: 28 -conv5-> 24 -pool-> 12 -conv5-> 8 -pool-> 4, so 16·4·4 = 256 features.
+auto lenet5() {
+    return fx::Chain(fx::Conv({5, 5}, 1, 6, fx::relu), fx::MaxPool({2, 2}),
+                     fx::Conv({5, 5}, 6, 16, fx::relu), fx::MaxPool({2, 2}),
+                     fx::Flatten(),
+                     fx::Dense(256, 120, fx::relu), fx::Dense(120, 84, fx::relu), fx::Dense(84, kClasses));
+}
+
+// The seed's CNN (SimpleNNs): 28 -conv5-> 24 -pool2-> 12 -conv3-> 10 -pool4-> 2, so 8·2·2 = 32 features.
+auto seed_cnn() {
+    return fx::Chain(fx::Conv({5, 5}, 1, 16, fx::relu), fx::MaxPool({2, 2}),
+                     fx::Conv({3, 3}, 16, 8, fx::relu), fx::MaxPool({4, 4}),
+                     fx::Flatten(), fx::Dense(32, kClasses));
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The fraction of test images whose largest logit is the label's.
+template <class Model, class Data> double accuracy(Model& model, const fx::DataLoader<Data>& test) {
+    fx::NoGrad no_grad;
+    fx::testmode(model);
+    std::int64_t correct = 0;
+    for (auto [x, y] : test) correct += fx::sum(fx::argmax(model(x), 1) == y).template item<std::int64_t>();
+    fx::automode(model);
+    return double(correct) / double(test.nobs());
+}
+
+struct EpochResult {
+    int epoch;
+    double train_loss, test_accuracy, seconds;
+};
+
+void write_curve(const fs::path& path, const std::vector<EpochResult>& curve) {
+    std::ofstream csv(path);
+    csv << "epoch,train_loss,test_accuracy,seconds\n";
+    for (const auto& r : curve)
+        csv << r.epoch << "," << r.train_loss << "," << r.test_accuracy << "," << r.seconds << "\n";
+    if (!csv.flush()) throw fx::IOError("fashion_mnist: could not write " + path.string());
+}
+
+template <class Model> int run(Model model, const Options& o, const fx::Device& dev) {
+    fs::create_directories(o.out);  // before training, so that a bad --out fails at once
+    auto [Xtr, Ytr] = fx::datasets::fashion_mnist(fx::datasets::Split::Train);
+    auto [Xte, Yte] = fx::datasets::fashion_mnist(fx::datasets::Split::Test);
+    if (o.limit && *o.limit < Xtr.shape(0)) {
+        Xtr = Xtr.slice(0, 0, *o.limit);
+        Ytr = Ytr.slice(0, 0, *o.limit);
+    }
+    // Inputs standardised with the training set's statistics: about half a point of test accuracy
+    // more after 5 epochs than raw [0, 1] pixels.
+    const double mean = fx::mean(Xtr).item(), sd = std::sqrt(fx::mean(fx::square(Xtr - mean)).item());
+    Xtr = (Xtr - mean) / sd;
+    Xte = (Xte - mean) / sd;
+    std::printf("data: %lld training and %lld test images of %lld×%lld, standardised with mean %.4f and std %.4f\n",
+                static_cast<long long>(Xtr.shape(0)), static_cast<long long>(Xte.shape(0)),
+                static_cast<long long>(Xtr.shape(2)), static_cast<long long>(Xtr.shape(3)), mean, sd);
+
+    // Training batches are shuffled and moved to the device in the background; the test set moves once.
+    fx::DataLoader train_loader({Xtr, Ytr}, {.batchsize = o.batchsize, .shuffle = true, .seed = kSeed});
+    fx::DataLoader test_loader(std::tuple{Xte, Yte} | dev, {.batchsize = 1000});
+
+    model = model | dev;
+    std::cout << model << "\n";
+    auto opt = fx::setup(fx::Adam{.eta = 1e-3}, model);
+    auto lossfn = [](const Model& m, const fx::Tensor& x, const fx::Tensor& y) {
+        return fx::logitcrossentropy(m(x), fx::onehot(y, kClasses));
+    };
+
+    std::vector<EpochResult> curve;
+    for (int epoch = 1; epoch <= o.epochs; ++epoch) {
+        const auto start = std::chrono::steady_clock::now();
+        double loss_sum = 0;
+        std::int64_t steps = 0;
+        for (auto [x, y] : train_loader | dev) {
+            auto [loss, grads] = fx::withgradient([&](const Model& m) { return lossfn(m, x, y); }, model);
+            fx::update(opt, model, grads);
+            loss_sum += loss.item();
+            ++steps;
+        }
+        const double train_loss = loss_sum / double(steps);
+        const double train_seconds = seconds_since(start);
+        const double acc = accuracy(model, test_loader);
+        const double seconds = seconds_since(start);
+        curve.push_back({epoch, train_loss, acc, seconds});
+        std::printf("epoch %d/%d  train loss %.4f  test accuracy %.2f%%  %.1f s (training %.1f s, %.0f images/s)\n",
+                    epoch, o.epochs, train_loss, 100 * acc, seconds, train_seconds,
+                    double(Xtr.shape(0)) / train_seconds);
+        std::fflush(stdout);
+    }
+
+    fx::save(o.out / "fashion_mnist.safetensors", model);  // host copies from any device
+    write_curve(o.out / "fashion_mnist_curve.csv", curve);
+    std::cout << "saved " << (o.out / "fashion_mnist.safetensors").string() << " and "
+              << (o.out / "fashion_mnist_curve.csv").string() << "\n";
+
+    const double final_accuracy = curve.empty() ? 0.0 : curve.back().test_accuracy;
+    double total = 0;
+    for (const auto& r : curve) total += r.seconds;
+    std::printf("final test accuracy %.2f%% after %d epoch%s in %.1f s: %s the %.0f%% target\n",
+                100 * final_accuracy, o.epochs, o.epochs == 1 ? "" : "s", total,
+                final_accuracy >= kTargetAccuracy ? "reached" : "did NOT reach", 100 * kTargetAccuracy);
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::optional<Options> options;
+    try {
+        options = parse(argc, argv);
+    } catch (const std::invalid_argument& e) {
+        std::cerr << "fashion_mnist: " << e.what() << "\n\n" << kUsage;
+        return 2;
+    }
+    if (!options) {
+        std::cout << kUsage;
+        return 0;
+    }
+    try {
+        fx::seed(kSeed);  // weights; the loader's order comes from its own seed
+        const fx::Device dev = options->device ? fx::get_device(*options->device) : fx::get_device({.verbose = true});
+        std::cout << "device: " << dev.str() << "\n";
+        return options->model == "lenet5" ? run(lenet5(), *options, dev) : run(seed_cnn(), *options, dev);
+    } catch (const std::exception& e) {  // fx::Error names the operation itself
+        std::cerr << "error: " << e.what() << "\n";
+        return 1;
+    }
+}
