@@ -1,0 +1,173 @@
+// test_examples.cpp — runs the built example programs with tiny settings so that they never rot:
+// each must exit cleanly and print what it promises. Builds nothing itself; the example targets
+// must be built first (bin/<name> beside the tests).
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <regex>
+#include <string>
+
+#include "fluxion/io.hpp"
+
+namespace fx = fluxion;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+    int status = -1;  // the exit code; -1 when the program did not exit normally
+    std::string output;  // stdout and stderr together
+};
+
+fs::path example(const std::string& name) { return fs::path(FLUXION_BINARY_DIR) / "bin" / name; }
+
+Result run(const std::string& name, const std::string& arguments = "") {
+    const fs::path binary = example(name);
+    if (!fs::exists(binary)) {
+        ADD_FAILURE() << binary << " is missing: build the example target `" << name << "` before the tests";
+        return {};
+    }
+    std::string command = "'";  // built by appending: gcc 12 warns (-Wrestrict) wrongly on "'" + string
+    command += binary.string();
+    command += "' " + arguments + " 2>&1";
+    std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
+    if (!pipe) throw std::runtime_error("test setup: popen failed for " + command);
+    Result r;
+    std::array<char, 4096> buffer{};
+    std::size_t n = 0;
+    while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe.get())) > 0) r.output.append(buffer.data(), n);
+    const int status = pclose(pipe.release());
+    r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return r;
+}
+
+// The first number captured by `pattern`'s group 1 in `text`; fails the test when absent.
+double number_after(const std::string& text, const std::string& pattern) {
+    std::smatch m;
+    if (!std::regex_search(text, m, std::regex(pattern))) {
+        ADD_FAILURE() << "no match for /" << pattern << "/ in:\n" << text;
+        return 0;
+    }
+    return std::stod(m[1].str());
+}
+
+// A fresh folder under the system's temporary directory, removed at the end of the test.
+class TempDir {
+public:
+    TempDir() {
+        std::string pattern = (fs::temp_directory_path() / "fluxion_examples_XXXXXX").string();
+        if (!mkdtemp(pattern.data())) throw std::runtime_error("test setup: mkdtemp failed");
+        path_ = pattern;
+    }
+    ~TempDir() { fs::remove_all(path_); }
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    const fs::path& path() const { return path_; }
+
+private:
+    fs::path path_;
+};
+
+bool fashion_mnist_installed() {
+    const char* env = std::getenv("FLUXION_DATA");
+    const fs::path dir = env ? fs::path(env) : fs::path("/usr/share/datasets/fashion-mnist");
+    for (const char* file : {"train-images-idx3-ubyte", "t10k-images-idx3-ubyte"})
+        if (!fs::exists(dir / file) && !fs::exists(dir / (std::string(file) + ".gz"))) return false;
+    return true;
+}
+
+TEST(Examples, BasicsTakesAGradientStepThatLowersTheLoss) {
+    const Result r = run("basics");
+    ASSERT_EQ(r.status, 0) << r.output;
+    const double before = number_after(r.output, R"(loss\(x, y\) = ([0-9.eE+-]+))");
+    const double after = number_after(r.output, R"(after one step: ([0-9.eE+-]+))");
+    EXPECT_GT(before, 0) << r.output;
+    EXPECT_LT(after, before) << r.output;
+}
+
+TEST(Examples, CustomStructMovesTheDeclaredFieldsAndTrainsOnlyTheTrainableOne) {
+    const Result r = run("custom_struct");
+    ASSERT_EQ(r.status, 0) << r.output;
+    // FLUXION_FUNCTOR(ActorCritic, actor, critic): fmap reaches both fields.
+    const std::regex both(R"(both fields converted\n\s+actor:\s+2×2 Tensor<f64, CPU>\n)"
+                          R"(\s+critic:\s+2-element Tensor<f64, CPU>)");
+    EXPECT_TRUE(std::regex_search(r.output, both)) << r.output;
+    // FLUXION_FUNCTOR(ActorCriticActorOnly, actor): fmap leaves critic alone.
+    const std::regex only_actor(R"(critic left as it was\n\s+actor:\s+2×2 Tensor<f64, CPU>\n)"
+                                R"(\s+critic:\s+2-element Tensor<f32, CPU>)");
+    EXPECT_TRUE(std::regex_search(r.output, only_actor)) << r.output;
+    EXPECT_NE(r.output.find("fx::state names: actor critic\n"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("fx::state names: actor\n"), std::string::npos) << r.output;
+    // FLUXION_TRAINABLE(ActorCritic, actor): one step of η = 0.5 on a gradient of ones.
+    EXPECT_NE(r.output.find("optimised paths: actor\n"), std::string::npos) << r.output;
+    EXPECT_DOUBLE_EQ(number_after(r.output, R"(actor\[0, 0\]:\s+1 -> ([0-9.eE+-]+))"), 0.5) << r.output;
+    EXPECT_DOUBLE_EQ(number_after(r.output, R"(critic\[0\]:\s+1 -> ([0-9.eE+-]+))"), 1.0) << r.output;
+}
+
+TEST(Examples, GpuVsCpuPrintsBothFigures) {
+    const Result r = run("gpu_vs_cpu", "50");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_GT(number_after(r.output, R"(CPU\s+CPU\s+median\s+([0-9.]+) us)"), 0) << r.output;
+    EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(GPU\s+(no GPU|\S+\s+median\s+[0-9.]+ us))"))) << r.output;
+}
+
+TEST(Examples, GpuVsCpuRefusesABadRunCount) {
+    const Result r = run("gpu_vs_cpu", "zero");
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_NE(r.output.find("usage: gpu_vs_cpu"), std::string::npos) << r.output;
+}
+
+TEST(Examples, FashionMnistHelpAndBadOptions) {
+    const Result help = run("fashion_mnist", "--help");
+    EXPECT_EQ(help.status, 0) << help.output;
+    EXPECT_NE(help.output.find("--epochs N"), std::string::npos) << help.output;
+    const Result bad = run("fashion_mnist", "--epochs 0");
+    EXPECT_EQ(bad.status, 2) << bad.output;
+    EXPECT_NE(bad.output.find("--epochs expects a positive whole number, got '0'"), std::string::npos) << bad.output;
+    const Result model = run("fashion_mnist", "--model resnet");
+    EXPECT_EQ(model.status, 2) << model.output;
+    EXPECT_NE(model.output.find("--model is lenet5 or seed_cnn"), std::string::npos) << model.output;
+}
+
+TEST(Examples, FashionMnistTrainsSavesAndBeatsChance) {
+    if (!fashion_mnist_installed())
+        GTEST_SKIP() << "Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist, or set FLUXION_DATA)";
+    TempDir out;
+    const Result r = run("fashion_mnist", "--epochs 1 --limit 2000 --out '" + out.path().string() + "'");
+    ASSERT_EQ(r.status, 0) << r.output;
+    const double accuracy = number_after(r.output, R"(final test accuracy ([0-9.]+)%)");
+    EXPECT_GT(accuracy, 30) << "chance is 10%\n" << r.output;
+    EXPECT_NE(r.output.find("did NOT reach the 89% target"), std::string::npos)
+        << "2000 images for one epoch should not reach the full run's target\n" << r.output;
+
+    // The model file holds LeNet-5's tensors under their state names.
+    const auto saved = fx::load_state(out.path() / "fashion_mnist.safetensors");
+    EXPECT_EQ(saved.size(), 10u);
+    ASSERT_TRUE(saved.count("layers.0.weight")) << "names: layers.<i>.weight/bias";
+    EXPECT_EQ(saved.at("layers.0.weight").shape(), (fx::Shape{6, 1, 5, 5}));
+    ASSERT_TRUE(saved.count("layers.7.bias"));
+    EXPECT_EQ(saved.at("layers.7.bias").shape(), (fx::Shape{10}));
+
+    // The curve: a header and one row per epoch, agreeing with what was printed.
+    std::ifstream csv(out.path() / "fashion_mnist_curve.csv");
+    ASSERT_TRUE(csv) << "fashion_mnist_curve.csv is missing";
+    std::string header, row, extra;
+    std::getline(csv, header);
+    std::getline(csv, row);
+    EXPECT_EQ(header, "epoch,train_loss,test_accuracy,seconds");
+    EXPECT_FALSE(std::getline(csv, extra)) << "one epoch, one row; got also: " << extra;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(row, m, std::regex(R"(1,([0-9.eE+-]+),([0-9.eE+-]+),([0-9.eE+-]+))"))) << row;
+    EXPECT_GT(std::stod(m[1].str()), 0) << "training loss";
+    EXPECT_NEAR(100 * std::stod(m[2].str()), accuracy, 0.01);
+    EXPECT_GT(std::stod(m[3].str()), 0) << "seconds";
+}
+
+}  // namespace
