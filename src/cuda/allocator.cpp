@@ -76,13 +76,22 @@ void release_cached(Pool& p) {
 }
 
 // A new block from the driver; on failure the cache is released and the request retried once.
-void* fresh_block(int device, Pool& p, std::size_t requested, std::size_t size) {
+// If the size class still does not fit, a block of the request rounded to kMinBlock is tried: the
+// class may be up to a quarter larger, and a tensor that fits must not fail for the rounding.
+// `size` becomes the size of the block obtained.
+void* fresh_block(int device, Pool& p, std::size_t requested, std::size_t& size) {
     void* block = nullptr;
     cudaError_t status = cudaMalloc(&block, size);
     if (status == cudaErrorMemoryAllocation) {
         cudaGetLastError();
         release_cached(p);
         status = cudaMalloc(&block, size);
+    }
+    const std::size_t tight = (std::max(requested, std::size_t{1}) + kMinBlock - 1) / kMinBlock * kMinBlock;
+    if (status == cudaErrorMemoryAllocation && tight < size) {
+        cudaGetLastError();
+        status = cudaMalloc(&block, tight);
+        if (status == cudaSuccess) size = tight;
     }
     if (status == cudaErrorMemoryAllocation) {
         cudaGetLastError();
@@ -100,7 +109,7 @@ void* allocate(int device, std::size_t bytes) {
     Pool& p = pool(device);
     std::lock_guard lock(p.mutex);
     if (bytes > kMaxRequest) throw_out_of_memory(device, bytes, p);
-    const std::size_t size = size_class(bytes);
+    std::size_t size = size_class(bytes);
     void* block = nullptr;
     if (auto it = p.cached.find(size); it != p.cached.end() && !it->second.empty()) {
         block = it->second.back();

@@ -36,10 +36,13 @@ Key key_of(int device, DType t, Pass pass, bool tf32, const Conv2dShape& s) {
             s.stride_w, s.pad_h,    s.pad_w,    s.dil_h,    s.dil_w,    s.groups};
 }
 
+// Shapes cuDNN's descriptors take: int-sized, and no empty input axis (cuDNN rejects or mishandles
+// those; im2col + GEMM gives the CPU's result, zeros, for them).
 bool fits_int(const Conv2dShape& s) {
     for (std::int64_t v : {s.n, s.c, s.h, s.w, s.k, s.r, s.s, s.oh, s.ow, s.stride_h, s.stride_w, s.pad_h, s.pad_w,
                            s.dil_h, s.dil_w, s.groups})
         if (v < 0 || v > INT_MAX) return false;
+    if (s.c == 0 || s.h == 0 || s.w == 0) return false;
     return s.n * s.c * s.h * s.w <= INT_MAX && s.n * s.k * s.oh * s.ow <= INT_MAX;
 }
 
