@@ -5,10 +5,11 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config          # compiler and build
-  libopenblas-dev                           # BLAS for matmul and convolution
+  libopenblas-openmp-dev                    # BLAS for matmul and convolution, on OpenMP threads
   libgtest-dev libbenchmark-dev             # tests and benchmarks
   zlib1g-dev nlohmann-json3-dev             # .gz data sets, safetensors headers
   python3 python3-numpy python3-torch       # PyTorch reference values and interoperability tests
+  clang libclang-rt-14-dev                  # libFuzzer for the safetensors reader's fuzz target
   dataset-fashion-mnist                     # the main job's data
 )
 
