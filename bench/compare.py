@@ -1,85 +1,135 @@
-"""Runs fluxion's benchmarks and the same models in PyTorch on this machine, in one run, and
-prints the medians side by side with the ratio (PyTorch time / fluxion time: above 1 means
-fluxion is faster).
+"""Runs fluxion's model benchmarks (bench/bench_models.cpp) and the same models in PyTorch on this
+machine, in one run, and prints the medians side by side as a Markdown table, with the ratio
+PyTorch time / fluxion time (above 1: fluxion is faster) against the fastest PyTorch found.
 
-usage: python3 bench/compare.py BUILD_DIR
-PyTorch is taken from the interpreters that have it: Debian's /usr/bin/python3 and the first
-python3 on PATH; the fastest one is the one compared against.
+usage: python3 bench/compare.py [BUILD_DIR]        (default build/bench)
+
+PyTorch is taken from every interpreter that has it: Debian's /usr/bin/python3 and the first
+python3 on PATH. Both sides use FLUXION_NUM_THREADS threads (default: every core).
 """
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
 import textwrap
 
-TORCH_DENSE = textwrap.dedent("""
+# The same models and steps as bench_models.cpp, case by case. Eager PyTorch, as a user writes it.
+TORCH = textwrap.dedent("""
     import json, statistics, sys, time, torch
+    import torch.nn as nn
+    import torch.nn.functional as F
     torch.manual_seed(0)
-    threads = int(sys.argv[1])
-    torch.set_num_threads(threads)
-    results = {"version": torch.__version__}
-    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-    for dev in devices:
-        m = torch.nn.Sequential(torch.nn.Linear(100, 200), torch.nn.ReLU(), torch.nn.Linear(200, 1)).to(dev)
-        x = torch.randn(128, 100, device=dev)
-        sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
-        with torch.no_grad():
-            for _ in range(200):
-                m(x)
-            sync()
-            times = []
-            for _ in range(20):
-                t0 = time.perf_counter()
-                for _ in range(200):
-                    m(x)
+    torch.set_num_threads(int(sys.argv[1]))
+
+    def mlp():
+        return nn.Sequential(nn.Linear(100, 200), nn.ReLU(), nn.Linear(200, 1))
+
+    def lenet5():
+        return nn.Sequential(nn.Conv2d(1, 6, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(6, 16, 5), nn.ReLU(),
+                             nn.MaxPool2d(2), nn.Flatten(), nn.Linear(256, 120), nn.ReLU(), nn.Linear(120, 84),
+                             nn.ReLU(), nn.Linear(84, 10))
+
+    def wide():
+        return nn.Sequential(nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))
+
+    def convnet():
+        block = lambda i, o: [nn.Conv2d(i, o, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2)]
+        return nn.Sequential(*block(3, 32), *block(32, 64), *block(64, 128), nn.Flatten(), nn.Linear(2048, 10))
+
+    def forward(model, x):
+        def run():
+            with torch.no_grad():
+                return model(x)
+        return run
+
+    def train(model, x, y, loss):
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        def run():
+            opt.zero_grad(set_to_none=True)
+            l = loss(model(x), y)
+            l.backward()
+            opt.step()
+            return l
+        return run
+
+    def cases(dev):
+        r = lambda *s: torch.randn(*s, device=dev)
+        labels = lambda n: (torch.arange(n) % 10).to(dev)
+        return {
+            "mlp_forward": forward(mlp().to(dev), r(128, 100)),
+            "mlp_train": train(mlp().to(dev), r(128, 100), r(128, 1), F.mse_loss),
+            "lenet5_train": train(lenet5().to(dev), r(64, 1, 28, 28), labels(64), F.cross_entropy),
+            "wide_train": train(wide().to(dev), r(256, 784), labels(256), F.cross_entropy),
+            "convnet_train": train(convnet().to(dev), r(64, 3, 32, 32), labels(64), F.cross_entropy),
+        }
+
+    def median_us(run, sync):
+        t0 = time.perf_counter()
+        n = 0
+        while n < 10 or time.perf_counter() - t0 < 0.5:  # warm-up
+            run(); sync(); n += 1
+        per_batch = max(1, int(n / (time.perf_counter() - t0) * 0.2))  # batches of about 0.2 s
+        times = []
+        for _ in range(10):
+            t0 = time.perf_counter()
+            for _ in range(per_batch):
+                run()
                 sync()
-                times.append((time.perf_counter() - t0) / 200)
-        results[dev] = statistics.median(times) * 1e6
+            times.append((time.perf_counter() - t0) / per_batch)
+        return statistics.median(times) * 1e6
+
+    results = {"version": torch.__version__, "times": {}}
+    for dev in ["cpu"] + (["cuda"] if torch.cuda.is_available() else []):
+        sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
+        for name, run in cases(dev).items():
+            results["times"][name + "/" + ("CPU" if dev == "cpu" else "CUDA")] = median_us(run, sync)
     print(json.dumps(results))
 """)
 
 
 def fluxion_times(build):
-    exe = os.path.join(build, "bin", "bench_dense")
+    exe = os.path.join(build, "bin", "bench_models")
     out = subprocess.run([exe, "--benchmark_format=json", "--benchmark_repetitions=10",
                           "--benchmark_report_aggregates_only=true"], check=True, capture_output=True, text=True)
     times = {}
     for b in json.loads(out.stdout)["benchmarks"]:
         if b.get("aggregate_name") == "median":
-            unit = {"ns": 1e-3, "us": 1.0, "ms": 1e3}[b["time_unit"]]
-            times[b["run_name"].split("/")[1].replace("_real_time", "")] = b["real_time"] * unit
+            unit = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}[b["time_unit"]]
+            times[b["run_name"].replace("/real_time", "")] = b["real_time"] * unit
     return times
 
 
 def torch_times(threads):
     found = []
     for py in ["/usr/bin/python3", shutil.which("python3")]:
-        if not py or any(py == f[0] for f in found):
+        if not py or any(os.path.realpath(py) == os.path.realpath(f[0]) for f in found):
             continue
-        r = subprocess.run([py, "-c", TORCH_DENSE, str(threads)], capture_output=True, text=True)
+        r = subprocess.run([py, "-c", TORCH, str(threads)], capture_output=True, text=True)
         if r.returncode == 0:
             found.append((py, json.loads(r.stdout)))
+        else:
+            print(f"({py}: no PyTorch: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else r.returncode})",
+                  file=sys.stderr)
     return found
 
 
 def main():
     build = sys.argv[1] if len(sys.argv) > 1 else "build/bench"
     threads = int(os.environ.get("FLUXION_NUM_THREADS", os.cpu_count()))
+    os.environ["FLUXION_NUM_THREADS"] = str(threads)
     fx = fluxion_times(build)
     torches = torch_times(threads)
-    print(f"Dense 100 => 200 (relu) => 1, forward, batch 128, median µs ({threads} threads)")
-    for dev_fx, dev_torch in [("CPU", "cpu"), ("CUDA", "cuda")]:
-        if dev_fx not in fx:
-            continue
-        line = f"  {dev_fx:5s} fluxion {fx[dev_fx]:8.1f}"
-        best = min((t for t in torches if dev_torch in t[1]), key=lambda t: t[1][dev_torch], default=None)
-        for py, t in torches:
-            if dev_torch in t:
-                line += f" | PyTorch {t['version']} ({py}) {t[dev_torch]:8.1f}"
-        if best:
-            line += f" | ratio {best[1][dev_torch] / fx[dev_fx]:.2f}x"
-        print(line)
+    print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, {threads} threads; median µs per call\n")
+    head = "| case | fluxion |" + "".join(f" PyTorch {t['version']} |" for _, t in torches) + " ratio |"
+    print(head)
+    print("|" + " --- |" * (head.count("|") - 1))
+    for case, us in fx.items():
+        cells = [f"{t['times'][case]:.1f}" if case in t["times"] else "–" for _, t in torches]
+        best = min((t["times"][case] for _, t in torches if case in t["times"]), default=None)
+        ratio = f"{best / us:.2f}×" if best else "–"
+        print(f"| {case} | {us:.1f} | " + " | ".join(cells) + (" | " if cells else "") + f"{ratio} |")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,115 @@
+// bench_models.cpp — whole models as a user runs them, on the CPU and on every other functional
+// device: the seed's forward pass, and one training step (forward, gradient, Adam update) of
+// models from small to large. bench/compare.py runs the same models in PyTorch beside these.
+//
+//   mlp_forward    Dense 100 => 200 (relu) => 1, batch 128, forward only (the seed's comparison)
+//   mlp_train      the same MLP, one step of mse + Adam
+//   lenet5_train   LeNet-5 on 1×28×28, batch 64, logitcrossentropy + Adam (the main job's step)
+//   wide_train     Dense 784 => 1024 => 1024 => 10 (relu), batch 256 (matmul-bound)
+//   convnet_train  3×32×32 images, Conv 3=>32 => Conv 32=>64 => Conv 64=>128 (3×3, pad 1, relu,
+//                  each followed by MaxPool 2), Dense 2048 => 10, batch 64 (convolution-bound)
+#include <benchmark/benchmark.h>
+
+#include <fluxion/fluxion.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fx = fluxion;
+
+namespace {
+
+void sync_and_keep(const fx::Tensor& t) {
+    fx::synchronize(t.device());
+    benchmark::DoNotOptimize(t.data_ptr());
+}
+
+void mlp_forward(benchmark::State& state, fx::Device dev) {
+    fx::seed(0);
+    const auto model = fx::Chain(fx::Dense(100, 200, fx::relu), fx::Dense(200, 1)) | dev;
+    const fx::Tensor x = fx::randn({128, 100}) | dev;
+    fx::NoGrad no_grad;
+    for (auto _ : state) sync_and_keep(model(x));
+}
+
+// One step as the main job takes it: the loss and gradients, then the optimiser's update in place.
+template <class Model, class Loss>
+void train_steps(benchmark::State& state, Model model, const fx::Tensor& x, const fx::Tensor& y, Loss loss) {
+    auto opt = fx::setup(fx::Adam{.eta = 1e-3}, model);
+    for (auto _ : state) {
+        auto [lv, grads] = fx::withgradient([&](const Model& m) { return loss(m(x), y); }, model);
+        fx::update(opt, model, grads);
+        sync_and_keep(lv);
+    }
+}
+
+auto crossentropy_on(const fx::Tensor& labels, std::int64_t classes) {
+    return [onehot = fx::onehot(labels, classes)](const fx::Tensor& logits, const fx::Tensor&) {
+        return fx::logitcrossentropy(logits, onehot);
+    };
+}
+
+fx::Tensor labels(std::int64_t n, std::int64_t classes, const fx::Device& dev) {
+    std::vector<std::int64_t> v(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = i % classes;
+    return fx::tensor(v) | dev;
+}
+
+void mlp_train(benchmark::State& state, fx::Device dev) {
+    fx::seed(0);
+    auto model = fx::Chain(fx::Dense(100, 200, fx::relu), fx::Dense(200, 1)) | dev;
+    const fx::Tensor x = fx::randn({128, 100}) | dev, y = fx::randn({128, 1}) | dev;
+    train_steps(state, model, x, y, [](const fx::Tensor& yhat, const fx::Tensor& t) { return fx::mse(yhat, t); });
+}
+
+void lenet5_train(benchmark::State& state, fx::Device dev) {
+    fx::seed(0);
+    auto model = fx::Chain(fx::Conv({5, 5}, 1, 6, fx::relu), fx::MaxPool({2, 2}), fx::Conv({5, 5}, 6, 16, fx::relu),
+                           fx::MaxPool({2, 2}), fx::Flatten(), fx::Dense(256, 120, fx::relu),
+                           fx::Dense(120, 84, fx::relu), fx::Dense(84, 10)) |
+                 dev;
+    const fx::Tensor x = fx::randn({64, 1, 28, 28}) | dev, y = labels(64, 10, dev);
+    train_steps(state, model, x, y, crossentropy_on(y, 10));
+}
+
+void wide_train(benchmark::State& state, fx::Device dev) {
+    fx::seed(0);
+    auto model = fx::Chain(fx::Dense(784, 1024, fx::relu), fx::Dense(1024, 1024, fx::relu), fx::Dense(1024, 10)) | dev;
+    const fx::Tensor x = fx::randn({256, 784}) | dev, y = labels(256, 10, dev);
+    train_steps(state, model, x, y, crossentropy_on(y, 10));
+}
+
+void convnet_train(benchmark::State& state, fx::Device dev) {
+    fx::seed(0);
+    const fx::ConvOptions same{.pad = 1};
+    auto model = fx::Chain(fx::Conv({3, 3}, 3, 32, fx::relu, same), fx::MaxPool({2, 2}),
+                           fx::Conv({3, 3}, 32, 64, fx::relu, same), fx::MaxPool({2, 2}),
+                           fx::Conv({3, 3}, 64, 128, fx::relu, same), fx::MaxPool({2, 2}), fx::Flatten(),
+                           fx::Dense(2048, 10)) |
+                 dev;
+    const fx::Tensor x = fx::randn({64, 3, 32, 32}) | dev, y = labels(64, 10, dev);
+    train_steps(state, model, x, y, crossentropy_on(y, 10));
+}
+
+int register_all() {
+    std::vector<fx::Device> devices{fx::Device{}};
+    for (const auto& name : fx::supported_devices())
+        if (name != "CPU" && fx::functional(name)) devices.push_back(fx::Device{name, 0});
+    for (const auto& dev : devices) {
+        auto add = [&](const char* model, void (*fn)(benchmark::State&, fx::Device)) {
+            benchmark::RegisterBenchmark((std::string(model) + "/" + dev.type).c_str(), fn, dev)->UseRealTime();
+        };
+        add("mlp_forward", mlp_forward);
+        add("mlp_train", mlp_train);
+        add("lenet5_train", lenet5_train);
+        add("wide_train", wide_train);
+        add("convnet_train", convnet_train);
+    }
+    return 0;
+}
+const int registered = register_all();
+
+}  // namespace
+
+BENCHMARK_MAIN();
