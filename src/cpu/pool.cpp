@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "cpu/dispatch.hpp"
 #include "cpu/kernels.hpp"
@@ -22,72 +23,86 @@ void check(const char* kernel, const Pool2dShape& s) {
                          std::to_string(s.pad_w) + "; windows and strides must be positive, padding non-negative");
 }
 
-// One output's window: its unclipped start and its cells inside the input.
-struct Window {
-    int64_t y0, x0;        // top-left corner in input coordinates (may be negative)
-    int64_t y1, y2, x1, x2;  // the cells [y1, y2) x [x1, x2) inside the input
+// One output row's window rows, or one output column's window columns: the unclipped start and
+// the cells [first, last) inside the input.
+struct Range {
+    int64_t start, first, last;
 };
-
-Window window(const Pool2dShape& s, int64_t oy, int64_t ox) {
-    Window win;
-    win.y0 = oy * s.stride_h - s.pad_h;
-    win.x0 = ox * s.stride_w - s.pad_w;
-    win.y1 = std::max<int64_t>(win.y0, 0);
-    win.x1 = std::max<int64_t>(win.x0, 0);
-    win.y2 = std::min(win.y0 + s.kh, s.h);
-    win.x2 = std::min(win.x0 + s.kw, s.w);
-    return win;
+Range range(int64_t o, int64_t stride, int64_t pad, int64_t window, int64_t size) {
+    const int64_t start = o * stride - pad;
+    return {start, std::max<int64_t>(start, 0), std::min(start + window, size)};
 }
 
 // Padded cells count; cells past the padding (a window overhanging the end) do not.
-int64_t mean_divisor(const Pool2dShape& s, const Window& win) {
-    const int64_t height = std::min(win.y0 + s.kh, s.h + s.pad_h) - win.y0;
-    const int64_t width = std::min(win.x0 + s.kw, s.w + s.pad_w) - win.x0;
-    return std::max<int64_t>(height * width, 1);
+int64_t covered(const Range& r, int64_t window, int64_t size, int64_t pad) {
+    return std::min(r.start + window, size + pad) - r.start;
 }
 
-// The window's maximum: a NaN wins; -infinity for a window without cells.
+// A mean's divisor: the cells of the window inside the padded input, at least 1.
+int64_t divisor(int64_t height, int64_t width) { return std::max<int64_t>(height * width, 1); }
+
+// The padded width of each output column's window.
+std::vector<int64_t> window_widths(const Pool2dShape& s) {
+    std::vector<int64_t> widths(std::size_t(s.ow));
+    for (int64_t ox = 0; ox < s.ow; ++ox) widths[std::size_t(ox)] = covered(range(ox, s.stride_w, s.pad_w, s.kw, s.w), s.kw, s.w, s.pad_w);
+    return widths;
+}
+
+// The larger of a and b where a NaN wins, without a branch (random data would mispredict half the
+// time): the selects vectorise.
 template <class T>
-T window_max(const Pool2dShape& s, const Window& win, const T* plane) {
-    T best = -std::numeric_limits<T>::infinity();
-    for (int64_t y = win.y1; y < win.y2; ++y)
-        for (int64_t x = win.x1; x < win.x2; ++x) {
-            const T v = plane[y * s.w + x];
-            best = (v > best || v != v) ? v : best;
-        }
-    return best;
+inline T nan_max(T a, T b) {
+    return (b > a) | (b != b) ? b : a;
 }
 
-// The flat index in the plane of the window's first cell holding its maximum `best` (the first NaN
-// when that is NaN), or -1 for a window without cells.
-template <class T>
-int64_t first_maximum(const Pool2dShape& s, const Window& win, const T* plane, T best) {
-    for (int64_t y = win.y1; y < win.y2; ++y)
-        for (int64_t x = win.x1; x < win.x2; ++x) {
-            const T v = plane[y * s.w + x];
-            if (v == best || (v != v && best != best)) return y * s.w + x;
-        }
-    return -1;
+// The outputs o in [begin, end) whose window cell o * stride - pad + j lies inside [0, size).
+struct Span {
+    int64_t begin, end;
+};
+Span inside(int64_t j, int64_t stride, int64_t pad, int64_t size, int64_t count) {
+    const int64_t offset = j - pad;
+    const int64_t begin = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
+    const int64_t end = size - 1 - offset >= 0 ? (size - 1 - offset) / stride + 1 : 0;
+    return {std::min(begin, count), std::clamp(end, std::min(begin, count), count)};
 }
 
+// Pooling works a row of outputs at a time: the kh input rows of the window are first reduced to
+// one row (max or sum), then window column j of every output is folded in, for j < kw. Both loops
+// run over contiguous or evenly strided cells without clipping tests, so they vectorise.
 template <class T>
 void forward(Pool op, const Pool2dShape& s, const T* x, T* y) {
     const int64_t planes = s.n * s.c, hw = s.h * s.w, ohw = s.oh * s.ow;
+    const T empty = op == Pool::max ? -std::numeric_limits<T>::infinity() : T(0);
     parallel_for(planes, planes * ohw * s.kh * s.kw > kParallelMin, [&](int64_t first, int64_t last) {
+        std::vector<T> rows(std::size_t(std::max<int64_t>(s.w, 1)));
+        const std::vector<int64_t> widths = window_widths(s);
+        T* r = rows.data();
+        const int64_t sw = s.stride_w;
         for (int64_t p = first; p < last; ++p) {
             const T* in = x + p * hw;
             T* out = y + p * ohw;
-            for (int64_t oy = 0; oy < s.oh; ++oy) {
-                for (int64_t ox = 0; ox < s.ow; ++ox) {
-                    const Window win = window(s, oy, ox);
-                    if (op == Pool::max) {
-                        out[oy * s.ow + ox] = window_max(s, win, in);
-                        continue;
-                    }
-                    T sum = 0;
-                    for (int64_t yy = win.y1; yy < win.y2; ++yy)
-                        for (int64_t xx = win.x1; xx < win.x2; ++xx) sum += in[yy * s.w + xx];
-                    out[oy * s.ow + ox] = sum / T(mean_divisor(s, win));
+            for (int64_t oy = 0; oy < s.oh; ++oy, out += s.ow) {
+                const Range ry = range(oy, s.stride_h, s.pad_h, s.kh, s.h);
+                std::fill(r, r + s.w, empty);
+                for (int64_t iy = ry.first; iy < ry.last; ++iy) {
+                    const T* row = in + iy * s.w;
+                    if (op == Pool::max)
+                        for (int64_t ix = 0; ix < s.w; ++ix) r[ix] = nan_max(r[ix], row[ix]);
+                    else
+                        for (int64_t ix = 0; ix < s.w; ++ix) r[ix] += row[ix];
+                }
+                std::fill(out, out + s.ow, empty);
+                for (int64_t j = 0; j < s.kw; ++j) {
+                    const Span span = inside(j, sw, s.pad_w, s.w, s.ow);
+                    const T* col = r + j - s.pad_w;
+                    if (op == Pool::max)
+                        for (int64_t ox = span.begin; ox < span.end; ++ox) out[ox] = nan_max(out[ox], col[ox * sw]);
+                    else
+                        for (int64_t ox = span.begin; ox < span.end; ++ox) out[ox] += col[ox * sw];
+                }
+                if (op == Pool::mean) {
+                    const int64_t height = covered(ry, s.kh, s.h, s.pad_h);
+                    for (int64_t ox = 0; ox < s.ow; ++ox) out[ox] /= T(divisor(height, widths[std::size_t(ox)]));
                 }
             }
         }
@@ -95,30 +110,53 @@ void forward(Pool op, const Pool2dShape& s, const T* x, T* y) {
 }
 
 // Each thread owns whole planes of gx, so overlapping windows need no synchronisation. The max
-// gradient goes to the first cell equal to the forward output y, the cell the forward picked.
+// gradient goes to the window's first cell (row by row) equal to the forward output y, the cell the
+// forward picked (the first NaN when y is NaN). As in the forward pass, a row of outputs is done
+// at once, window cell by window cell, without branches.
 template <class T>
 void backward(Pool op, const Pool2dShape& s, const T* x, const T* y, const T* gy, T* gx) {
-    const int64_t planes = s.n * s.c, hw = s.h * s.w, ohw = s.oh * s.ow;
+    const int64_t planes = s.n * s.c, hw = s.h * s.w, ohw = s.oh * s.ow, sw = s.stride_w;
     parallel_for(planes, planes * ohw * s.kh * s.kw > kParallelMin, [&](int64_t first, int64_t last) {
+        const std::vector<int64_t> widths = window_widths(s);
+        std::vector<T> shares(std::size_t(std::max<int64_t>(s.ow, 1)));
+        std::vector<int64_t> picked(std::size_t(std::max<int64_t>(s.ow, 1)));
+        T* share = shares.data();
+        int64_t* at = picked.data();  // per output: the cell that takes the max gradient, or -1
         for (int64_t p = first; p < last; ++p) {
             const T* in = x + p * hw;
-            const T* maxima = y + p * ohw;
-            const T* g = gy + p * ohw;
             T* out = gx + p * hw;
             std::fill(out, out + hw, T(0));
             for (int64_t oy = 0; oy < s.oh; ++oy) {
-                for (int64_t ox = 0; ox < s.ow; ++ox) {
-                    const Window win = window(s, oy, ox);
-                    const T grad = g[oy * s.ow + ox];
-                    if (op == Pool::max) {
-                        const int64_t at = first_maximum(s, win, in, maxima[oy * s.ow + ox]);
-                        if (at >= 0) out[at] += grad;
-                        continue;
-                    }
-                    const T share = grad / T(mean_divisor(s, win));
-                    for (int64_t yy = win.y1; yy < win.y2; ++yy)
-                        for (int64_t xx = win.x1; xx < win.x2; ++xx) out[yy * s.w + xx] += share;
+                const Range ry = range(oy, s.stride_h, s.pad_h, s.kh, s.h);
+                const T* g = gy + p * ohw + oy * s.ow;
+                const T* m = y + p * ohw + oy * s.ow;
+                if (op == Pool::mean) {
+                    const int64_t height = covered(ry, s.kh, s.h, s.pad_h);
+                    for (int64_t ox = 0; ox < s.ow; ++ox) share[ox] = g[ox] / T(divisor(height, widths[std::size_t(ox)]));
+                } else {
+                    std::fill(at, at + s.ow, int64_t(-1));
                 }
+                for (int64_t iy = ry.first; iy < ry.last; ++iy) {
+                    for (int64_t j = 0; j < s.kw; ++j) {
+                        const Span span = inside(j, sw, s.pad_w, s.w, s.ow);
+                        const int64_t cell = iy * s.w + j - s.pad_w;
+                        if (op == Pool::mean) {
+                            for (int64_t ox = span.begin; ox < span.end; ++ox) out[cell + ox * sw] += share[ox];
+                            continue;
+                        }
+                        // A select by bit masks: as a conditional, GCC compiled it to a branch
+                        // that random data mispredicts half the time.
+                        for (int64_t ox = span.begin; ox < span.end; ++ox) {
+                            const T v = in[cell + ox * sw], best = m[ox];
+                            const bool match = (v == best) | ((v != v) & (best != best));
+                            const int64_t take = -int64_t(int64_t(at[ox] < 0) & int64_t(match));
+                            at[ox] = (at[ox] & ~take) | ((cell + ox * sw) & take);
+                        }
+                    }
+                }
+                if (op == Pool::max)
+                    for (int64_t ox = 0; ox < s.ow; ++ox)
+                        if (at[ox] >= 0) out[at[ox]] += g[ox];
             }
         }
     });
