@@ -93,8 +93,13 @@ void copy_strided(int device, DType t, const Strided* src_view, const void* src,
         for_each_row(w, [&](const int64_t* offset, int64_t n) {
             const T* rs = s + offset[0];
             T* rd = d + offset[1];
+            // Separate loops for the common cases, so that each compiles to its own vector code.
             if (ss == 1 && ds == 1)
                 std::memcpy(rd, rs, std::size_t(n) * sizeof(T));
+            else if (ss == 0 && ds == 1)  // broadcasting one element (an expanded gradient)
+                std::fill(rd, rd + n, *rs);
+            else if (ds == 1)
+                for (int64_t i = 0; i < n; ++i) rd[i] = rs[i * ss];
             else
                 for (int64_t i = 0; i < n; ++i) rd[i * ds] = rs[i * ss];
         });
