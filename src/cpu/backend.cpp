@@ -1,4 +1,4 @@
-// The CPU backend's table, its single device, host memory and the thread count.
+// The CPU backend's table, its single device, working memory and the thread count.
 #include <cblas.h>
 #include <omp.h>
 #include <unistd.h>
@@ -17,8 +17,6 @@
 
 namespace fluxion::backend::cpu {
 namespace {
-
-inline constexpr std::size_t kAlignment = 64;  // a cache line, and the widest vector register
 
 int thread_count_from_env() {
     const int hardware = std::max(1, int(std::thread::hardware_concurrency()));
@@ -84,11 +82,11 @@ Scratch::Scratch(std::size_t bytes) : data_(nullptr), owned_(bytes > kKeptScratc
     struct Kept {
         void* data = nullptr;
         std::size_t size = 0;
-        ~Kept() { std::free(data); }
+        ~Kept() { free(0, data); }
     };
     thread_local Kept kept;
     if (bytes > kept.size) {
-        std::free(kept.data);
+        free(0, kept.data);
         kept.data = nullptr;
         kept.size = 0;
         kept.data = alloc(0, bytes);
@@ -98,7 +96,7 @@ Scratch::Scratch(std::size_t bytes) : data_(nullptr), owned_(bytes > kKeptScratc
 }
 
 Scratch::~Scratch() {
-    if (owned_) std::free(data_);
+    if (owned_) free(0, data_);
 }
 
 bool functional(char* why, std::size_t why_size) { return true; }
@@ -118,23 +116,6 @@ void device_info(int device, char* name, std::size_t name_size, std::size_t* tot
 }
 
 void synchronize(int device) {}
-
-// Every allocation is a whole number of cache lines, so zero bytes still gives a unique pointer.
-void* alloc(int device, std::size_t bytes) {
-    const auto fail = [bytes] {
-        char gib[32];
-        std::snprintf(gib, sizeof gib, "%.2f", double(bytes) / double(1 << 30));
-        return OutOfMemory("CPU: cannot allocate " + std::to_string(bytes) + " bytes (" + gib +
-                           " GiB) of host memory; free tensors that are no longer needed or use smaller batches");
-    };
-    if (bytes > SIZE_MAX - kAlignment) throw fail();
-    const std::size_t rounded = (std::max<std::size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
-    void* ptr = std::aligned_alloc(kAlignment, rounded);
-    if (!ptr) throw fail();
-    return ptr;
-}
-
-void free(int device, void* ptr) { std::free(ptr); }
 
 void copy_from_host(int device, void* dst, const void* src, std::size_t bytes) {
     if (bytes) std::memcpy(dst, src, bytes);
