@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config          # compiler and build
-  libopenblas-openmp-dev                    # BLAS for matmul and convolution, on OpenMP threads
+  libopenblas-openmp-dev libdnnl-dev        # BLAS for matmul, oneDNN for convolutions (OpenMP threads)
   libgtest-dev libbenchmark-dev             # tests and benchmarks
   zlib1g-dev nlohmann-json3-dev             # .gz data sets, safetensors headers
   python3 python3-numpy python3-torch       # PyTorch reference values and interoperability tests

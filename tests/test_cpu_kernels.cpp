@@ -835,10 +835,17 @@ void expect_conv(const be::Conv2dShape& s) {
     EXPECT_NEAR(dot(x, gx), forward, 1e-9 * (1 + std::abs(forward)));
     EXPECT_NEAR(dot(w, gw), forward, 1e-9 * (1 + std::abs(forward)));
 
-    const auto xf = converted<float>(x), wf = converted<float>(w);
-    std::vector<float> yf(ny);
+    // f32 takes oneDNN's kernels where libfluxion has them (blocked layouts, reorders), else the same
+    // im2col + GEMM: both must agree with the loops to f32 rounding over the terms summed.
+    const auto xf = converted<float>(x), wf = converted<float>(w), gyf = converted<float>(gy);
+    std::vector<float> yf(ny, NAN), gxf(nx, NAN), gwf(nw, NAN);
     cpu().conv2d(0, DType::f32, &s, xf.data(), wf.data(), yf.data());
-    for (int64_t i = 0; i < ny; ++i) ASSERT_NEAR(yf[i], y_ref[i], 1e-4) << "f32 y " << i;
+    cpu().conv2d_backward_input(0, DType::f32, &s, gyf.data(), wf.data(), gxf.data());
+    cpu().conv2d_backward_weight(0, DType::f32, &s, xf.data(), gyf.data(), gwf.data());
+    const double terms_y = double(s.c / s.groups * s.r * s.s), terms_w = double(s.n * s.oh * s.ow);
+    for (int64_t i = 0; i < ny; ++i) ASSERT_NEAR(yf[i], y_ref[i], 1e-6 * terms_y) << "f32 y " << i;
+    for (int64_t i = 0; i < nx; ++i) ASSERT_NEAR(gxf[i], gx_ref[i], 1e-6 * double(s.k * s.r * s.s)) << "f32 gx " << i;
+    for (int64_t i = 0; i < nw; ++i) ASSERT_NEAR(gwf[i], gw_ref[i], 1e-6 * terms_w) << "f32 gw " << i;
 }
 
 TEST(CpuConv, MatchesNaiveLoops) {
@@ -847,6 +854,11 @@ TEST(CpuConv, MatchesNaiveLoops) {
     expect_conv(conv_shape(2, 6, 7, 7, 6, 3, 3, 2, 2, 2, 0, 2, 1, 6));  // depthwise
     expect_conv(conv_shape(1, 5, 4, 4, 3, 1, 1, 1, 1, 0, 0, 1, 1, 1));  // 1x1, a single image
     expect_conv(conv_shape(2, 2, 3, 3, 2, 3, 3, 3, 3, 0, 0, 1, 1, 1));  // one output pixel
+    // Channel counts that fill vector blocks, as in real networks (oneDNN's blocked layouts).
+    expect_conv(conv_shape(3, 16, 9, 9, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1));
+    expect_conv(conv_shape(2, 1, 12, 12, 6, 5, 5, 1, 1, 0, 0, 1, 1, 1));    // LeNet-5's first layer
+    expect_conv(conv_shape(2, 32, 8, 8, 64, 3, 3, 2, 2, 1, 1, 1, 1, 1));    // stride 2, rows left unread
+    expect_conv(conv_shape(2, 32, 7, 7, 32, 3, 3, 1, 1, 2, 2, 2, 2, 32));   // depthwise, dilated
 }
 
 TEST(CpuConv, ManyImagesAreSplitIntoChunks) {

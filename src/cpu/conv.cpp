@@ -1,4 +1,5 @@
-// 2-d convolution (NCHW input, KCRS weight) as GEMMs over im2col matrices. A chunk of images is
+// 2-d convolution (NCHW input, KCRS weight). f32 goes to oneDNN where it is built in
+// (conv_onednn.cpp); everything it declines, and f64, is computed here as GEMMs over im2col matrices. A chunk of images is
 // unrolled into one column matrix {c r s, images * oh * ow}, so each group needs a single large
 // GEMM per chunk; chunks bound the workspace. Backward-input is the transposed GEMM followed by
 // col2im, backward-weight the GEMM of the output gradient with the columns, summed over chunks.
@@ -6,6 +7,7 @@
 #include <cstring>
 #include <string>
 
+#include "cpu/conv_onednn.hpp"
 #include "cpu/dispatch.hpp"
 #include "cpu/kernels.hpp"
 #include "cpu/parallel.hpp"
@@ -203,6 +205,9 @@ void backward_weight(const Conv2dShape& s, const T* x, const T* gy, T* gw) {
 
 void conv2d(int device, DType t, const Conv2dShape* s, const void* x, const void* w, void* y) {
     check("conv2d", *s);
+    if (t == DType::f32 && onednn_conv2d(ConvPass::forward, *s, static_cast<const float*>(x),
+                                         static_cast<const float*>(w), static_cast<float*>(y)))
+        return;
     dispatch_float(t, "conv2d", [&](auto tag) {
         using T = decltype(tag);
         forward(*s, static_cast<const T*>(x), static_cast<const T*>(w), static_cast<T*>(y));
@@ -211,6 +216,9 @@ void conv2d(int device, DType t, const Conv2dShape* s, const void* x, const void
 
 void conv2d_backward_input(int device, DType t, const Conv2dShape* s, const void* gy, const void* w, void* gx) {
     check("conv2d_backward_input", *s);
+    if (t == DType::f32 && onednn_conv2d(ConvPass::backward_input, *s, static_cast<const float*>(gy),
+                                         static_cast<const float*>(w), static_cast<float*>(gx)))
+        return;
     dispatch_float(t, "conv2d_backward_input", [&](auto tag) {
         using T = decltype(tag);
         backward_input(*s, static_cast<const T*>(gy), static_cast<const T*>(w), static_cast<T*>(gx));
@@ -219,6 +227,9 @@ void conv2d_backward_input(int device, DType t, const Conv2dShape* s, const void
 
 void conv2d_backward_weight(int device, DType t, const Conv2dShape* s, const void* x, const void* gy, void* gw) {
     check("conv2d_backward_weight", *s);
+    if (t == DType::f32 && onednn_conv2d(ConvPass::backward_weight, *s, static_cast<const float*>(x),
+                                         static_cast<const float*>(gy), static_cast<float*>(gw)))
+        return;
     dispatch_float(t, "conv2d_backward_weight", [&](auto tag) {
         using T = decltype(tag);
         backward_weight(*s, static_cast<const T*>(x), static_cast<const T*>(gy), static_cast<T*>(gw));
