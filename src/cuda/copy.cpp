@@ -20,6 +20,7 @@ struct Staging {
     std::mutex mutex;
     void* buffer[2] = {};
     cudaEvent_t drained[2] = {};  // recorded after the copy that last read the buffer
+    std::size_t next = 0;         // the buffer the next chunk goes through, across calls
 };
 
 // Staging buffers live as long as the process (see activate() in context.cpp for why).
@@ -51,8 +52,12 @@ void copy_from_host(int device, void* dst, const void* src, std::size_t bytes) {
     std::lock_guard lock(s.mutex);
     auto* to = static_cast<char*>(dst);
     const auto* from = static_cast<const char*>(src);
-    for (std::size_t offset = 0, chunk = 0; offset < bytes; offset += kStagingBytes, ++chunk) {
-        const std::size_t slot = chunk % 2, size = std::min(kStagingBytes, bytes - offset);
+    // The buffers alternate across calls too: a small copy then waits only for the copy before the
+    // previous one, not for the previous one itself (which is queued behind the compute stream's
+    // work), so a loader thread can stage one batch while the last is still waiting its turn.
+    for (std::size_t offset = 0; offset < bytes; offset += kStagingBytes) {
+        const std::size_t slot = s.next, size = std::min(kStagingBytes, bytes - offset);
+        s.next = 1 - s.next;
         FLUXION_CUDA_CHECK(cudaEventSynchronize(s.drained[slot]));
         std::memcpy(s.buffer[slot], from + offset, size);
         FLUXION_CUDA_CHECK(
