@@ -933,6 +933,7 @@ TEST(CpuPool, MaxAndMeanWithPadding) {
     expect_pool(pool_shape(2, 3, 8, 8, 2, 2, 2, 2, 0, 0));
     expect_pool(pool_shape(1, 2, 7, 6, 3, 3, 2, 2, 1, 1));  // padded borders
     expect_pool(pool_shape(2, 2, 5, 9, 3, 2, 1, 3, 1, 1));  // overlapping windows, unequal strides
+    expect_pool(pool_shape(2, 3, 6, 7, 3, 3, 1, 1, 1, 1));  // stride 1 (its own compiled loops), padded
     expect_pool(pool_shape(64, 32, 14, 14, 2, 2, 2, 2, 0, 0));  // enough work for threads
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "cpu/dispatch.hpp"
@@ -68,7 +69,7 @@ Span inside(int64_t j, int64_t stride, int64_t pad, int64_t size, int64_t count)
 
 // Pooling works a row of outputs at a time: the kh input rows of the window are first reduced to
 // one row (max or sum), then window column j of every output is folded in, for j < kw. Both loops
-// run over contiguous or evenly strided cells without clipping tests, so they vectorise.
+// run over contiguous or evenly strided cells without clipping tests.
 template <class T>
 void forward(Pool op, const Pool2dShape& s, const T* x, T* y) {
     const int64_t planes = s.n * s.c, hw = s.h * s.w, ohw = s.oh * s.ow;
@@ -112,10 +113,13 @@ void forward(Pool op, const Pool2dShape& s, const T* x, T* y) {
 // Each thread owns whole planes of gx, so overlapping windows need no synchronisation. The max
 // gradient goes to the window's first cell (row by row) equal to the forward output y, the cell the
 // forward picked (the first NaN when y is NaN). As in the forward pass, a row of outputs is done
-// at once, window cell by window cell, without branches.
-template <class T>
+// at once, window cell by window cell, without branches. GCC vectorises the strided loops only for
+// a stride known at compile time: SW is the horizontal stride when it is 1 or 2 (the common ones),
+// 0 for any other (then read from the shape). (The forward pass was slower that way: its strided
+// loads became gathers.)
+template <class T, int64_t SW>
 void backward(Pool op, const Pool2dShape& s, const T* x, const T* y, const T* gy, T* gx) {
-    const int64_t planes = s.n * s.c, hw = s.h * s.w, ohw = s.oh * s.ow, sw = s.stride_w;
+    const int64_t planes = s.n * s.c, hw = s.h * s.w, ohw = s.oh * s.ow, sw = SW ? SW : s.stride_w;
     parallel_for(planes, planes * ohw * s.kh * s.kw > kParallelMin, [&](int64_t first, int64_t last) {
         const std::vector<int64_t> widths = window_widths(s);
         std::vector<T> shares(std::size_t(std::max<int64_t>(s.ow, 1)));
@@ -162,6 +166,14 @@ void backward(Pool op, const Pool2dShape& s, const T* x, const T* y, const T* gy
     });
 }
 
+// Calls f with the compile-time stride SW that backward takes for this stride.
+template <class F>
+void with_stride(int64_t stride, F&& f) {
+    if (stride == 1) f(std::integral_constant<int64_t, 1>{});
+    else if (stride == 2) f(std::integral_constant<int64_t, 2>{});
+    else f(std::integral_constant<int64_t, 0>{});
+}
+
 void check_op(const char* kernel, Pool op) {
     if (op != Pool::max && op != Pool::mean)
         throw ValueError(std::string(kernel) + ": unknown pooling op code " + std::to_string(int(op)));
@@ -174,7 +186,7 @@ void pool2d(int device, Pool op, DType t, const Pool2dShape* s, const void* x, v
     check_op("pool2d", op);
     dispatch_float(t, "pool2d", [&](auto tag) {
         using T = decltype(tag);
-        forward(op, *s, static_cast<const T*>(x), static_cast<T*>(y));
+        forward<T>(op, *s, static_cast<const T*>(x), static_cast<T*>(y));
     });
 }
 
@@ -184,8 +196,10 @@ void pool2d_backward(int device, Pool op, DType t, const Pool2dShape* s, const v
     check_op("pool2d_backward", op);
     dispatch_float(t, "pool2d_backward", [&](auto tag) {
         using T = decltype(tag);
-        backward(op, *s, static_cast<const T*>(x), static_cast<const T*>(y), static_cast<const T*>(gy),
-                 static_cast<T*>(gx));
+        with_stride(s->stride_w, [&](auto sw) {
+            backward<T, sw.value>(op, *s, static_cast<const T*>(x), static_cast<const T*>(y),
+                                  static_cast<const T*>(gy), static_cast<T*>(gx));
+        });
     });
 }
 
