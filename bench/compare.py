@@ -2,10 +2,14 @@
 machine, in one run, and prints the medians side by side as a Markdown table, with the ratio
 PyTorch time / fluxion time (above 1: fluxion is faster) against the fastest PyTorch found.
 
-usage: python3 bench/compare.py [BUILD_DIR]        (default build/bench)
+usage: python3 bench/compare.py [BUILD_DIR] [ROUNDS]        (default build/bench, 3 rounds)
 
 PyTorch is taken from every interpreter that has it: Debian's /usr/bin/python3 and the first
 python3 on PATH. Both sides use FLUXION_NUM_THREADS threads (default: every core).
+
+Shared machines drift: the same binary's median moved by 2x within minutes on the 2-core machine
+this was written on. So the programs take turns, ROUNDS times, and each case reports the lowest of
+its medians: the time with the least interference, for fluxion and PyTorch alike.
 """
 import json
 import os
@@ -91,7 +95,7 @@ TORCH = textwrap.dedent("""
 
 def fluxion_times(build):
     exe = os.path.join(build, "bin", "bench_models")
-    out = subprocess.run([exe, "--benchmark_format=json", "--benchmark_repetitions=10",
+    out = subprocess.run([exe, "--benchmark_format=json", "--benchmark_repetitions=5",
                           "--benchmark_report_aggregates_only=true"], check=True, capture_output=True, text=True)
     times = {}
     for b in json.loads(out.stdout)["benchmarks"]:
@@ -101,33 +105,51 @@ def fluxion_times(build):
     return times
 
 
-def torch_times(threads):
+def torch_interpreters():
     found = []
     for py in ["/usr/bin/python3", shutil.which("python3")]:
-        if not py or any(os.path.realpath(py) == os.path.realpath(f[0]) for f in found):
+        if not py or any(os.path.realpath(py) == os.path.realpath(f) for f in found):
             continue
-        r = subprocess.run([py, "-c", TORCH, str(threads)], capture_output=True, text=True)
+        r = subprocess.run([py, "-c", "import torch"], capture_output=True, text=True)
         if r.returncode == 0:
-            found.append((py, json.loads(r.stdout)))
+            found.append(py)
         else:
-            print(f"({py}: no PyTorch: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else r.returncode})",
+            print(f"({py} has no PyTorch: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else r.returncode})",
                   file=sys.stderr)
     return found
 
 
+def torch_times(py, threads):
+    r = subprocess.run([py, "-c", TORCH, str(threads)], check=True, capture_output=True, text=True)
+    return json.loads(r.stdout)
+
+
+def lowest(a, b):
+    """Per case, the lower of two {case: µs} maps."""
+    return {k: min(v, b.get(k, v)) for k, v in a.items()} if a else dict(b)
+
+
 def main():
     build = sys.argv[1] if len(sys.argv) > 1 else "build/bench"
+    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3
     threads = int(os.environ.get("FLUXION_NUM_THREADS", os.cpu_count()))
     os.environ["FLUXION_NUM_THREADS"] = str(threads)
-    fx = fluxion_times(build)
-    torches = torch_times(threads)
-    print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, {threads} threads; median µs per call\n")
-    head = "| case | fluxion |" + "".join(f" PyTorch {t['version']} |" for _, t in torches) + " ratio |"
+    pythons = torch_interpreters()
+    fx, torches, versions = {}, {py: {} for py in pythons}, {}
+    for _ in range(rounds):
+        fx = lowest(fx, fluxion_times(build))
+        for py in pythons:
+            t = torch_times(py, threads)
+            versions[py] = t["version"]
+            torches[py] = lowest(torches[py], t["times"])
+    print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, {threads} threads; "
+          f"µs per call, the lowest median of {rounds} rounds\n")
+    head = "| case | fluxion |" + "".join(f" PyTorch {versions[py]} |" for py in pythons) + " ratio |"
     print(head)
     print("|" + " --- |" * (head.count("|") - 1))
     for case, us in fx.items():
-        cells = [f"{t['times'][case]:.1f}" if case in t["times"] else "–" for _, t in torches]
-        best = min((t["times"][case] for _, t in torches if case in t["times"]), default=None)
+        cells = [f"{torches[py][case]:.1f}" if case in torches[py] else "–" for py in pythons]
+        best = min((torches[py][case] for py in pythons if case in torches[py]), default=None)
         ratio = f"{best / us:.2f}×" if best else "–"
         print(f"| {case} | {us:.1f} | " + " | ".join(cells) + (" | " if cells else "") + f"{ratio} |")
 
