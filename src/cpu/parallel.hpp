@@ -11,10 +11,12 @@
 namespace fluxion::backend::cpu {
 
 // Calls body(begin, end) on slices covering [0, count). With `worth_threads` false (or one thread
-// configured) the body runs inline, without the cost of entering an OpenMP region.
+// configured) the body runs inline, without the cost of entering an OpenMP region. The team is
+// at most threads(), and at most the calling thread's OpenMP setting, which a helper thread (the
+// DataLoader's prefetcher) lowers to 1 so that it does not start a second team.
 template <class Body>
 void parallel_for(int64_t count, bool worth_threads, Body&& body) {
-    const int64_t team = worth_threads ? std::min<int64_t>(threads(), count) : 1;
+    const int64_t team = worth_threads ? std::min<int64_t>({threads(), omp_get_max_threads(), count}) : 1;
     if (team <= 1) {
         if (count > 0) body(int64_t(0), count);
         return;

@@ -2,6 +2,8 @@
 // (slice or gather, then copy to the device) and file it under its index; the consumer takes them
 // in order. A worker claims index i only while i < taken + window, so at most `window` prepared
 // batches wait at any time: the copy of the next batch overlaps the current step, memory stays flat.
+#include <omp.h>
+
 #include <algorithm>
 #include <condition_variable>
 #include <exception>
@@ -61,6 +63,11 @@ struct Prefetcher::Impl {
     }
 
     void work() {
+        // Kernels called from here (gathering a batch) run on this thread alone: an OpenMP team
+        // of its own would fight the training step's team for the cores. On 2 cores that cost the
+        // main job almost all of its second thread. (OpenMP's thread count is a per-thread
+        // setting; the CPU backend's parallel_for honours it.)
+        omp_set_num_threads(1);
         for (;;) {
             std::int64_t i;
             {
