@@ -12,6 +12,7 @@
 #include "cuda/conv.hpp"
 #include "cuda/cudnn_api.hpp"
 #include "cuda/precision.hpp"
+#include "fluxion/error.hpp"
 
 namespace fluxion::cuda {
 
@@ -148,8 +149,14 @@ Plan plan_for(const CudnnApi& api, cudnnHandle_t handle, const Context& ctx, Pas
     std::lock_guard lock(mutex);
     auto it = plans.find(key);
     if (it == plans.end()) {
-        const Plan plan =
-            fits_int(s) ? make_plan(api, handle, pass, t, fma_only, s, workspace_limit(ctx.device)) : Plan{};
+        Plan plan;
+        // A shape cuDNN's descriptors or algorithm queries refuse (NOT_SUPPORTED, BAD_PARAM) is
+        // computed by im2col + GEMM, and remembered so that cuDNN is asked once.
+        try {
+            if (fits_int(s)) plan = make_plan(api, handle, pass, t, fma_only, s, workspace_limit(ctx.device));
+        } catch (const fluxion::Error&) {
+            plan.usable = false;
+        }
         it = plans.emplace(key, plan).first;
     }
     return it->second;
