@@ -107,6 +107,15 @@ TEST(Tensor, BadShapesGiveClearErrors) {
         EXPECT_NE(m.find("{2, 3}"), std::string::npos) << m;
         EXPECT_NE(m.find("{4}"), std::string::npos) << m;
     }
+    try {
+        (void)fx::linear(x, fx::ones({4, 2}), fx::ones({4}));
+        FAIL();
+    } catch (const fx::ShapeError& e) {
+        std::string m = e.what();
+        EXPECT_EQ(m.rfind("linear: input {2, 3}, weight {4, 2} and bias {4} do not fit", 0), 0u) << m;
+    }
+    EXPECT_THROW((void)fx::linear(x, fx::ones({4, 3}), fx::ones({3})), fx::ShapeError);
+    EXPECT_EQ(fx::linear(x, fx::ones({4, 3})).shape(), (fx::Shape{2, 4}));  // no bias: a plain product
     Tensor empty;
     EXPECT_THROW(empty.shape(), fx::ValueError);
 }

@@ -84,6 +84,9 @@ Tensor sum_to(const Tensor& x, const Shape& shape);
 // ---- linear algebra ----
 // {m,k}x{k,n}, {m,k}x{k}, {k}x{k,n}, {k}x{k}, and batched {...,m,k}x{...,k,n} with broadcast batches.
 Tensor matmul(const Tensor& a, const Tensor& b);
+// x {..., in} times weight {out, in} transposed, plus bias {out} (PyTorch's F.linear; Dense's
+// forward pass). Without a bias it is matmul(x, weight.transpose()).
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 Tensor transpose(const Tensor& x, int a = -2, int b = -1);
 
 // ---- neural-network ops (NCHW, weights {out, in/groups, kh, kw}) ----

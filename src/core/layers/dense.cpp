@@ -37,9 +37,7 @@ Tensor Dense::operator()(const Tensor& x) const {
                          " features, expected " + std::to_string(in_features()) + " (input shape " +
                          to_string(x.shape()) + "; Dense takes " + detail::sample_or_batch({in_features()}) + ")");
     return detail::in_context(*this, [&] {
-        Tensor y = x.ndim() == 1 ? matmul(weight, x) : matmul(x, weight.transpose());
-        if (bias.defined()) y = y + bias;
-        return activation(y);
+        return activation(linear(x, weight, bias));
     });
 }
 

@@ -95,6 +95,48 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     return matmul_nd(a, b);
 }
 
+// The bias is written into the output first and the GEMM adds the product to it (beta = 1): one
+// pass over the output fewer than matmul followed by +, and no second output tensor.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+    detail::require_defined("linear", x);
+    detail::require_defined("linear", weight);
+    if (!bias.defined()) return matmul(x, weight.transpose());
+    const Device dev = detail::common_device("linear", {x, weight, bias});
+    if (x.ndim() == 0 || weight.ndim() != 2 || bias.ndim() != 1 || x.shape(-1) != weight.shape(1) ||
+        bias.shape(0) != weight.shape(0))
+        throw ShapeError("linear: input " + to_string(x.shape()) + ", weight " + to_string(weight.shape()) +
+                         " and bias " + to_string(bias.shape()) +
+                         " do not fit; expected {..., in}, {out, in} and {out}");
+    const DType t = promote(promote(x.dtype(), weight.dtype()), bias.dtype());
+    if (!is_floating(t))
+        throw DTypeError(std::string("linear: needs floating-point tensors, got ") + name(x.dtype()) + ", " +
+                         name(weight.dtype()) + " and " + name(bias.dtype()));
+    const Tensor xt = cast(x, t), w = cast(weight, t), b = cast(bias, t);
+    const std::int64_t in = w.shape(1), out_features = w.shape(0);
+    const Tensor x2 = xt.reshape({-1, in});
+    const std::int64_t rows = x2.shape(0);
+    Tensor out = detail::make_tensor({rows, out_features}, t, dev);
+    if (out.numel() > 0) {
+        const auto& table = detail::backend_for(dev);
+        const backend::Strided rows_of_bias = detail::broadcast_view(b, out.shape());
+        table.copy_strided(dev.index, t, &rows_of_bias, b.data_ptr(), out.strides().data(), out.data_ptr());
+        if (in > 0) {
+            const Operand oa = as_operand(x2), ow = as_operand(w.transpose());
+            table.gemm(dev.index, t, oa.trans, ow.trans, rows, out_features, in, 1.0, oa.t.data_ptr(), oa.ld, 0,
+                       ow.t.data_ptr(), ow.ld, 0, 1.0, out.data_ptr(), out_features, 0, 1);
+        }
+    }
+    Shape shape = xt.shape();
+    shape.back() = out_features;
+    Tensor y = out.reshape(shape);
+    if (!detail::any_tracked({xt, w, b})) return y;
+    return record("linear", {xt, w, b}, y, [x2, w, shape = xt.shape()](const Tensor& g, const Needs& need) {
+        const Tensor g2 = g.reshape({-1, w.shape(0)});
+        return Grads{need[0] ? matmul(g2, w).reshape(shape) : Tensor(), need[1] ? matmul(g2.transpose(), x2) : Tensor(),
+                     need[2] ? sum(g2, 0) : Tensor()};
+    });
+}
+
 Tensor transpose(const Tensor& x, int a, int b) { return x.transpose(a, b); }
 
 }  // namespace fluxion
