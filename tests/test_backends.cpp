@@ -13,19 +13,14 @@
 #include <vector>
 
 #include "fluxion/fluxion.hpp"
+#include "other_devices.hpp"
 
 namespace fx = fluxion;
 using fx::Tensor;
 
 namespace {
 
-std::vector<fx::Device> other_devices() {
-    std::vector<fx::Device> out;
-    for (const auto& name : fx::supported_devices())
-        if (name != "CPU" && fx::functional(name))
-            for (const auto& d : fx::devices(name)) out.push_back(d.device);
-    return out;
-}
+using fx::testing::other_devices;
 
 struct Tolerance {
     double rtol, atol;

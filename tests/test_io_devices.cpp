@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 
+#include "other_devices.hpp"
 #include "test_io_support.hpp"
 
 namespace {
@@ -22,9 +23,7 @@ class IODevices : public ::testing::Test {
 protected:
     void SetUp() override {
         ASSERT_TRUE(plugin_path_set);
-        for (const auto& name : fx::supported_devices())
-            if (name != "CPU" && fx::functional(name))
-                for (const auto& d : fx::devices(name)) devices.push_back(d.device);
+        devices = fx::testing::other_devices();
         if (devices.empty()) GTEST_SKIP() << "no backend besides the CPU is functional (the TestHost plugin is not built)";
     }
     std::vector<fx::Device> devices;

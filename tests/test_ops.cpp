@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "op_cases.hpp"
+#include "other_devices.hpp"
 
 namespace {
 
@@ -102,13 +103,7 @@ const json* torch_results() {
     return results.is_null() ? nullptr : &results;
 }
 
-std::vector<fx::Device> other_devices() {
-    std::vector<fx::Device> out;
-    for (const auto& name : fx::supported_devices())
-        if (name != "CPU" && fx::functional(name))
-            for (const auto& d : fx::devices(name)) out.push_back(d.device);
-    return out;
-}
+using fx::testing::other_devices;
 
 }  // namespace
 
