@@ -39,16 +39,6 @@ void check(const char* kernel, const Conv2dShape& s) {
                          "; channels and filters must divide by groups, strides and dilations must be positive");
 }
 
-// The outputs o in [begin, end) of a row whose input index o * stride + offset lies in [0, size).
-struct Span {
-    int64_t begin, end;
-};
-Span inside(int64_t offset, int64_t stride, int64_t size, int64_t count) {
-    const int64_t begin = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
-    const int64_t end = size - 1 - offset >= 0 ? (size - 1 - offset) / stride + 1 : 0;
-    return {std::min(begin, count), std::clamp(end, std::min(begin, count), count)};
-}
-
 // col[(ci r + kr) s + ks][b ohw + oy ow + ox] = x[b0 + b, ci, oy sh - ph + kr dh, ox sw - pw + ks dw], 0 outside.
 template <class T>
 void im2col(const Conv2dShape& s, const T* x, int64_t b0, int64_t nb, T* col) {

@@ -1,6 +1,7 @@
 // kernels.hpp — the CPU backend's functions, one per entry of the Backend table (see
 // core/backend.hpp for what each computes), and the few helpers the kernel files share.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -38,6 +39,17 @@ private:
     void* data_;
     bool owned_;
 };
+
+// The outputs o in [begin, end) of a row whose input index o * stride + offset lies in [0, size):
+// the part of a convolution's or a pool's output row that needs no clipping test.
+struct Span {
+    int64_t begin, end;
+};
+inline Span inside(int64_t offset, int64_t stride, int64_t size, int64_t count) {
+    const int64_t begin = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
+    const int64_t end = size - 1 - offset >= 0 ? (size - 1 - offset) / stride + 1 : 0;
+    return {std::min(begin, count), std::clamp(end, std::min(begin, count), count)};
+}
 
 // Row-major C = alpha op(A) op(B) + beta C through OpenBLAS, for float and double.
 template <class T>

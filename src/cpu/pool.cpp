@@ -56,17 +56,6 @@ inline T nan_max(T a, T b) {
     return (b > a) | (b != b) ? b : a;
 }
 
-// The outputs o in [begin, end) whose window cell o * stride - pad + j lies inside [0, size).
-struct Span {
-    int64_t begin, end;
-};
-Span inside(int64_t j, int64_t stride, int64_t pad, int64_t size, int64_t count) {
-    const int64_t offset = j - pad;
-    const int64_t begin = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
-    const int64_t end = size - 1 - offset >= 0 ? (size - 1 - offset) / stride + 1 : 0;
-    return {std::min(begin, count), std::clamp(end, std::min(begin, count), count)};
-}
-
 // Pooling works a row of outputs at a time: the kh input rows of the window are first reduced to
 // one row (max or sum), then window column j of every output is folded in, for j < kw. Both loops
 // run over contiguous or evenly strided cells without clipping tests.
@@ -94,7 +83,7 @@ void forward(Pool op, const Pool2dShape& s, const T* x, T* y) {
                 }
                 std::fill(out, out + s.ow, empty);
                 for (int64_t j = 0; j < s.kw; ++j) {
-                    const Span span = inside(j, sw, s.pad_w, s.w, s.ow);
+                    const Span span = inside(j - s.pad_w, sw, s.w, s.ow);
                     const T* col = r + j - s.pad_w;
                     if (op == Pool::max)
                         for (int64_t ox = span.begin; ox < span.end; ++ox) out[ox] = nan_max(out[ox], col[ox * sw]);
@@ -142,7 +131,7 @@ void backward(Pool op, const Pool2dShape& s, const T* x, const T* y, const T* gy
                 }
                 for (int64_t iy = ry.first; iy < ry.last; ++iy) {
                     for (int64_t j = 0; j < s.kw; ++j) {
-                        const Span span = inside(j, sw, s.pad_w, s.w, s.ow);
+                        const Span span = inside(j - s.pad_w, sw, s.w, s.ow);
                         const int64_t cell = iy * s.w + j - s.pad_w;
                         if (op == Pool::mean) {
                             for (int64_t ox = span.begin; ox < span.end; ++ox) out[cell + ox * sw] += share[ox];
