@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config          # compiler and build
   libopenblas-openmp-dev libdnnl-dev        # BLAS for matmul, oneDNN for convolutions (OpenMP threads)
+  ocl-icd-opencl-dev                        # Debian's oneDNN CMake config requires OpenCL's headers and loader
   libgtest-dev libbenchmark-dev             # tests and benchmarks
   zlib1g-dev nlohmann-json3-dev             # .gz data sets, safetensors headers
   python3 python3-numpy python3-torch       # PyTorch reference values and interoperability tests
