@@ -3,7 +3,7 @@
 BUILD := build/release
 JOBS ?= $(shell nproc)
 
-.PHONY: demo test build setup sanitize bench clean
+.PHONY: demo test build setup sanitize bench fresh-check clean
 
 setup:
 	@bash scripts/setup.sh
@@ -29,6 +29,10 @@ bench: setup
 	cmake --preset bench >/dev/null
 	cmake --build build/bench -j$(JOBS)
 	python3 bench/compare.py build/bench
+
+# The README's `make test` on a bare Debian 12 root made by debootstrap (as root; see the script).
+fresh-check:
+	bash scripts/fresh-machine-check.sh test
 
 clean:
 	rm -rf build

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Runs one of the README's two commands (`make test` by default, or `make demo`) on a fresh Debian 12
+# machine: a bare root made by debootstrap (minbase, plus `make`), with a clean clone of this
+# repository's HEAD in it and nothing from this machine's /usr. It is the proof that the set-up
+# installs everything the build, the tests and the demo need; run it before submitting any change
+# to scripts/setup.sh, a CMakeLists.txt or a dependency.
+#
+#   scripts/fresh-machine-check.sh [test|demo]      (as root; `make fresh-check` runs `test`)
+#
+# The bare root is made once and cached as build/fresh-machine/bookworm-minbase.tar; every run
+# unpacks a new copy of it, so a run never sees what an earlier run installed.
+set -euo pipefail
+
+target=${1:-test}
+case "$target" in test | demo) ;; *) echo "usage: $0 [test|demo]" >&2; exit 2 ;; esac
+[ "$(id -u)" -eq 0 ] || { echo "fresh-machine-check: run as root (debootstrap and chroot need it)" >&2; exit 1; }
+
+repo=$(git -C "$(dirname "$0")/.." rev-parse --show-toplevel)
+cache=$repo/build/fresh-machine
+bare=$cache/bookworm-minbase.tar
+root=$cache/root
+log=$cache/make-$target.log
+mirror=${FLUXION_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+mkdir -p "$cache"
+
+command -v debootstrap >/dev/null || {
+  echo "fresh-machine-check: installing debootstrap"
+  apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
+}
+
+# Unmounts everything under the root, then removes it without crossing into a file system that is
+# still mounted there (a bind mount of /dev left behind must never be deleted through).
+cleanup() {
+  for m in dev sys proc; do
+    if mountpoint -q "$root/$m"; then umount -R "$root/$m" || umount -lR "$root/$m"; fi
+  done
+  [ -d "$root" ] && rm -rf --one-file-system "$root"
+}
+trap cleanup EXIT
+cleanup
+
+if [ ! -f "$bare" ]; then
+  echo "fresh-machine-check: making a bare Debian 12 root with debootstrap (once; cached in $bare)"
+  staging=$cache/bare
+  rm -rf --one-file-system "$staging"
+  start=$(date +%s)
+  debootstrap --variant=minbase --include=make bookworm "$staging" "$mirror" >"$cache/debootstrap.log" 2>&1 ||
+    { tail -20 "$cache/debootstrap.log"; exit 1; }
+  tar -C "$staging" -cf "$bare.part" . && mv "$bare.part" "$bare"
+  rm -rf --one-file-system "$staging"
+  echo "fresh-machine-check: bare root made in $(($(date +%s) - start)) s"
+fi
+
+mkdir -p "$root"
+tar -C "$root" -xf "$bare"
+# What a fresh Debian 12 machine has: the release, its updates and security suites, and name
+# resolution. Nothing else comes from this machine.
+cat >"$root/etc/apt/sources.list" <<EOF
+deb $mirror bookworm main
+deb $mirror bookworm-updates main
+deb http://deb.debian.org/debian-security bookworm-security main
+EOF
+cp /etc/resolv.conf "$root/etc/resolv.conf"
+git clone -q --no-local "$repo" "$root/root/fluxion"
+echo "fresh-machine-check: HEAD $(git -C "$root/root/fluxion" log -1 --format='%h %s')"
+
+mount -t proc proc "$root/proc"
+mount -t sysfs sysfs "$root/sys"
+mount --rbind /dev "$root/dev"
+mount --make-rslave "$root/dev"  # unmounting it later must not propagate to this machine's /dev
+
+echo "fresh-machine-check: running 'make $target' in the fresh root (log: $log)"
+start=$(date +%s)
+set +e
+chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
+  PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+  bash -c "cd /root/fluxion && make $target" >"$log" 2>&1
+status=$?
+set -e
+elapsed=$(($(date +%s) - start))
+
+echo "fresh-machine-check: 'make $target' exited with $status after $((elapsed / 60)) min $((elapsed % 60)) s"
+grep -E "^-- fluxion:|^setup: installing" "$log" | cut -c1-200 || true
+if [ "$target" = test ]; then
+  grep -E "tests passed|tests failed|Total Test time" "$log" || true
+else
+  grep -E "^device:|^final test accuracy" "$log" || true
+fi
+if [ $status -ne 0 ]; then
+  echo "--- last lines of $log:"
+  tail -40 "$log"
+  exit $status
+fi
+# The toolkit is not in the fresh root, so the CUDA plugin must be skipped with the reason.
+grep -q "fluxion: nvcc not found, the CUDA backend plugin is not built" "$log" ||
+  { echo "fresh-machine-check: the configure output does not say why the CUDA plugin was skipped" >&2; exit 1; }
+echo "fresh-machine-check: passed"
