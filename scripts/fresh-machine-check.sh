@@ -34,7 +34,7 @@ cleanup() {
   for m in dev sys proc; do
     if mountpoint -q "$root/$m"; then umount -R "$root/$m" || umount -lR "$root/$m"; fi
   done
-  [ -d "$root" ] && rm -rf --one-file-system "$root"
+  if [ -d "$root" ]; then rm -rf --one-file-system "$root"; fi
 }
 trap cleanup EXIT
 cleanup
