@@ -2,6 +2,9 @@
 # Both install what is missing first (scripts/setup.sh) and build with the `release` preset.
 BUILD := build/release
 JOBS ?= $(shell nproc)
+# bash with pipefail, so that a configure piped through grep still fails the target when it fails.
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -c
 
 .PHONY: demo test build setup sanitize bench fresh-check clean
 
@@ -9,7 +12,8 @@ setup:
 	@bash scripts/setup.sh
 
 build: setup
-	cmake --preset release >/dev/null
+	@# CMake's own chatter hidden; fluxion's lines say what was found and what is skipped, and why.
+	cmake --preset release | { grep "^-- fluxion:" || true; }
 	cmake --build $(BUILD) -j$(JOBS)
 
 demo: build
@@ -20,13 +24,13 @@ test: build
 
 # Every test under AddressSanitizer and UndefinedBehaviorSanitizer (the `dev` preset).
 sanitize: setup
-	cmake --preset dev >/dev/null
+	cmake --preset dev | { grep "^-- fluxion:" || true; }
 	cmake --build build/dev -j$(JOBS)
 	cd build/dev && ctest --output-on-failure -j$(JOBS) --timeout 1800
 
 # Side-by-side benchmarks against PyTorch; figures go to BENCHMARKS.md by hand.
 bench: setup
-	cmake --preset bench >/dev/null
+	cmake --preset bench | { grep "^-- fluxion:" || true; }
 	cmake --build build/bench -j$(JOBS)
 	python3 bench/compare.py build/bench
 

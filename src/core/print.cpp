@@ -87,7 +87,6 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) {
     std::int64_t planes = t.numel() / plane;
     for (std::int64_t p = 0; p < planes; ++p) {
         if (t.ndim() > 2) {
-            std::string label = "[:, :";
             std::int64_t rest = p;
             std::vector<std::int64_t> idx;
             for (int d = t.ndim() - 3; d >= 0; --d) {
@@ -95,7 +94,7 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) {
                 rest /= t.shape()[d];
             }
             // printed in array order: leading indices first
-            label = "[";
+            std::string label = "[";
             for (auto i : idx) label += std::to_string(i) + ", ";
             label += ":, :]";
             os << "\n\n" << label << " =";
