@@ -87,7 +87,7 @@ TEST(Autodiff, IntegerResultIsRefused) {
     EXPECT_THROW(fx::gradient([](const Tensor& a) { return fx::argmax(a); }, fx::ones({2})), fx::DTypeError);
 }
 
-// DESIGN §1, first block: the seed's basic example, gradient checked against finite differences.
+// docs/ARCHITECTURE.md, "Autodiff": the seed's basic example, gradient checked against finite differences.
 TEST(Autodiff, BasicExampleMatchesFiniteDifferences) {
     fx::seed(1);
     Tensor W = fx::rand({2, 5}, {.dtype = fx::DType::f64}), b = fx::rand({2}, {.dtype = fx::DType::f64});

@@ -146,6 +146,7 @@ TEST(Examples, FashionMnistTrainsSavesAndBeatsChance) {
     EXPECT_GT(accuracy, 30) << "chance is 10%\n" << r.output;
     EXPECT_NE(r.output.find("did NOT reach the 89% target"), std::string::npos)
         << "2000 images for one epoch should not reach the full run's target\n" << r.output;
+    EXPECT_EQ(r.output.find('\r'), std::string::npos) << "a pipe gets no progress bar, only the epoch lines";
 
     // The model file holds LeNet-5's tensors under their state names.
     const auto saved = fx::load_state(out.path() / "fashion_mnist.safetensors");

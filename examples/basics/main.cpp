@@ -1,4 +1,5 @@
-// The seed's basic example (DESIGN §1): any tensor code differentiates, on any device.
+// The seed's basic example (docs/ARCHITECTURE.md, "Autodiff"): any tensor code differentiates, on
+// any device.
 #include <fluxion/fluxion.hpp>
 #include <iostream>
 

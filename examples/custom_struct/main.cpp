@@ -1,6 +1,7 @@
-// User-defined models (DESIGN §1, Flux's @functor): declare a struct's fields once and fmap, gpu,
-// cpu, gradients, saving and the optimisers walk them. A struct that declares nothing does not
-// compile with fmap, rather than being silently left where it was.
+// User-defined models (Flux's @functor; docs/ARCHITECTURE.md, "Functor: fmap and moving between
+// devices"): declare a struct's fields once and fmap, gpu, cpu, gradients, saving and the
+// optimisers walk them. A struct that declares nothing does not compile with fmap, rather than
+// being silently left where it was.
 #include <fluxion/fluxion.hpp>
 
 #include <iostream>

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -159,18 +160,26 @@ template <class Model> int run(Model model, const Options& o, const fx::Device& 
     auto lossfn = [](const Model& m, const fx::Tensor& x, const fx::Tensor& y) {
         return fx::logitcrossentropy(m(x), fx::onehot(y, kClasses));
     };
+    // One training step: the gradient of the loss, then the optimiser's update; returns the loss.
+    auto train_step = [&](const fx::Tensor& x, const fx::Tensor& y) {
+        auto [loss, grads] = fx::withgradient([&](const Model& m) { return lossfn(m, x, y); }, model);
+        fx::update(opt, model, grads);
+        return loss.item();
+    };
 
+    // A bar under each epoch on a terminal; in a log, only the epoch lines below.
+    fx::Progress progress({.epochs = o.epochs, .steps = train_loader.size(), .unit = "images", .terminal_only = true});
     std::vector<EpochResult> curve;
     for (int epoch = 1; epoch <= o.epochs; ++epoch) {
         const auto start = std::chrono::steady_clock::now();
         double loss_sum = 0;
-        std::int64_t steps = 0;
+        std::size_t steps = 0;
         for (auto [x, y] : train_loader | dev) {
-            auto [loss, grads] = fx::withgradient([&](const Model& m) { return lossfn(m, x, y); }, model);
-            fx::update(opt, model, grads);
-            loss_sum += loss.item();
-            ++steps;
+            const double loss = train_step(x, y);
+            loss_sum += loss;
+            progress.step(epoch, ++steps, loss, x.shape(0));
         }
+        progress.clear();
         const double train_loss = loss_sum / double(steps);
         const double train_seconds = seconds_since(start);
         const double acc = accuracy(model, test_loader);

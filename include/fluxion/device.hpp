@@ -22,7 +22,8 @@ struct GetDeviceOptions {
 };
 
 // The device `fx::gpu` moves to: FLUXION_GPU_BACKEND, else the preference in LocalPreferences.toml,
-// else the first functional entry of supported_devices(), else the CPU (DESIGN 3.4).
+// else the first functional entry of supported_devices(), else the CPU (docs/ARCHITECTURE.md,
+// "Devices and plugins").
 Device get_device(GetDeviceOptions options = {});
 // A specific device; throws DeviceError naming the index when that device does not exist.
 Device get_device(const std::string& backend, int index = 0);

@@ -12,6 +12,7 @@
 #include "fluxion/losses.hpp"
 #include "fluxion/ops.hpp"
 #include "fluxion/optimisers.hpp"
+#include "fluxion/progress.hpp"
 #include "fluxion/state.hpp"
 #include "fluxion/tensor.hpp"
 #include "fluxion/train.hpp"

@@ -1,9 +1,9 @@
 // fluxion/layers.hpp — every layer: `#include <fluxion/layers.hpp>`.
 //
-// Layers are plain values holding tensors (DESIGN §1): fmap, gpu/cpu, state, gradients and the
-// optimisers walk them; printing shows their parameter counts; each accepts one sample or a batch
-// (see layers/layer.hpp for the layout rule) and throws fx::ShapeError naming itself, the shape it
-// got and the shape it expects.
+// Layers are plain values holding tensors (docs/ARCHITECTURE.md, "Layers and training"): fmap,
+// gpu/cpu, state, gradients and the optimisers walk them; printing shows their parameter counts;
+// each accepts one sample or a batch (see layers/layer.hpp for the layout rule) and throws
+// fx::ShapeError naming itself, the shape it got and the shape it expects.
 #pragma once
 #include "fluxion/layers/activation.hpp"
 #include "fluxion/layers/chain.hpp"

@@ -8,14 +8,14 @@
 // DataLoader). Each step takes the gradient of lossfn(model, x, y) (a one-element tensor) and
 // updates the model. Returns the loss of every step, all epochs in order.
 //
-// Progress: on a terminal, one line redrawn in place (epoch, steps done/total when the data has a
-// size, rate, time left, running mean loss of the epoch); otherwise a plain line every 10 seconds
-// and one per epoch. A loss that is NaN or infinite throws fx::NumericalError naming the epoch and
-// step, before that step changes the model.
+// Progress (fluxion/progress.hpp, the same display for a loop of your own): on a terminal, one line
+// redrawn in place (epoch, steps done/total when the data has a size, rate, time left, running mean
+// loss of the epoch); otherwise a plain line every 10 seconds and one per epoch. A loss that is NaN
+// or infinite throws fx::NumericalError naming the epoch and step, before that step changes the model.
 #pragma once
-#include <chrono>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <iosfwd>
 #include <iterator>
 #include <optional>
@@ -23,6 +23,7 @@
 
 #include "fluxion/autodiff.hpp"
 #include "fluxion/optimisers.hpp"
+#include "fluxion/progress.hpp"
 
 namespace fluxion {
 
@@ -33,36 +34,16 @@ struct TrainOptions {
 };
 
 namespace detail {
-
-class TrainProgress {
-public:
-    // steps: per epoch, when known.
-    TrainProgress(const TrainOptions& options, std::optional<std::size_t> steps);
-    void step(int epoch, std::size_t step, double loss);
-    void end_epoch(int epoch, std::size_t steps);
-
-private:
-    using Clock = std::chrono::steady_clock;
-    void draw(int epoch, std::size_t step, bool final);
-
-    const TrainOptions& options_;
-    std::optional<std::size_t> steps_;
-    std::ostream* out_;
-    bool terminal_;
-    Clock::time_point epoch_start_, last_draw_;
-    double loss_sum_ = 0;
-};
-
 [[noreturn]] void throw_not_finite(int epoch, std::size_t step, double loss);
-
 }  // namespace detail
 
 template <class LossFn, class Model, class Data, class Rule>
 std::vector<double> train(LossFn&& lossfn, Model& model, Data&& data, OptimiserState<Rule>& opt,
                           const TrainOptions& options = {}) {
-    std::optional<std::size_t> steps;
-    if constexpr (requires { std::size(data); }) steps = static_cast<std::size_t>(std::size(data));
-    detail::TrainProgress progress(options, steps);
+    std::optional<std::int64_t> steps;
+    if constexpr (requires { std::size(data); }) steps = static_cast<std::int64_t>(std::size(data));
+    std::optional<Progress> progress;
+    if (options.progress) progress.emplace(ProgressOptions{.epochs = options.epochs, .steps = steps, .out = options.out});
     std::vector<double> history;
     for (int epoch = 1; epoch <= options.epochs; ++epoch) {
         std::size_t step = 0;
@@ -76,9 +57,9 @@ std::vector<double> train(LossFn&& lossfn, Model& model, Data&& data, OptimiserS
             if (!std::isfinite(value)) detail::throw_not_finite(epoch, step, value);
             update(opt, model, grads);
             history.push_back(value);
-            progress.step(epoch, step, value);
+            if (progress) progress->step(epoch, step, value);
         }
-        progress.end_epoch(epoch, step);
+        if (progress) progress->end_epoch(epoch, step);
     }
     return history;
 }

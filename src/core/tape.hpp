@@ -1,6 +1,6 @@
 // tape.hpp — the autodiff tape: every op whose inputs are tracked appends one entry holding the
-// indices of its inputs and output and a backward rule. Replaying the entries (DESIGN 3.2) uses the
-// same list, so everything a step does is visible here.
+// indices of its inputs and output and a backward rule. The reverse sweep walks the entries from last
+// to first (docs/ARCHITECTURE.md, "Autodiff"), so everything a step does is visible here.
 #pragma once
 #include <cstdint>
 #include <functional>

@@ -4,8 +4,9 @@
 //   fx::Conv({3, 3}, 16, 32, fx::relu, {.stride = 2, .pad = fx::SamePad()})
 //   fx::ConvTranspose({4, 4}, 32, 16, fx::relu, {.stride = 2, .pad = 1})  // weight {32, 16, 4, 4}
 //
-// Weights use PyTorch's layouts (DESIGN §2): Conv {out, in/groups, kh, kw}, ConvTranspose
-// {in, out/groups, kh, kw}. Weights are Glorot uniform and biases zeros by default, as in Flux.
+// Weights use PyTorch's layouts (docs/ARCHITECTURE.md, "Conventions"): Conv {out, in/groups, kh,
+// kw}, ConvTranspose {in, out/groups, kh, kw}. Weights are Glorot uniform and biases zeros by
+// default, as in Flux.
 #pragma once
 #include <cstdint>
 #include <string>

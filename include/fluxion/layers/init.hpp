@@ -1,8 +1,8 @@
 // fluxion/layers/init.hpp — weight initialisers (Flux's names). Each returns a fresh f32 tensor on
 // the CPU drawn from fx::rand / fx::randn, so fx::seed(n) makes a model's weights reproducible.
 //
-// Fans follow the weight layouts of DESIGN §2: for a shape {out, in, k...} fan_in = in·∏k and
-// fan_out = out·∏k; a 1-dimensional shape {n} has fan_in = 1 and fan_out = n.
+// Fans follow the weight layouts (docs/ARCHITECTURE.md, "Conventions"): for a shape {out, in, k...}
+// fan_in = in·∏k and fan_out = out·∏k; a 1-dimensional shape {n} has fan_in = 1 and fan_out = n.
 #pragma once
 #include <functional>
 

@@ -2,8 +2,9 @@
 // train/test mode of layers that behave differently while training, and the declaration of layers
 // that hold no tensors.
 //
-// Layout rule for all layers (DESIGN §2): a sample is a vector {F} or an image {C, H, W}; a batch
-// adds a leading N ({N, F} or {N, C, H, W}). Every layer accepts one sample or a batch.
+// Layout rule for all layers (docs/ARCHITECTURE.md, "Conventions"): a sample is a vector {F} or an
+// image {C, H, W}; a batch adds a leading N ({N, F} or {N, C, H, W}). Every layer accepts one
+// sample or a batch.
 #pragma once
 #include <cstdint>
 
