@@ -111,7 +111,7 @@ Tensor pool(const char* op, backend::Pool kind, const Tensor& x, const Pool2dOpt
 Tensor softmax_op(const char* op, bool log, const Tensor& x, int axis) {
     detail::require_defined(op, x);
     detail::require_floating(op, x);
-    int a = detail::normalize_axis(op, axis, x.ndim());
+    int a = detail::normalize_scalar_axis(op, axis, x.ndim());
     std::int64_t outer = 1, n = x.ndim() ? x.shape()[a] : 1, inner = 1;
     for (int i = 0; i < a; ++i) outer *= x.shape()[i];
     for (int i = a + 1; i < x.ndim(); ++i) inner *= x.shape()[i];
