@@ -63,3 +63,47 @@ TEST(OpsEdges, AnyOtherAxisOfA0dTensorIsAClearError) {
     EXPECT_EQ(fx::softmax(x, -1).item(), 1.0);
     EXPECT_EQ(fx::logsoftmax(x, 0).item(), 0.0);
 }
+
+namespace {
+
+// Logits spread over a few units around ±1e4, in f32, so that max + log Σ would round at 1e4's ulp
+// (about 1e-3) while the result is of order 1.
+Tensor large_logits(const fx::Shape& shape, std::uint64_t seed) {
+    fx::seed(seed);
+    Tensor sign = fx::cast(fx::gt(fx::rand(shape), fx::scalar(0.5f)), fx::DType::f32) * 2.0 - 1.0;
+    return sign * 1e4 + fx::randn(shape) * 3.0;
+}
+
+// |a - b| <= rel · (|b| + 1) elementwise: relative where values are large, absolute near zero.
+void expect_close_f32_to_f64(const Tensor& f32, const Tensor& f64, double rel) {
+    ASSERT_EQ(f32.shape(), f64.shape());
+    auto a = fx::cast(f32, fx::DType::f64).to_vector<double>(), b = f64.to_vector<double>();
+    for (std::size_t i = 0; i < a.size(); ++i)
+        ASSERT_LE(std::abs(a[i] - b[i]), rel * (std::abs(b[i]) + 1)) << "at " << i << ": " << a[i] << " vs " << b[i];
+}
+
+}  // namespace
+
+// The f32 result against the same op in f64 on the same inputs (whose own rounding, ~1e-12 here, is
+// far below the tolerance): PyTorch 1.13's f32 log_softmax is within 1e-6 of it on such logits.
+TEST(OpsEdges, LogSoftmaxKeepsF32PrecisionWithLargeLogits) {
+    for (int axis : {1, 0}) {  // a contiguous axis, and a strided one (the kernel's column path)
+        SCOPED_TRACE("axis " + std::to_string(axis));
+        Tensor x = large_logits({6, 9}, 15 + axis), w = fx::randn({6, 9});
+        Tensor x64 = fx::cast(x, fx::DType::f64), w64 = fx::cast(w, fx::DType::f64);
+        expect_close_f32_to_f64(fx::logsoftmax(x, axis), fx::logsoftmax(x64, axis), 1e-6);
+        auto [g] = fx::gradient([&](const Tensor& a) { return fx::sum(w * fx::logsoftmax(a, axis)); }, x);
+        auto [g64] = fx::gradient([&](const Tensor& a) { return fx::sum(w64 * fx::logsoftmax(a, axis)); }, x64);
+        expect_close_f32_to_f64(g, g64, 1e-6);
+    }
+}
+
+TEST(OpsEdges, LogitCrossEntropyKeepsF32PrecisionWithLargeLogits) {
+    Tensor x = large_logits({8, 5}, 7), x64 = fx::cast(x, fx::DType::f64);
+    Tensor labels = fx::tensor(std::vector<std::int64_t>{0, 1, 2, 3, 4, 0, 1, 2});
+    Tensor y = fx::onehot(labels, 5), y64 = fx::onehot(labels, 5, fx::DType::f64);
+    auto [l, g] = fx::withgradient([&](const Tensor& a) { return fx::logitcrossentropy(a, y); }, x);
+    auto [l64, g64] = fx::withgradient([&](const Tensor& a) { return fx::logitcrossentropy(a, y64); }, x64);
+    expect_close_f32_to_f64(l, l64, 1e-6);
+    expect_close_f32_to_f64(g, g64, 1e-6);
+}
