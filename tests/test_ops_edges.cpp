@@ -107,3 +107,103 @@ TEST(OpsEdges, LogitCrossEntropyKeepsF32PrecisionWithLargeLogits) {
     expect_close_f32_to_f64(l, l64, 1e-6);
     expect_close_f32_to_f64(g, g64, 1e-6);
 }
+
+namespace {
+
+struct TransposeCase {
+    fx::Shape x, w;
+    std::int64_t stride, padding, dilation, output_padding, groups;
+};
+
+// Small integers, so that every sum below is exact in f32.
+Tensor integers(const fx::Shape& shape, int modulus) {
+    std::int64_t n = 1;
+    for (auto d : shape) n *= d;
+    std::vector<float> v(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) v[i] = static_cast<float>(i % modulus - modulus / 2);
+    return fx::tensor(v, shape);
+}
+
+// The transposed convolution by its definition: input pixel (i, j) adds x · w to output pixel
+// (i·stride - padding + kh·dilation, j·stride - padding + kw·dilation). With r = ∂loss/∂y, the same
+// terms give ∂loss/∂x += r · w and ∂loss/∂w += r · x.
+struct TransposeReference {
+    std::vector<double> y, gx, gw;
+};
+TransposeReference transpose_by_definition(const TransposeCase& c, const fx::Shape& y_shape, const std::vector<double>& x,
+                                           const std::vector<double>& w, const std::vector<double>& r) {
+    const auto N = c.x[0], C = c.x[1], H = c.x[2], W = c.x[3], KH = c.w[2], KW = c.w[3], Kg = c.w[1];
+    const auto K = y_shape[1], OH = y_shape[2], OW = y_shape[3], Cg = C / c.groups;
+    TransposeReference ref{std::vector<double>(r.size()), std::vector<double>(x.size()), std::vector<double>(w.size())};
+    for (std::int64_t n = 0; n < N; ++n)
+        for (std::int64_t ci = 0; ci < C; ++ci)
+            for (std::int64_t ko = 0; ko < Kg; ++ko)
+                for (std::int64_t i = 0; i < H; ++i)
+                    for (std::int64_t j = 0; j < W; ++j)
+                        for (std::int64_t kh = 0; kh < KH; ++kh)
+                            for (std::int64_t kw = 0; kw < KW; ++kw) {
+                                std::int64_t oi = i * c.stride - c.padding + kh * c.dilation;
+                                std::int64_t oj = j * c.stride - c.padding + kw * c.dilation;
+                                if (oi < 0 || oi >= OH || oj < 0 || oj >= OW) continue;
+                                std::int64_t k = (ci / Cg) * Kg + ko;
+                                auto xi = ((n * C + ci) * H + i) * W + j, wi = ((ci * Kg + ko) * KH + kh) * KW + kw;
+                                auto yi = ((n * K + k) * OH + oi) * OW + oj;
+                                ref.y[yi] += x[xi] * w[wi];
+                                ref.gx[xi] += r[yi] * w[wi];
+                                ref.gw[wi] += r[yi] * x[xi];
+                            }
+    return ref;
+}
+
+}  // namespace
+
+// F.conv_transpose2d(x, w, stride=1, dilation=2, output_padding=1) with x = arange(9) % 7 - 3 and
+// w = arange(4) % 5 - 2 gives this {1, 1, 6, 6} result: output_padding may reach the dilation.
+TEST(OpsEdges, ConvTransposeOutputPaddingBelowTheDilation) {
+    Tensor x = integers({1, 1, 3, 3}, 7), w = integers({1, 1, 2, 2}, 5);
+    Tensor y = fx::conv_transpose2d(x, w, {.dilation = {2, 2}}, {1, 1});
+    EXPECT_EQ(y.shape(), (fx::Shape{1, 1, 6, 6}));
+    EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{6, 4, 5, 2, 1, 0, 0, -2, -4, -1, -2, 0, -6, 6, -2, 1, 1, 0,
+                                                        0, 0, 0, 1, 2, 0, 0, 0, 3, -3, -2, 0, 0, 0, 0, 0, 0, 0}));
+    // Beyond both the stride and the dilation, PyTorch's rule refuses.
+    EXPECT_THROW(fx::conv_transpose2d(x, w, {.dilation = {2, 2}}, {2, 2}), fx::ValueError);
+    EXPECT_THROW(fx::conv_transpose2d(x, w, {.stride = {2, 2}}, {0, 2}), fx::ValueError);
+}
+
+// Values and both gradients against the definition (which gives PyTorch 1.13's values and gradients
+// exactly for these cases), over output paddings at and past the stride,
+// paddings smaller and larger than them, groups and unequal axes.
+TEST(OpsEdges, ConvTransposeWithLargeOutputPaddingMatchesTheDefinition) {
+    const std::vector<TransposeCase> cases = {
+        {{1, 1, 3, 3}, {1, 1, 2, 2}, 1, 0, 2, 1, 1},
+        {{2, 1, 4, 4}, {1, 1, 2, 2}, 1, 2, 3, 1, 1},  // ConvTranspose((2, 2), 1 => 1, pad = SamePad(), dilation = 3)
+        {{1, 2, 3, 2}, {2, 3, 2, 3}, 2, 1, 3, 2, 2},
+        {{1, 4, 2, 3}, {4, 1, 3, 2}, 1, 3, 4, 3, 4},
+        {{1, 1, 3, 3}, {1, 2, 2, 2}, 2, 0, 1, 1, 1},  // output_padding below the stride: the direct path
+    };
+    for (const auto& c : cases) {
+        SCOPED_TRACE("x " + fx::to_string(c.x) + ", w " + fx::to_string(c.w) + ", stride " + std::to_string(c.stride) +
+                     ", padding " + std::to_string(c.padding) + ", dilation " + std::to_string(c.dilation) +
+                     ", output_padding " + std::to_string(c.output_padding) + ", groups " + std::to_string(c.groups));
+        Tensor x = integers(c.x, 7), w = integers(c.w, 5);
+        fx::Conv2dOptions o{.stride = {c.stride, c.stride}, .padding = {c.padding, c.padding},
+                            .dilation = {c.dilation, c.dilation}, .groups = c.groups};
+        std::vector<std::int64_t> op = {c.output_padding, c.output_padding};
+        Tensor y = fx::conv_transpose2d(x, w, o, op);
+        Tensor r = integers(y.shape(), 3);
+        auto [gx, gw] = fx::gradient(
+            [&](const Tensor& a, const Tensor& b) { return fx::sum(r * fx::conv_transpose2d(a, b, o, op)); }, x, w);
+        auto as_f64 = [](const Tensor& t) { return fx::cast(t, fx::DType::f64).to_vector<double>(); };
+        auto ref = transpose_by_definition(c, y.shape(), as_f64(x), as_f64(w), as_f64(r));
+        EXPECT_EQ(as_f64(y), ref.y);
+        EXPECT_EQ(as_f64(gx), ref.gx);
+        EXPECT_EQ(as_f64(gw), ref.gw);
+    }
+}
+
+TEST(OpsEdges, ConvTransposeLayerWithSamePadAndDilation) {
+    fx::seed(3);
+    fx::ConvTranspose layer({2, 2}, 1, 1, {.pad = fx::SamePad(), .dilation = 3});
+    Tensor x = fx::rand({2, 1, 5, 5});
+    for (int call = 0; call < 2; ++call) EXPECT_EQ(layer(x).shape(), (fx::Shape{2, 1, 5, 5}));
+}
