@@ -207,3 +207,58 @@ TEST(OpsEdges, ConvTransposeLayerWithSamePadAndDilation) {
     Tensor x = fx::rand({2, 1, 5, 5});
     for (int call = 0; call < 2; ++call) EXPECT_EQ(layer(x).shape(), (fx::Shape{2, 1, 5, 5}));
 }
+
+namespace {
+
+Tensor f64(const std::vector<double>& v, const fx::Shape& shape) { return fx::tensor(v, shape); }
+
+}  // namespace
+
+// x = [[1, 3, 3], [2, 2, 0], [5, 5, 5]]; v, i = torch.max(x, 1); (v * [1, 2, 3]).sum().backward()
+// gives i = [1, 0, 0] and the gradient to those indices only; torch.min(x, 0) likewise; torch.max(x)
+// over everything splits it among the tied elements.
+TEST(OpsEdges, TiedExtremaAlongAnAxisGiveTheGradientToTheIndexReturned) {
+    Tensor x = f64({1, 3, 3, 2, 2, 0, 5, 5, 5}, {3, 3}), w = f64({1, 2, 3}, {3});
+    EXPECT_EQ(fx::argmax(x, 1).to_vector<std::int64_t>(), (std::vector<std::int64_t>{1, 0, 0}));
+    auto [gmax] = fx::gradient([&](const Tensor& a) { return fx::sum(fx::max(a, 1) * w); }, x);
+    EXPECT_EQ(gmax.to_vector<double>(), (std::vector<double>{0, 1, 0, 2, 0, 0, 3, 0, 0}));
+    auto [gkeep] = fx::gradient([&](const Tensor& a) { return fx::sum(fx::max(a, -1, true) * w.reshape({3, 1})); }, x);
+    EXPECT_EQ(gkeep.to_vector<double>(), gmax.to_vector<double>());
+    EXPECT_EQ(fx::argmin(x, 0).to_vector<std::int64_t>(), (std::vector<std::int64_t>{0, 1, 1}));
+    auto [gmin] = fx::gradient([&](const Tensor& a) { return fx::sum(fx::min(a, 0) * w); }, x);
+    EXPECT_EQ(gmin.to_vector<double>(), (std::vector<double>{1, 0, 0, 0, 2, 3, 0, 0, 0}));
+    auto [gall] = fx::gradient([](const Tensor& a) { return fx::max(a); }, x);
+    EXPECT_EQ(gall.to_vector<double>(), (std::vector<double>{0, 0, 0, 0, 0, 0, 1.0 / 3, 1.0 / 3, 1.0 / 3}));
+}
+
+// a = [1, 2, 3], b = [1, 5, 3]; (torch.maximum(a, b) * [1, 2, 4]).sum().backward() gives
+// a.grad = [0.5, 0, 2], b.grad = [0.5, 2, 2]: equal arguments split the gradient.
+TEST(OpsEdges, MaximumAndMinimumOfEqualArgumentsSplitTheGradient) {
+    Tensor a = f64({1, 2, 3}, {3}), b = f64({1, 5, 3}, {3}), w = f64({1, 2, 4}, {3});
+    auto [ga, gb] = fx::gradient([&](const Tensor& p, const Tensor& q) { return fx::sum(fx::maximum(p, q) * w); }, a, b);
+    EXPECT_EQ(ga.to_vector<double>(), (std::vector<double>{0.5, 0, 2}));
+    EXPECT_EQ(gb.to_vector<double>(), (std::vector<double>{0.5, 2, 2}));
+    auto [ha, hb] = fx::gradient([&](const Tensor& p, const Tensor& q) { return fx::sum(fx::minimum(p, q) * w); }, a, b);
+    EXPECT_EQ(ha.to_vector<double>(), (std::vector<double>{0.5, 2, 2}));
+    EXPECT_EQ(hb.to_vector<double>(), (std::vector<double>{0.5, 0, 2}));
+    // Broadcast: the scalar collects its halves and wins.
+    auto [gs] = fx::gradient([&](const Tensor& s) { return fx::sum(fx::maximum(a, s)); }, f64({2}, {}));
+    EXPECT_EQ(gs.item(), 1.5);
+}
+
+// F.max_pool2d(zeros(1, 1, 4, 4), 2, padding=2) raises "pad should be at most half of kernel size";
+// padding of half the window is accepted.
+TEST(OpsEdges, PoolingPaddingBeyondHalfTheWindowIsRefused) {
+    Tensor x = fx::zeros({1, 1, 4, 4});
+    EXPECT_THROW(fx::maxpool2d(x, {.window = {2, 2}, .padding = {2, 2}}), fx::ValueError);
+    EXPECT_THROW(fx::meanpool2d(x, {.window = {3, 3}, .padding = {0, 2}}), fx::ValueError);
+    try {
+        fx::maxpool2d(x, {.window = {3, 2}, .padding = {2, 1}});
+        FAIL() << "maxpool2d accepted padding 2 with a window of 3";
+    } catch (const fx::ValueError& e) {
+        EXPECT_NE(std::string(e.what()).find("padding {2, 1} must be at most half the window {3, 2}"), std::string::npos)
+            << e.what();
+    }
+    EXPECT_EQ(fx::maxpool2d(x, {.window = {3, 3}, .padding = {1, 1}}).shape(), (fx::Shape{1, 1, 2, 2}));
+    EXPECT_THROW(fx::MaxPool({2, 2}, {.pad = 2})(x), fx::ValueError);
+}

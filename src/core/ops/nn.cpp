@@ -90,6 +90,11 @@ Tensor pool(const char* op, backend::Pool kind, const Tensor& x, const Pool2dOpt
     backend::Pool2dShape s{x.shape(0), x.shape(1), x.shape(2), x.shape(3), 0, 0, kh, kw, sh, sw, ph, pw};
     if (kh < 1 || kw < 1 || sh < 1 || sw < 1 || ph < 0 || pw < 0)
         throw ValueError(std::string(op) + ": window and stride must be >= 1 and padding >= 0");
+    // As PyTorch: more padding would let a window lie wholly in the padding (max of nothing: -inf).
+    if (ph > kh / 2 || pw > kw / 2)
+        throw ValueError(std::string(op) + ": padding {" + std::to_string(ph) + ", " + std::to_string(pw) +
+                         "} must be at most half the window {" + std::to_string(kh) + ", " + std::to_string(kw) +
+                         "}; use a larger window or pad the input with zeros first");
     s.oh = (s.h + 2 * ph - kh) / sh + 1;
     s.ow = (s.w + 2 * pw - kw) / sw + 1;
     if (s.h + 2 * ph < kh || s.w + 2 * pw < kw)

@@ -89,11 +89,21 @@ Tensor reduce_sum_mean(Reduce op, const Tensor& x, int axis, bool keepdims) {
 Tensor reduce_extreme(Reduce op, const Tensor& x, int axis, bool keepdims) {
     Tensor out = reduce_raw(op, x, axis, keepdims);
     if (!detail::any_tracked({x})) return out;
-    return record(reduce_name(op), {x}, out, [x, out, axis, keepdims](const Tensor& g, const Needs&) {
-        // Ties share the gradient equally.
-        Tensor hit = cast(eq(x, expand_back(out, x.shape(), axis, keepdims)), g.dtype());
-        Tensor count = axis >= 0 ? sum(hit, axis, true) : sum(hit).reshape(Shape(x.ndim(), 1));
-        return Grads{hit * expand_back(g, x.shape(), axis, keepdims) / count};
+    if (axis < 0) {
+        // Over everything, ties share the gradient equally (as PyTorch's max() and amax do).
+        return record(reduce_name(op), {x}, out, [x, out](const Tensor& g, const Needs&) {
+            Tensor hit = cast(eq(x, expand_back(out, x.shape(), -1, false)), g.dtype());
+            return Grads{hit * expand_back(g, x.shape(), -1, false) / sum(hit).reshape(Shape(x.ndim(), 1))};
+        });
+    }
+    // Along an axis, the gradient goes to the one index that argmax / argmin returns, as PyTorch's
+    // max(x, dim) does.
+    Tensor index = reduce_raw(op == Reduce::max ? Reduce::argmax : Reduce::argmin, x, axis, true);
+    return record(reduce_name(op), {x}, out, [xs = x.shape(), index, axis, keepdims](const Tensor& g, const Needs&) {
+        Shape along(xs.size(), 1);
+        along[axis] = xs[axis];
+        Tensor positions = arange(xs[axis], {.dtype = DType::i64, .device = index.device()}).reshape(along);
+        return Grads{cast(eq(positions, index), g.dtype()) * expand_back(g, xs, axis, keepdims)};
     });
 }
 
