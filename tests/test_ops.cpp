@@ -7,7 +7,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <map>
+#include <string>
+#include <utility>
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
@@ -62,45 +65,65 @@ void expect_close(const std::vector<double>& got, const std::vector<double>& wan
         ASSERT_NEAR(got[i], want[i], atol + rtol * std::abs(want[i])) << what << " at element " << i;
 }
 
-std::string torch_python() {
-    const char* py = "/usr/bin/python3";
-    std::string cmd = std::string(py) + " -c 'import torch' >/dev/null 2>&1";
-    return std::system(cmd.c_str()) == 0 ? py : "";
+bool torch_importable() {
+    return std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0;
 }
 
 json tensor_json(const Tensor& t) { return {{"shape", t.shape()}, {"data", t.to_vector<double>()}}; }
 
-// PyTorch's results for every case, computed once in one Python process.
-const json* torch_results() {
-    static const json results = [] {
-        if (torch_python().empty()) return json();
-        json cases = json::array();
-        for (const auto& c : op_cases()) {
-            auto xs = make_inputs(c);
-            json inputs = json::array();
-            for (const auto& x : xs) inputs.push_back(tensor_json(x));
-            cases.push_back({{"name", c.name}, {"expr", c.torch}, {"inputs", inputs}, {"weights", tensor_json(weights_for(c, xs))}});
+// PyTorch's results for every case, or why there are none: a reason to skip (no PyTorch) or an
+// error (the script failed though PyTorch imports: a bug in the script or the table, not a skip).
+struct TorchResults {
+    json results;
+    std::string skip, error;
+    static TorchResults skipped(std::string why) { return {json(), std::move(why), ""}; }
+    static TorchResults failed(std::string why) { return {json(), "", std::move(why)}; }
+};
+
+std::string file_text(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Computed once in one Python process and cached under a key of the inputs and the script's text,
+// so that an edited script or table never reuses stale results.
+TorchResults compute_torch_results(const std::string& script) {
+    json cases = json::array();
+    for (const auto& c : op_cases()) {
+        auto xs = make_inputs(c);
+        json inputs = json::array();
+        for (const auto& x : xs) inputs.push_back(tensor_json(x));
+        cases.push_back({{"name", c.name}, {"expr", c.torch}, {"inputs", inputs}, {"weights", tensor_json(weights_for(c, xs))}});
+    }
+    std::string text = cases.dump(), script_text = file_text(script);
+    if (script_text.empty()) return TorchResults::failed("cannot read " + script);
+    // ctest runs each test in its own process: the first to miss the cache computes it, written
+    // atomically so that parallel processes can race.
+    std::string dir = FLUXION_BINARY_DIR, key = std::to_string(hash_name(text + '\0' + script_text));
+    std::string out = dir + "/op_cases_torch_" + key + ".json";
+    if (!std::ifstream(out)) {
+        std::string pid = std::to_string(::getpid());
+        std::string in = dir + "/op_cases_in_" + key + "." + pid + ".json", tmp = out + "." + pid;
+        std::ofstream(in) << text;
+        int status = std::system(("/usr/bin/python3 " + script + " " + in + " " + tmp).c_str());
+        std::remove(in.c_str());
+        if (status != 0) {
+            std::remove(tmp.c_str());
+            if (!torch_importable())
+                return TorchResults::skipped("PyTorch is not importable by /usr/bin/python3 (apt-get install python3-torch)");
+            return TorchResults::failed(script + " failed (status " + std::to_string(status) +
+                                        ") though PyTorch imports; its traceback is above");
         }
-        // Every test process needs the same results: compute them once per input set (ctest runs
-        // each test in its own process), written atomically so parallel processes can race.
-        std::string text = cases.dump();
-        std::string dir = FLUXION_BINARY_DIR, key = std::to_string(hash_name(text));
-        std::string out = dir + "/op_cases_torch_" + key + ".json";
-        if (!std::ifstream(out)) {
-            std::string pid = std::to_string(::getpid());
-            std::string in = dir + "/op_cases_in_" + key + "." + pid + ".json", tmp = out + "." + pid;
-            std::ofstream(in) << text;
-            std::string cmd = "/usr/bin/python3 " FLUXION_SOURCE_DIR "/tests/reference/torch_ops.py " + in + " " + tmp;
-            bool ok = std::system(cmd.c_str()) == 0;
-            std::remove(in.c_str());
-            if (!ok) return json();
-            std::rename(tmp.c_str(), out.c_str());
-        }
-        json r;
-        std::ifstream(out) >> r;
-        return r;
-    }();
-    return results.is_null() ? nullptr : &results;
+        std::rename(tmp.c_str(), out.c_str());
+    }
+    TorchResults r;
+    std::ifstream(out) >> r.results;
+    return r;
+}
+
+const TorchResults& torch_results() {
+    static const TorchResults results = compute_torch_results(FLUXION_SOURCE_DIR "/tests/reference/torch_ops.py");
+    return results;
 }
 
 using fx::testing::other_devices;
@@ -116,10 +139,11 @@ class OpTest : public ::testing::TestWithParam<OpCase> {};
 
 TEST_P(OpTest, MatchesPyTorch) {
     const auto& c = GetParam();
-    const json* torch = torch_results();
-    if (!torch) GTEST_SKIP() << "PyTorch is not importable by /usr/bin/python3 (apt-get install python3-torch)";
-    ASSERT_TRUE(torch->contains(c.name)) << "PyTorch failed on " << c.torch;
-    const auto& ref = (*torch)[c.name];
+    const TorchResults& torch = torch_results();
+    if (!torch.skip.empty()) GTEST_SKIP() << torch.skip;
+    ASSERT_TRUE(torch.error.empty()) << torch.error;
+    ASSERT_TRUE(torch.results.contains(c.name)) << "no PyTorch result for " << c.name << " (" << c.torch << ")";
+    const auto& ref = torch.results[c.name];
     auto xs = make_inputs(c);
     auto r = evaluate(c, xs, weights_for(c, xs));
     EXPECT_EQ(r.out.shape(), ref["shape"].get<fx::Shape>());
@@ -128,6 +152,25 @@ TEST_P(OpTest, MatchesPyTorch) {
         if (ref["grads"][i].is_null()) continue;
         expect_close(r.grads[i].to_vector<double>(), ref["grads"][i].get<std::vector<double>>(), 1e-9, 1e-11,
                      c.name + " gradient of input " + std::to_string(i));
+    }
+}
+
+TEST(TorchReference, AFailingScriptIsAnErrorNotASkip) {
+    if (!torch_importable()) GTEST_SKIP() << "PyTorch is not importable by /usr/bin/python3";
+    std::string script = FLUXION_BINARY_DIR "/torch_ops_failing.py";
+    std::ofstream(script) << "raise SystemExit(3)\n";
+    auto r = compute_torch_results(script);
+    EXPECT_EQ(r.skip, "");
+    EXPECT_NE(r.error.find("torch_ops_failing.py failed"), std::string::npos) << r.error;
+}
+
+TEST(TorchReference, ResultsAreCachedPerScriptText) {
+    std::string script = FLUXION_BINARY_DIR "/torch_ops_constant.py";
+    for (int value : {1, 2}) {
+        std::ofstream(script) << "import json, sys\njson.dump({'value': " << value << "}, open(sys.argv[2], 'w'))\n";
+        auto r = compute_torch_results(script);
+        ASSERT_EQ(r.error, "");
+        EXPECT_EQ(r.results["value"], value) << "an edited script reused the cached results of its previous text";
     }
 }
 

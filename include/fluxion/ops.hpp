@@ -103,7 +103,7 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Conv2dOptio
 struct Pool2dOptions {
     std::vector<std::int64_t> window;
     std::vector<std::int64_t> stride = {};  // defaults to the window
-    std::vector<std::int64_t> padding = {0, 0};
+    std::vector<std::int64_t> padding = {0, 0};  // at most half the window on each axis, as in PyTorch
 };
 Tensor maxpool2d(const Tensor& x, const Pool2dOptions& options);
 Tensor meanpool2d(const Tensor& x, const Pool2dOptions& options);

@@ -42,13 +42,21 @@ Shape broadcast_shapes(const char* op, const Shape& a, const Shape& b) {
     return out;
 }
 
-int normalize_axis(const char* op, int axis, int ndim) {
-    int a = axis < 0 ? axis + ndim : axis;
-    if (a < 0 || a >= std::max(ndim, 1))
+namespace {
+
+int wrap_axis(const char* op, int axis, int ndim, int span) {
+    int a = axis < 0 ? axis + span : axis;
+    if (a < 0 || a >= span)
         throw ValueError(std::string(op) + ": axis " + std::to_string(axis) + " is out of range for a tensor with " +
-                         std::to_string(ndim) + " dimension(s)");
+                         std::to_string(ndim) + " dimension(s)" +
+                         (ndim == 0 ? "; a 0-d tensor has no axis (reshape it to {1} first)" : ""));
     return a;
 }
+
+}  // namespace
+
+int normalize_axis(const char* op, int axis, int ndim) { return wrap_axis(op, axis, ndim, ndim); }
+int normalize_scalar_axis(const char* op, int axis, int ndim) { return wrap_axis(op, axis, ndim, std::max(ndim, 1)); }
 
 backend::Strided view_of(const Tensor& t) { return broadcast_view(t, t.shape()); }
 

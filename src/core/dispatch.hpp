@@ -18,8 +18,11 @@ void require_defined(const char* op, const Tensor& t);
 void require_floating(const char* op, const Tensor& t);
 // NumPy broadcasting of two shapes; ShapeError naming the op and both shapes otherwise.
 Shape broadcast_shapes(const char* op, const Shape& a, const Shape& b);
-// `axis` in [-ndim, ndim) to [0, ndim); ValueError naming the op otherwise.
+// `axis` in [-ndim, ndim) to [0, ndim); ValueError naming the op otherwise. A 0-d tensor has no axis.
 int normalize_axis(const char* op, int axis, int ndim);
+// The same for ops that, as in PyTorch, also take axis 0 or -1 of a 0-d tensor (reductions,
+// softmax): 0 there, which callers treat as the tensor's one element.
+int normalize_scalar_axis(const char* op, int axis, int ndim);
 
 backend::Strided view_of(const Tensor& t);
 // The view of t broadcast to `shape` (stride 0 on broadcast axes).

@@ -20,9 +20,9 @@ struct Sum {
     template <class T> __device__ T operator()(T a, T b) const { return a + b; }
 };
 
-// y = softmax(x) = exp(x - max) / sum, or log-softmax = x - (max + log(sum)), rounded as the CPU does
+// y = softmax(x) = exp(x - max) / sum, or log-softmax = (x - max) - log(sum), rounded as the CPU does
 template <class T> __device__ T softmax_value(bool log_softmax, T x, T max, T sum) {
-    return log_softmax ? x - (max + log(sum)) : exp(x - max) * (T(1) / sum);
+    return log_softmax ? (x - max) - log(sum) : exp(x - max) * (T(1) / sum);
 }
 
 // The sum the gradient needs: sum(gy) for log-softmax, sum(gy * y) for softmax.

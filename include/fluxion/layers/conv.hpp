@@ -57,7 +57,7 @@ struct ConvTransposeOptions {
     std::int64_t groups = 1;
     bool bias = true;
     Init init = glorot_uniform;
-    Size2 output_pad = 0;  // added to the bottom/right of the output (less than the stride)
+    Size2 output_pad = 0;  // added to the bottom/right of the output (less than the stride or the dilation)
 };
 
 class Conv {

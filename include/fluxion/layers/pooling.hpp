@@ -15,7 +15,7 @@ namespace fluxion {
 
 struct PoolOptions {
     std::optional<Size2> stride;  // the window when not given
-    Size2 pad = 0;                // zeros on both sides of each axis
+    Size2 pad = 0;                // zeros on both sides of each axis; at most half the window
 };
 
 class MaxPool {

@@ -90,6 +90,11 @@ Tensor pool(const char* op, backend::Pool kind, const Tensor& x, const Pool2dOpt
     backend::Pool2dShape s{x.shape(0), x.shape(1), x.shape(2), x.shape(3), 0, 0, kh, kw, sh, sw, ph, pw};
     if (kh < 1 || kw < 1 || sh < 1 || sw < 1 || ph < 0 || pw < 0)
         throw ValueError(std::string(op) + ": window and stride must be >= 1 and padding >= 0");
+    // As PyTorch: more padding would let a window lie wholly in the padding (max of nothing: -inf).
+    if (ph > kh / 2 || pw > kw / 2)
+        throw ValueError(std::string(op) + ": padding {" + std::to_string(ph) + ", " + std::to_string(pw) +
+                         "} must be at most half the window {" + std::to_string(kh) + ", " + std::to_string(kw) +
+                         "}; use a larger window or pad the input with zeros first");
     s.oh = (s.h + 2 * ph - kh) / sh + 1;
     s.ow = (s.w + 2 * pw - kw) / sw + 1;
     if (s.h + 2 * ph < kh || s.w + 2 * pw < kw)
@@ -111,7 +116,7 @@ Tensor pool(const char* op, backend::Pool kind, const Tensor& x, const Pool2dOpt
 Tensor softmax_op(const char* op, bool log, const Tensor& x, int axis) {
     detail::require_defined(op, x);
     detail::require_floating(op, x);
-    int a = detail::normalize_axis(op, axis, x.ndim());
+    int a = detail::normalize_scalar_axis(op, axis, x.ndim());
     std::int64_t outer = 1, n = x.ndim() ? x.shape()[a] : 1, inner = 1;
     for (int i = 0; i < a; ++i) outer *= x.shape()[i];
     for (int i = a + 1; i < x.ndim(); ++i) inner *= x.shape()[i];
@@ -126,6 +131,14 @@ Tensor softmax_op(const char* op, bool log, const Tensor& x, int axis) {
                                                    gc.data_ptr(), gx.data_ptr());
         return Grads{gx};
     });
+}
+
+// x with `extra` zeros appended along `axis`.
+Tensor append_zeros(const Tensor& x, int axis, std::int64_t extra) {
+    if (extra <= 0) return x;
+    Shape sh = x.shape();
+    sh[axis] = extra;
+    return concat({x, zeros(sh, {.dtype = x.dtype(), .device = x.device()})}, axis);
 }
 
 }  // namespace
@@ -149,14 +162,25 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& w, const Conv2dOptions& o
     if (x.shape(1) != w.shape(0))
         throw ShapeError("conv_transpose2d: input has " + std::to_string(x.shape(1)) + " channels but the weight " +
                          to_string(w.shape()) + " expects " + std::to_string(w.shape(0)));
+    if (oph < 0 || opw < 0 || oph >= std::max(sh, dh) || opw >= std::max(sw, dw))
+        throw ValueError("conv_transpose2d: output_padding {" + std::to_string(oph) + ", " + std::to_string(opw) +
+                         "} must be >= 0 and smaller than the stride or the dilation (stride {" + std::to_string(sh) +
+                         ", " + std::to_string(sw) + "}, dilation {" + std::to_string(dh) + ", " + std::to_string(dw) +
+                         "})");
     std::int64_t oh = (x.shape(2) - 1) * sh - 2 * ph + dh * (w.shape(2) - 1) + oph + 1;
     std::int64_t ow = (x.shape(3) - 1) * sw - 2 * pw + dw * (w.shape(3) - 1) + opw + 1;
     if (oh < 1 || ow < 1) throw ShapeError("conv_transpose2d: the output would be empty for input " + to_string(x.shape()));
+    if (oph >= sh || opw >= sw) {
+        // Output padding at or beyond the stride (allowed below the dilation) makes an output that no
+        // convolution maps back onto x's shape. Compute the full, unpadded result instead, then keep
+        // rows [padding, padding + oh) of it: the far ones beyond it are zeros.
+        Tensor full = conv_transpose2d(x, w, {.stride = o.stride, .dilation = o.dilation, .groups = o.groups}, {0, 0});
+        full = append_zeros(append_zeros(full, 2, ph + oh - full.shape(2)), 3, pw + ow - full.shape(3));
+        return full.slice(2, ph, ph + oh).slice(3, pw, pw + ow);
+    }
     // The transpose of the convolution taking y {n, out, oh, ow} to x {n, in, h, w} with weight w.
     Shape y_shape{x.shape(0), w.shape(1) * o.groups, oh, ow};
     auto s = conv_shape("conv_transpose2d", y_shape, w.shape(), o);
-    if (s.oh != x.shape(2) || s.ow != x.shape(3))
-        throw ShapeError("conv_transpose2d: output_padding must be smaller than the stride or the dilation");
     Tensor y = conv_input_grad(s, x, w);
     if (!detail::any_tracked({x, w})) return y;
     return record("conv_transpose2d", {x, w}, y, [s, x, w](const Tensor& g, const Needs& n) {

@@ -63,6 +63,12 @@ Tensor reduce_raw(Reduce op, const Tensor& x, int axis, bool keepdims) {
     return out;
 }
 
+// The axis a reduction runs along, or -1 for all: a 0-d tensor's axis 0 (or -1) is its one element.
+int reduce_axis(const char* op, int axis, const Tensor& x) {
+    int a = detail::normalize_scalar_axis(op, axis, x.ndim());
+    return x.ndim() == 0 ? -1 : a;
+}
+
 // The gradient of a reduction, broadcast back to x's shape.
 Tensor expand_back(const Tensor& g, const Shape& x_shape, int axis, bool keepdims) {
     Tensor gk = g;
@@ -83,11 +89,21 @@ Tensor reduce_sum_mean(Reduce op, const Tensor& x, int axis, bool keepdims) {
 Tensor reduce_extreme(Reduce op, const Tensor& x, int axis, bool keepdims) {
     Tensor out = reduce_raw(op, x, axis, keepdims);
     if (!detail::any_tracked({x})) return out;
-    return record(reduce_name(op), {x}, out, [x, out, axis, keepdims](const Tensor& g, const Needs&) {
-        // Ties share the gradient equally.
-        Tensor hit = cast(eq(x, expand_back(out, x.shape(), axis, keepdims)), g.dtype());
-        Tensor count = axis >= 0 ? sum(hit, axis, true) : sum(hit).reshape(Shape(x.ndim(), 1));
-        return Grads{hit * expand_back(g, x.shape(), axis, keepdims) / count};
+    if (axis < 0) {
+        // Over everything, ties share the gradient equally (as PyTorch's max() and amax do).
+        return record(reduce_name(op), {x}, out, [x, out](const Tensor& g, const Needs&) {
+            Tensor hit = cast(eq(x, expand_back(out, x.shape(), -1, false)), g.dtype());
+            return Grads{hit * expand_back(g, x.shape(), -1, false) / sum(hit).reshape(Shape(x.ndim(), 1))};
+        });
+    }
+    // Along an axis, the gradient goes to the one index that argmax / argmin returns, as PyTorch's
+    // max(x, dim) does.
+    Tensor index = reduce_raw(op == Reduce::max ? Reduce::argmax : Reduce::argmin, x, axis, true);
+    return record(reduce_name(op), {x}, out, [xs = x.shape(), index, axis, keepdims](const Tensor& g, const Needs&) {
+        Shape along(xs.size(), 1);
+        along[axis] = xs[axis];
+        Tensor positions = arange(xs[axis], {.dtype = DType::i64, .device = index.device()}).reshape(along);
+        return Grads{cast(eq(positions, index), g.dtype()) * expand_back(g, xs, axis, keepdims)};
     });
 }
 
@@ -95,26 +111,26 @@ Tensor reduce_extreme(Reduce op, const Tensor& x, int axis, bool keepdims) {
 
 Tensor sum(const Tensor& x) { return reduce_sum_mean(Reduce::sum, x, -1, false); }
 Tensor sum(const Tensor& x, int axis, bool keepdims) {
-    return reduce_sum_mean(Reduce::sum, x, detail::normalize_axis("sum", axis, x.ndim()), keepdims);
+    return reduce_sum_mean(Reduce::sum, x, reduce_axis("sum", axis, x), keepdims);
 }
 Tensor mean(const Tensor& x) { return reduce_sum_mean(Reduce::mean, x, -1, false); }
 Tensor mean(const Tensor& x, int axis, bool keepdims) {
-    return reduce_sum_mean(Reduce::mean, x, detail::normalize_axis("mean", axis, x.ndim()), keepdims);
+    return reduce_sum_mean(Reduce::mean, x, reduce_axis("mean", axis, x), keepdims);
 }
 Tensor max(const Tensor& x) { return reduce_extreme(Reduce::max, x, -1, false); }
 Tensor max(const Tensor& x, int axis, bool keepdims) {
-    return reduce_extreme(Reduce::max, x, detail::normalize_axis("max", axis, x.ndim()), keepdims);
+    return reduce_extreme(Reduce::max, x, reduce_axis("max", axis, x), keepdims);
 }
 Tensor min(const Tensor& x) { return reduce_extreme(Reduce::min, x, -1, false); }
 Tensor min(const Tensor& x, int axis, bool keepdims) {
-    return reduce_extreme(Reduce::min, x, detail::normalize_axis("min", axis, x.ndim()), keepdims);
+    return reduce_extreme(Reduce::min, x, reduce_axis("min", axis, x), keepdims);
 }
 Tensor argmax(const Tensor& x) { return reduce_raw(Reduce::argmax, x, -1, false); }
 Tensor argmax(const Tensor& x, int axis, bool keepdims) {
-    return reduce_raw(Reduce::argmax, x, detail::normalize_axis("argmax", axis, x.ndim()), keepdims);
+    return reduce_raw(Reduce::argmax, x, reduce_axis("argmax", axis, x), keepdims);
 }
 Tensor argmin(const Tensor& x, int axis, bool keepdims) {
-    return reduce_raw(Reduce::argmin, x, detail::normalize_axis("argmin", axis, x.ndim()), keepdims);
+    return reduce_raw(Reduce::argmin, x, reduce_axis("argmin", axis, x), keepdims);
 }
 
 Tensor sum_to(const Tensor& x, const Shape& shape) {
@@ -129,12 +145,12 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
 }
 
 Tensor logsumexp(const Tensor& x, int axis, bool keepdims) {
-    int a = detail::normalize_axis("logsumexp", axis, x.ndim());
+    int a = detail::normalize_scalar_axis("logsumexp", axis, x.ndim());
     Tensor m = max(x.detach(), a, true);
     // An all -inf row has max -inf; shift by 0 there so the result is -inf, not NaN.
     m = where(eq(m, full({}, -INFINITY, {.dtype = m.dtype(), .device = m.device()})), zeros_like(m), m);
     Tensor r = log(sum(exp(x - m), a, true)) + m;
-    return keepdims ? r : r.squeeze(a);
+    return keepdims || x.ndim() == 0 ? r : r.squeeze(a);
 }
 
 }  // namespace fluxion
