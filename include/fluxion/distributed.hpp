@@ -13,7 +13,8 @@
 //
 // Every process must make the same collective calls in the same order with tensors of the same
 // shapes and dtypes (checked: a mismatch is a CommunicationError on every rank). Host tensors go
-// through MPI directly; tensors on other devices are staged through host memory.
+// through MPI; CUDA tensors through NCCL where libfluxion-nccl.so was built (not yet run on a GPU);
+// tensors on other devices are staged through host memory.
 //
 // Failure: a collective that does not complete within FLUXION_DISTRIBUTED_TIMEOUT seconds (default
 // 600) throws CommunicationError instead of hanging, as does any MPI error; after that the processes

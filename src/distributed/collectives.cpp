@@ -1,12 +1,14 @@
-// collectives.cpp — allreduce and broadcast of lists of tensors: staged to host memory, packed by
-// element type into one flat buffer, exchanged in buckets of at most bucket_bytes that are all in
-// flight at once (MPI_Iallreduce / MPI_Ibcast), then unpacked to each tensor's dtype and device.
+// collectives.cpp — allreduce and broadcast of lists of tensors. Tensors on a GPU with a device
+// plugin (NCCL) stay there; the others are staged to host memory, packed by element type into one
+// flat buffer, exchanged in buckets of at most bucket_bytes that are all in flight at once
+// (MPI_Iallreduce / MPI_Ibcast), then unpacked to each tensor's dtype and device.
 #include <algorithm>
 #include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "distributed/device_collectives.hpp"
 #include "distributed/runtime.hpp"
 #include "fluxion/distributed.hpp"
 
@@ -51,6 +53,43 @@ std::string describe(const std::vector<Tensor>& tensors) {
     return s + (tensors.size() > 4 ? ", ...)" : ")");
 }
 
+bool on_device(const Tensor& t) { return t.defined() && t.numel() > 0 && device_collectives(t.device()); }
+
+// Sends the tensors a device plugin takes to it, one call per device in order of appearance, and
+// the rest through host memory; puts the results back in the original order.
+template <class OnDevice, class ThroughHost>
+std::vector<Tensor> route(const std::vector<Tensor>& tensors, OnDevice&& on_device_call, ThroughHost&& through_host) {
+    std::vector<Device> devices;
+    std::vector<std::vector<std::size_t>> members;
+    std::vector<std::size_t> host;
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+        if (!on_device(tensors[i])) {
+            host.push_back(i);
+            continue;
+        }
+        const auto g = static_cast<std::size_t>(std::find(devices.begin(), devices.end(), tensors[i].device()) -
+                                                devices.begin());
+        if (g == devices.size()) {
+            devices.push_back(tensors[i].device());
+            members.emplace_back();
+        }
+        members[g].push_back(i);
+    }
+    std::vector<Tensor> out(tensors.size());
+    auto run = [&](const std::vector<std::size_t>& indices, auto&& call) {
+        std::vector<Tensor> part;
+        for (std::size_t i : indices) part.push_back(tensors[i]);
+        std::vector<Tensor> done = call(part);
+        for (std::size_t k = 0; k < indices.size(); ++k) out[indices[k]] = std::move(done[k]);
+    };
+    for (std::size_t g = 0; g < devices.size(); ++g)
+        run(members[g], [&](const std::vector<Tensor>& part) {
+            return on_device_call(*device_collectives(devices[g]), part);
+        });
+    run(host, through_host);
+    return out;
+}
+
 // Every rank must pass the same number of tensors with the same shapes and dtypes (devices may
 // differ): one small allreduce of a digest, compared by its maximum and minimum.
 void check_same_everywhere(const std::vector<Tensor>& tensors, const char* operation) {
@@ -61,6 +100,7 @@ void check_same_everywhere(const std::vector<Tensor>& tensors, const char* opera
         mix(t.defined() ? t.ndim() : -1);
         if (!t.defined()) continue;
         mix(static_cast<std::int64_t>(t.dtype()));
+        mix(on_device(t) ? 1 : 0);  // NCCL on one rank and MPI on another would never meet
         for (std::int64_t n : t.shape()) mix(n);
     }
     const auto d = static_cast<std::int64_t>(digest >> 1);  // non-negative, so -d cannot overflow
@@ -161,20 +201,28 @@ std::vector<Tensor> allreduce(const std::vector<Tensor>& tensors, ReduceOp op, s
         if (t.defined()) mpi_op(op, t.dtype(), operation);
     if (!using_mpi()) return tensors;
     check_same_everywhere(tensors, operation);
-    std::vector<Group> groups = pack(tensors, true);
-    std::vector<MPI_Request> requests;
-    for (Group& g : groups) {
-        const MPI_Op reduce = mpi_op(op, g.wire, operation);
-        start_buckets(g, bucket_bytes,
-                      [&](void* data, int count, MPI_Datatype type, MPI_Request* r) {
-                          return MPI_Iallreduce(MPI_IN_PLACE, data, count, type, reduce, communicator(), r);
-                      },
-                      requests, operation);
-    }
-    wait_all(requests, operation);
-    if (op == ReduceOp::mean)
-        for (Group& g : groups) g.wire == DType::f64 ? divide<double>(g.buffer, world_size()) : divide<float>(g.buffer, world_size());
-    return unpack(tensors, groups);
+    return route(
+        tensors,
+        [&](const DeviceCollectives& device, const std::vector<Tensor>& part) {
+            return device.allreduce(part, op, bucket_bytes);
+        },
+        [&](const std::vector<Tensor>& part) {
+            std::vector<Group> groups = pack(part, true);
+            std::vector<MPI_Request> requests;
+            for (Group& g : groups) {
+                const MPI_Op reduce = mpi_op(op, g.wire, operation);
+                start_buckets(g, bucket_bytes,
+                              [&](void* data, int count, MPI_Datatype type, MPI_Request* r) {
+                                  return MPI_Iallreduce(MPI_IN_PLACE, data, count, type, reduce, communicator(), r);
+                              },
+                              requests, operation);
+            }
+            wait_all(requests, operation);
+            if (op == ReduceOp::mean)
+                for (Group& g : groups)
+                    g.wire == DType::f64 ? divide<double>(g.buffer, world_size()) : divide<float>(g.buffer, world_size());
+            return unpack(part, groups);
+        });
 }
 
 std::vector<Tensor> broadcast(const std::vector<Tensor>& tensors, int root, std::size_t bucket_bytes,
@@ -186,16 +234,23 @@ std::vector<Tensor> broadcast(const std::vector<Tensor>& tensors, int root, std:
                          "; the job has ranks 0 .. " + std::to_string(world_size() - 1));
     if (!using_mpi()) return tensors;
     check_same_everywhere(tensors, operation);
-    std::vector<Group> groups = pack(tensors, false);  // bytes: a broadcast needs no arithmetic
-    std::vector<MPI_Request> requests;
-    for (Group& g : groups)
-        start_buckets(g, bucket_bytes,
-                      [&](void* data, int count, MPI_Datatype type, MPI_Request* r) {
-                          return MPI_Ibcast(data, count, type, root, communicator(), r);
-                      },
-                      requests, operation);
-    wait_all(requests, operation);
-    return unpack(tensors, groups);
+    return route(
+        tensors,
+        [&](const DeviceCollectives& device, const std::vector<Tensor>& part) {
+            return device.broadcast(part, root, bucket_bytes);
+        },
+        [&](const std::vector<Tensor>& part) {
+            std::vector<Group> groups = pack(part, false);  // bytes: a broadcast needs no arithmetic
+            std::vector<MPI_Request> requests;
+            for (Group& g : groups)
+                start_buckets(g, bucket_bytes,
+                              [&](void* data, int count, MPI_Datatype type, MPI_Request* r) {
+                                  return MPI_Ibcast(data, count, type, root, communicator(), r);
+                              },
+                              requests, operation);
+            wait_all(requests, operation);
+            return unpack(part, groups);
+        });
 }
 
 }  // namespace fluxion::distributed::detail

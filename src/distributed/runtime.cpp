@@ -141,15 +141,20 @@ void require_init(const char* operation) {
 bool using_mpi() { return runtime().mpi; }
 MPI_Comm communicator() { return runtime().comm; }
 
+std::chrono::duration<double> timeout() { return runtime().timeout; }
+
+void fail(const char* operation, const std::string& why) {
+    runtime().broken = std::string(operation) + ": " + why;
+    throw CommunicationError(std::string("fx::distributed::") + operation + " on rank " +
+                             std::to_string(runtime().rank) + ": " + why);
+}
+
 void check(int code, const char* operation) {
     if (code == MPI_SUCCESS) return;
     char text[MPI_MAX_ERROR_STRING];
     int length = 0;
     MPI_Error_string(code, text, &length);
-    const std::string message = "MPI error: " + std::string(text, static_cast<std::size_t>(length));
-    runtime().broken = message;
-    throw CommunicationError(std::string("fx::distributed::") + operation + " on rank " +
-                             std::to_string(runtime().rank) + ": " + message);
+    fail(operation, "MPI error: " + std::string(text, static_cast<std::size_t>(length)));
 }
 
 // Polls rather than blocking in MPI_Waitall, which has no timeout. Yielding between polls keeps
@@ -161,13 +166,10 @@ void wait_all(std::vector<MPI_Request>& requests, const char* operation) {
         int done = 0;
         check(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE), operation);
         if (done) return;
-        if (std::chrono::steady_clock::now() > deadline) {
-            r.broken = std::string(operation) + " timed out";
-            throw CommunicationError("fx::distributed::" + std::string(operation) + " on rank " +
-                                     std::to_string(r.rank) + ": the other processes did not take part within " +
-                                     seconds(r.timeout) + " s (FLUXION_DISTRIBUTED_TIMEOUT); one has probably failed or stopped, or "
-                                     "they make different collective calls");
-        }
+        if (std::chrono::steady_clock::now() > deadline)
+            fail(operation, "the other processes did not take part within " + seconds(r.timeout) +
+                                " s (FLUXION_DISTRIBUTED_TIMEOUT); one has probably failed or stopped, or they make "
+                                "different collective calls");
         std::this_thread::yield();
     }
 }

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -19,7 +21,15 @@ namespace {
 
 const std::vector<fx::DType> kAllTypes = {fx::DType::f32,     fx::DType::f64, fx::DType::i32, fx::DType::i64,
                                           fx::DType::u8,      fx::DType::boolean, fx::DType::f16, fx::DType::bf16};
-const std::vector<std::int64_t> kSizes = {0, 1, 7, 1000003};  // the last is no multiple of any bucket
+const std::vector<std::int64_t> kSizes = {0, 1, 7, 100003};
+// Small buckets, so that the large tensors travel in many, the last one partly filled.
+constexpr std::size_t kBucketBytes = 4096;
+fx::Tensor allreduce_small(const fx::Tensor& t, dist::ReduceOp op) {
+    return dist::detail::allreduce({t}, op, kBucketBytes, "allreduce")[0];
+}
+fx::Tensor broadcast_small(const fx::Tensor& t, int root) {
+    return dist::detail::broadcast({t}, root, kBucketBytes, "broadcast")[0];
+}
 
 // Element i on rank r: small integers, exact in every type (bool: r + i odd).
 fx::Tensor pattern(std::int64_t n, int r, fx::DType dtype) {
@@ -49,13 +59,15 @@ TEST(Distributed, AllreduceEveryDtypeAndAwkwardSize) {
         for (std::int64_t n : kSizes) {
             SCOPED_TRACE(std::string(fx::name(dtype)) + " of " + std::to_string(n));
             const fx::Tensor mine = pattern(n, me, dtype);
+            std::vector<std::vector<double>> every_rank;
+            for (int r = 0; r < world; ++r) every_rank.push_back(values(pattern(n, r, dtype)));
             for (dist::ReduceOp op : {dist::ReduceOp::sum, dist::ReduceOp::max, dist::ReduceOp::min}) {
-                fx::Tensor got = dist::allreduce(mine, op);
+                fx::Tensor got = allreduce_small(mine, op);
                 EXPECT_EQ(got.dtype(), dtype);
                 EXPECT_EQ(got.shape(), mine.shape());
                 std::vector<double> expected(static_cast<std::size_t>(n));
                 for (int r = 0; r < world; ++r) {
-                    const auto v = values(pattern(n, r, dtype));
+                    const auto& v = every_rank[r];
                     for (std::int64_t i = 0; i < n; ++i) {
                         double& e = expected[i];
                         if (r == 0) e = v[i];
@@ -67,11 +79,31 @@ TEST(Distributed, AllreduceEveryDtypeAndAwkwardSize) {
                 EXPECT_EQ(values(got), expected) << "op " << int(op);
             }
             if (fx::is_floating(dtype)) {
-                const auto mean = values(dist::allreduce(mine, dist::ReduceOp::mean));
+                const auto mean = values(allreduce_small(mine, dist::ReduceOp::mean));
                 for (std::int64_t i = 0; i < n; ++i)
                     ASSERT_EQ(mean[i], double(i % 11) + 1 + (world - 1) / 2.0) << "element " << i;
             }
         }
+}
+
+TEST(Distributed, TensorsOnAnotherDeviceAreStagedThroughTheHostAndComeBackThere) {
+    const fx::Device other = fx::get_device("TestHost", 0);
+    const fx::Tensor mine = pattern(1000, dist::rank(), fx::DType::f32).to(other);
+    const fx::Tensor host = pattern(10, dist::rank(), fx::DType::i64);
+    const auto [sum, copied] = dist::allreduce(std::tuple{mine, host});
+    EXPECT_EQ(sum.device(), other);
+    EXPECT_EQ(copied.device(), fx::Device{});
+    EXPECT_EQ(values(sum), values(dist::allreduce(mine.to(fx::Device{}))));
+    EXPECT_EQ(values(dist::broadcast(mine, 0)), values(pattern(1000, 0, fx::DType::f32)));
+    EXPECT_EQ(dist::broadcast(mine, 0).device(), other);
+}
+
+TEST(Distributed, ATensorLargerThanADefaultBucketIsReducedWhole) {
+    const std::int64_t n = dist::default_bucket_bytes / 4 + 12345;  // f32: one full bucket and a part
+    const fx::Tensor got = dist::allreduce(fx::full({n}, dist::rank() + 1.0));
+    const int w = dist::world_size();
+    EXPECT_EQ(fx::min(got).item(), w * (w + 1) / 2.0);
+    EXPECT_EQ(fx::max(got).item(), w * (w + 1) / 2.0);
 }
 
 TEST(Distributed, MeanOfIntegersIsRefusedOnEveryRank) {
@@ -89,7 +121,7 @@ TEST(Distributed, BroadcastEveryDtypeAndAwkwardSizeFromEveryRoot) {
             for (std::int64_t n : kSizes) {
                 SCOPED_TRACE(std::string(fx::name(dtype)) + " of " + std::to_string(n) + " from " +
                              std::to_string(root));
-                fx::Tensor got = dist::broadcast(pattern(n, dist::rank(), dtype).reshape({n, 1}), root);
+                fx::Tensor got = broadcast_small(pattern(n, dist::rank(), dtype).reshape({n, 1}), root);
                 EXPECT_EQ(got.shape(), (fx::Shape{n, 1}));
                 EXPECT_EQ(got.dtype(), dtype);
                 EXPECT_EQ(values(got), values(pattern(n, root, dtype)));
@@ -161,6 +193,7 @@ TEST(Distributed, DataParallelAdamFollowsOneProcessWithTheWholeBatch) {
 }
 
 int main(int argc, char** argv) {
+    setenv("FLUXION_PLUGIN_PATH", FLUXION_TEST_PLUGIN_DIR, 1);  // before the first device call
     dist::init();
     if (dist::rank() != 0) GTEST_FLAG_SET(brief, true);  // failures only, from the other ranks
     ::testing::InitGoogleTest(&argc, argv);
