@@ -67,8 +67,12 @@ std::string seconds(std::chrono::duration<double> d) {
 
 // At exit: a clean finalize, unless a collective failed; then the peers may be blocked in one that
 // will never complete, and only aborting the job ends them.
+// A program that started MPI itself may also have finalised it already.
 void finish() {
     Runtime& r = runtime();
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized) return;
     if (!r.broken.empty()) MPI_Abort(MPI_COMM_WORLD, 1);
     MPI_Comm_free(&r.comm);
     if (r.owns_mpi) MPI_Finalize();

@@ -161,6 +161,23 @@ TEST(Distributed, DifferentTensorsOnDifferentRanksAreAnErrorNotGarbage) {
     }
 }
 
+TEST(Distributed, OnlyRankZeroWritesAndItsFailureReachesEveryRank) {
+    int writes = 0;
+    dist::detail::on_rank0("test", [&] { ++writes; });
+    EXPECT_EQ(writes, dist::rank() == 0 ? 1 : 0);
+    const auto all = dist::allreduce(fx::tensor(std::vector<std::int64_t>{writes})).item<std::int64_t>();
+    EXPECT_EQ(all, 1);
+    try {
+        dist::save("/nonexistent-folder/model.safetensors", fx::Dense(2, 2));
+        FAIL() << "saving into a missing folder succeeded";
+    } catch (const fx::IOError& e) {
+        if (dist::rank() != 0) {
+            EXPECT_NE(std::string(e.what()).find("rank 0 failed to write the file"), std::string::npos) << e.what();
+        }
+        EXPECT_NE(std::string(e.what()).find("nonexistent-folder"), std::string::npos) << e.what();
+    }
+}
+
 // Each of N ranks takes batch 64 / N of the same shuffled order; averaged gradients make every
 // step the one a single process takes with batch 64. 50 Adam steps at η = 1e-2; the two runs
 // differ only in the order of floating-point sums (measured: below 1e-6), the replicas not at all.
