@@ -12,6 +12,7 @@ packages=(
   python3 python3-numpy python3-torch       # PyTorch reference values and interoperability tests
   clang libclang-rt-14-dev                  # libFuzzer for the safetensors reader's fuzz target
   dataset-fashion-mnist                     # the main job's data
+  libopenmpi-dev openmpi-bin                # fluxion::distributed (data-parallel training) and its mpirun tests
 )
 
 missing=()

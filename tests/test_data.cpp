@@ -148,6 +148,56 @@ TEST(DataLoader, ShuffleIsReproducibleFromTheSeedAndNewEachEpoch) {
     EXPECT_NE(epoch_ids(fx::DataLoader({features(100), labels(100)}, options)), a1);
 }
 
+TEST(DataLoader, ShardsSplitEachGlobalBatchOfOneEpochOrderAmongTheRanks) {
+    // 3 ranks × batch 4 = global batches of 12: 40 observations make 3 of them; the last 4 are
+    // dropped on every rank, so each rank takes 3 equal batches.
+    fx::DataLoaderOptions whole{.batchsize = 12, .shuffle = true, .partial = false, .seed = 5};
+    std::vector<std::int64_t> global;
+    for (const auto& batch : epoch_ids(fx::DataLoader({features(40), labels(40)}, whole)))
+        global.insert(global.end(), batch.begin(), batch.end());
+    ASSERT_EQ(global.size(), 36u);
+    std::multiset<std::int64_t> seen;
+    for (std::int64_t rank = 0; rank < 3; ++rank) {
+        fx::DataLoaderOptions part{.batchsize = 4, .shuffle = true, .seed = 5, .shard = {rank, 3}};
+        fx::DataLoader loader({features(40), labels(40)}, part);
+        EXPECT_EQ(loader.size(), 3);
+        EXPECT_EQ(loader.nobs(), 40);
+        std::int64_t b = 0;
+        for (auto [x, y] : loader) {
+            ASSERT_EQ(y.shape(0), 4);
+            EXPECT_EQ(x.select(1, 0).to_vector<std::int64_t>(), ids(y));
+            const auto expected = std::vector<std::int64_t>(global.begin() + b * 12 + rank * 4,
+                                                            global.begin() + b * 12 + rank * 4 + 4);
+            EXPECT_EQ(ids(y), expected) << "rank " << rank << ", batch " << b;
+            for (auto v : ids(y)) seen.insert(v);
+            ++b;
+        }
+        // Prefetched batches are the same.
+        std::vector<std::int64_t> prefetched;
+        fx::DataLoader again({features(40), labels(40)}, part);
+        for (auto [x, y] : again | fx::cpu)
+            for (auto v : ids(y)) prefetched.push_back(v);
+        std::vector<std::int64_t> direct;
+        fx::DataLoader once({features(40), labels(40)}, part);
+        for (auto [x, y] : once)
+            for (auto v : ids(y)) direct.push_back(v);
+        EXPECT_EQ(prefetched, direct);
+    }
+    EXPECT_EQ(seen.size(), 36u);  // no observation on two ranks
+    EXPECT_EQ(std::set<std::int64_t>(seen.begin(), seen.end()).size(), 36u);
+}
+
+TEST(DataLoader, UnshuffledShardsAndBadShardsAreChecked) {
+    fx::DataLoader r1(fx::arange(10), {.batchsize = 2, .shard = {1, 2}});
+    std::vector<std::vector<std::int64_t>> batches;
+    for (fx::Tensor x : r1) batches.push_back(ids(x));
+    EXPECT_EQ(batches, (std::vector<std::vector<std::int64_t>>{{2, 3}, {6, 7}}));
+    EXPECT_EQ(fx::DataLoader(fx::arange(3), {.batchsize = 2, .shard = {0, 2}}).size(), 0);
+    for (fx::Shard bad : {fx::Shard{2, 2}, fx::Shard{-1, 2}, fx::Shard{0, 0}})
+        expect_error<fx::ValueError>([&] { fx::DataLoader(fx::arange(10), {.batchsize = 2, .shard = bad}); },
+                                     {"shard {rank = " + std::to_string(bad.rank), "rank must be in [0, count)"});
+}
+
 TEST(DataLoader, CopiesShareTheEpochCounter) {
     fx::DataLoaderOptions options{.batchsize = 10, .shuffle = true};
     fx::DataLoader reference({features(30), labels(30)}, options);

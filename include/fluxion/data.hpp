@@ -15,6 +15,9 @@
 // them to dev at most two batches ahead of the consumer, so the next batch moves while the current
 // one computes and memory stays flat. An error while preparing a batch is rethrown where that batch
 // is read; leaving the loop early stops the thread.
+//
+// Data-parallel training (fluxion/distributed.hpp) gives each process its part of every epoch:
+//   fx::DataLoader loader({X, Y}, {.batchsize = 32, .shuffle = true, .shard = fx::distributed::shard()});
 #pragma once
 #include <atomic>
 #include <concepts>
@@ -33,6 +36,12 @@
 
 namespace fluxion {
 
+// One process's part of the data in data-parallel training.
+struct Shard {
+    std::int64_t rank = 0;   // this process, 0 <= rank < count
+    std::int64_t count = 1;  // the processes that share the data
+};
+
 struct DataLoaderOptions {
     std::int64_t batchsize = 1;  // observations per batch (Flux's default)
     bool shuffle = false;        // a new random order every epoch
@@ -40,6 +49,12 @@ struct DataLoaderOptions {
     std::uint64_t seed = 0;      // the shuffled order of epoch e depends only on (seed, e)
     bool parallel = false;       // `loader | dev` prepares batches on up to 4 threads, as many batches
                                  // ahead; the order is the same
+    // Each epoch's order (the same on every process: same seed) is cut into global batches of
+    // batchsize × count observations, and process `rank` takes block `rank` of each, so the
+    // processes together see what one process with batchsize × count would. With count > 1 a last
+    // global batch of fewer observations is dropped everywhere (whatever .partial says): every
+    // process takes the same number of equal batches and none waits for the others' gradients.
+    Shard shard = {};
 };
 
 namespace detail {

@@ -1,5 +1,5 @@
 // loader.cpp — a DataLoader's batches: checking the data, the order of each epoch, and cutting
-// batches out of the columns (views when in order, gathers when shuffled).
+// batches out of the columns (views when in order, gathers when shuffled), and a process's shard.
 #include <algorithm>
 #include <string>
 
@@ -37,10 +37,16 @@ LoaderCore::LoaderCore(std::vector<Tensor> columns, const DataLoaderOptions& opt
     : options_(options), nobs_(observations(columns)) {
     if (options.batchsize < 1)
         throw ValueError("DataLoader: batchsize is " + std::to_string(options.batchsize) + "; it must be at least 1");
+    const Shard& shard = options.shard;
+    if (shard.count < 1 || shard.rank < 0 || shard.rank >= shard.count)
+        throw ValueError("DataLoader: shard {rank = " + std::to_string(shard.rank) + ", count = " +
+                         std::to_string(shard.count) + "} is not a part of the data; rank must be in [0, count)" +
+                         " (fx::distributed::shard() gives this process's)");
     columns_ = std::move(columns);
 }
 
 std::int64_t LoaderCore::size() const {
+    if (options_.shard.count > 1) return nobs_ / (options_.batchsize * options_.shard.count);
     const std::int64_t full = nobs_ / options_.batchsize;
     return options_.partial && nobs_ % options_.batchsize != 0 ? full + 1 : full;
 }
@@ -55,7 +61,7 @@ std::vector<Tensor> LoaderCore::batch(const EpochOrder& order, std::int64_t i) c
     if (i < 0 || i >= size())
         throw ValueError("DataLoader: batch " + std::to_string(i) + " does not exist; an epoch has " +
                          std::to_string(size()) + " batches");
-    const std::int64_t start = i * options_.batchsize;
+    const std::int64_t start = (i * options_.shard.count + options_.shard.rank) * options_.batchsize;
     const std::int64_t stop = std::min(start + options_.batchsize, nobs_);
     std::vector<Tensor> out;
     out.reserve(columns_.size());

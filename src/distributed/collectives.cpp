@@ -1,0 +1,256 @@
+// collectives.cpp — allreduce and broadcast of lists of tensors. Tensors on a GPU with a device
+// plugin (NCCL) stay there; the others are staged to host memory, packed by element type into one
+// flat buffer, exchanged in buckets of at most bucket_bytes that are all in flight at once
+// (MPI_Iallreduce / MPI_Ibcast), then unpacked to each tensor's dtype and device.
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "distributed/device_collectives.hpp"
+#include "distributed/runtime.hpp"
+#include "fluxion/distributed.hpp"
+
+namespace fluxion::distributed::detail {
+namespace {
+
+// MPI has no half-precision types: f16 and bf16 travel, and are summed, as f32.
+DType wire_dtype(DType d) { return d == DType::f16 || d == DType::bf16 ? DType::f32 : d; }
+
+MPI_Datatype mpi_type(DType d) {
+    switch (d) {
+        case DType::f32: return MPI_FLOAT;
+        case DType::f64: return MPI_DOUBLE;
+        case DType::i32: return MPI_INT32_T;
+        case DType::i64: return MPI_INT64_T;
+        case DType::u8: return MPI_UINT8_T;
+        case DType::boolean: return MPI_C_BOOL;
+        default: return MPI_BYTE;
+    }
+}
+
+// Throws DTypeError for a reduction the element type does not have.
+MPI_Op mpi_op(ReduceOp op, DType d, const char* operation) {
+    if (op == ReduceOp::mean && !is_floating(d))
+        throw DTypeError(std::string("fx::distributed::") + operation + ": the mean of a " + fluxion::name(d) +
+                         " tensor is not a " + fluxion::name(d) +
+                         "; use ReduceOp::sum and divide, or cast the tensor to f32 first");
+    if (d == DType::boolean) return op == ReduceOp::min ? MPI_LAND : MPI_LOR;
+    switch (op) {
+        case ReduceOp::sum:
+        case ReduceOp::mean: return MPI_SUM;
+        case ReduceOp::max: return MPI_MAX;
+        case ReduceOp::min: return MPI_MIN;
+    }
+    return MPI_SUM;
+}
+
+std::string describe(const std::vector<Tensor>& tensors) {
+    std::string s = std::to_string(tensors.size()) + " tensors (";
+    for (std::size_t i = 0; i < tensors.size() && i < 4; ++i)
+        s += (i ? ", " : "") + (tensors[i].defined() ? summary(tensors[i]) : std::string("undefined"));
+    return s + (tensors.size() > 4 ? ", ...)" : ")");
+}
+
+bool on_device(const Tensor& t) { return t.defined() && t.numel() > 0 && device_collectives(t.device()); }
+
+// Sends the tensors a device plugin takes to it, one call per device in order of appearance, and
+// the rest through host memory; puts the results back in the original order.
+template <class OnDevice, class ThroughHost>
+std::vector<Tensor> route(const std::vector<Tensor>& tensors, OnDevice&& on_device_call, ThroughHost&& through_host) {
+    std::vector<Device> devices;
+    std::vector<std::vector<std::size_t>> members;
+    std::vector<std::size_t> host;
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+        if (!on_device(tensors[i])) {
+            host.push_back(i);
+            continue;
+        }
+        const auto g = static_cast<std::size_t>(std::find(devices.begin(), devices.end(), tensors[i].device()) -
+                                                devices.begin());
+        if (g == devices.size()) {
+            devices.push_back(tensors[i].device());
+            members.emplace_back();
+        }
+        members[g].push_back(i);
+    }
+    std::vector<Tensor> out(tensors.size());
+    auto run = [&](const std::vector<std::size_t>& indices, auto&& call) {
+        std::vector<Tensor> part;
+        for (std::size_t i : indices) part.push_back(tensors[i]);
+        std::vector<Tensor> done = call(part);
+        for (std::size_t k = 0; k < indices.size(); ++k) out[indices[k]] = std::move(done[k]);
+    };
+    for (std::size_t g = 0; g < devices.size(); ++g)
+        run(members[g], [&](const std::vector<Tensor>& part) {
+            return on_device_call(*device_collectives(devices[g]), part);
+        });
+    run(host, through_host);
+    return out;
+}
+
+// Every rank must pass the same number of tensors with the same shapes and dtypes (devices may
+// differ): one small allreduce of a digest, compared by its maximum and minimum.
+void check_same_everywhere(const std::vector<Tensor>& tensors, const char* operation) {
+    std::uint64_t digest = 1469598103934665603ull;
+    auto mix = [&](std::int64_t v) { digest = (digest ^ static_cast<std::uint64_t>(v)) * 1099511628211ull; };
+    mix(static_cast<std::int64_t>(tensors.size()));
+    for (const Tensor& t : tensors) {
+        mix(t.defined() ? t.ndim() : -1);
+        if (!t.defined()) continue;
+        mix(static_cast<std::int64_t>(t.dtype()));
+        mix(on_device(t) ? 1 : 0);  // NCCL on one rank and MPI on another would never meet
+        for (std::int64_t n : t.shape()) mix(n);
+    }
+    const auto d = static_cast<std::int64_t>(digest >> 1);  // non-negative, so -d cannot overflow
+    std::int64_t bounds[2] = {d, -d};
+    std::vector<MPI_Request> request(1);
+    check(MPI_Iallreduce(MPI_IN_PLACE, bounds, 2, MPI_INT64_T, MPI_MAX, communicator(), request.data()), operation);
+    wait_all(request, operation);
+    if (bounds[0] != -bounds[1])
+        throw CommunicationError(std::string("fx::distributed::") + operation + ": the processes pass different " +
+                                 "tensors (count, shapes or dtypes); rank " + std::to_string(rank()) + " passes " +
+                                 describe(tensors) + ". Every rank must make the same calls with the same model");
+}
+
+// The tensors of one wire type, packed end to end in host memory.
+struct Group {
+    DType wire;
+    std::vector<std::size_t> members;  // indices into the tensor list
+    std::vector<Tensor> staged;        // host, contiguous, wire dtype
+    std::vector<std::byte> buffer;
+};
+
+std::vector<Group> pack(const std::vector<Tensor>& tensors, bool as_wire_type) {
+    std::vector<Group> groups;
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+        if (!tensors[i].defined()) continue;
+        const DType wire = as_wire_type ? wire_dtype(tensors[i].dtype()) : DType::u8;
+        auto g = std::find_if(groups.begin(), groups.end(), [&](const Group& x) { return x.wire == wire; });
+        if (g == groups.end()) g = groups.insert(groups.end(), Group{wire, {}, {}, {}});
+        g->members.push_back(i);
+        Tensor host = tensors[i].to(Device{});
+        g->staged.push_back((as_wire_type ? host.to(wire) : host).contiguous());
+    }
+    for (Group& g : groups) {
+        std::size_t bytes = 0;
+        for (const Tensor& t : g.staged) bytes += static_cast<std::size_t>(t.numel()) * itemsize(t.dtype());
+        g.buffer.resize(bytes);
+        std::size_t at = 0;
+        for (const Tensor& t : g.staged) {
+            const std::size_t n = static_cast<std::size_t>(t.numel()) * itemsize(t.dtype());
+            if (n) std::memcpy(g.buffer.data() + at, t.data_ptr(), n);
+            at += n;
+        }
+    }
+    return groups;
+}
+
+std::vector<Tensor> unpack(const std::vector<Tensor>& tensors, const std::vector<Group>& groups) {
+    std::vector<Tensor> out(tensors.size());
+    for (const Group& g : groups) {
+        std::size_t at = 0;
+        for (std::size_t k = 0; k < g.members.size(); ++k) {
+            const Tensor& original = tensors[g.members[k]];
+            const Tensor& staged = g.staged[k];
+            Tensor host = empty(original.shape(), {.dtype = staged.dtype()});
+            const std::size_t n = static_cast<std::size_t>(staged.numel()) * itemsize(staged.dtype());
+            if (n) std::memcpy(host.data_ptr(), g.buffer.data() + at, n);
+            at += n;
+            out[g.members[k]] = host.to(original.dtype()).to(original.device());
+        }
+    }
+    return out;
+}
+
+// Starts one nonblocking collective per bucket of at most bucket_bytes.
+using Start = std::function<int(void* data, int count, MPI_Datatype type, MPI_Request* request)>;
+void start_buckets(Group& g, std::size_t bucket_bytes, const Start& start, std::vector<MPI_Request>& requests,
+                   const char* operation) {
+    const std::size_t item = itemsize(g.wire);
+    const std::size_t per_bucket = std::max<std::size_t>(1, bucket_bytes / item);
+    const std::size_t count = g.buffer.size() / item;
+    for (std::size_t first = 0; first < count; first += per_bucket) {
+        MPI_Request r;
+        check(start(g.buffer.data() + first * item, static_cast<int>(std::min(per_bucket, count - first)),
+                    mpi_type(g.wire), &r),
+              operation);
+        requests.push_back(r);
+    }
+}
+
+template <class T> void divide(std::vector<std::byte>& buffer, int by) {
+    T* x = reinterpret_cast<T*>(buffer.data());
+    for (std::size_t i = 0, n = buffer.size() / sizeof(T); i < n; ++i) x[i] /= static_cast<T>(by);
+}
+
+void check_bucket_bytes(std::size_t bucket_bytes, const char* operation) {
+    if (bucket_bytes < 8 || bucket_bytes > (std::size_t{1} << 30))
+        throw ValueError(std::string("fx::distributed::") + operation + ": bucket_bytes is " +
+                         std::to_string(bucket_bytes) + "; it must be between 8 bytes and 1 GiB (default 4 MiB)");
+}
+
+}  // namespace
+
+std::vector<Tensor> allreduce(const std::vector<Tensor>& tensors, ReduceOp op, std::size_t bucket_bytes,
+                              const char* operation) {
+    require_init(operation);
+    check_bucket_bytes(bucket_bytes, operation);
+    for (const Tensor& t : tensors)
+        if (t.defined()) mpi_op(op, t.dtype(), operation);
+    if (!using_mpi()) return tensors;
+    check_same_everywhere(tensors, operation);
+    return route(
+        tensors,
+        [&](const DeviceCollectives& device, const std::vector<Tensor>& part) {
+            return device.allreduce(part, op, bucket_bytes);
+        },
+        [&](const std::vector<Tensor>& part) {
+            std::vector<Group> groups = pack(part, true);
+            std::vector<MPI_Request> requests;
+            for (Group& g : groups) {
+                const MPI_Op reduce = mpi_op(op, g.wire, operation);
+                start_buckets(g, bucket_bytes,
+                              [&](void* data, int count, MPI_Datatype type, MPI_Request* r) {
+                                  return MPI_Iallreduce(MPI_IN_PLACE, data, count, type, reduce, communicator(), r);
+                              },
+                              requests, operation);
+            }
+            wait_all(requests, operation);
+            if (op == ReduceOp::mean)
+                for (Group& g : groups)
+                    g.wire == DType::f64 ? divide<double>(g.buffer, world_size()) : divide<float>(g.buffer, world_size());
+            return unpack(part, groups);
+        });
+}
+
+std::vector<Tensor> broadcast(const std::vector<Tensor>& tensors, int root, std::size_t bucket_bytes,
+                              const char* operation) {
+    require_init(operation);
+    check_bucket_bytes(bucket_bytes, operation);
+    if (root < 0 || root >= world_size())
+        throw ValueError(std::string("fx::distributed::") + operation + ": root is " + std::to_string(root) +
+                         "; the job has ranks 0 .. " + std::to_string(world_size() - 1));
+    if (!using_mpi()) return tensors;
+    check_same_everywhere(tensors, operation);
+    return route(
+        tensors,
+        [&](const DeviceCollectives& device, const std::vector<Tensor>& part) {
+            return device.broadcast(part, root, bucket_bytes);
+        },
+        [&](const std::vector<Tensor>& part) {
+            std::vector<Group> groups = pack(part, false);  // bytes: a broadcast needs no arithmetic
+            std::vector<MPI_Request> requests;
+            for (Group& g : groups)
+                start_buckets(g, bucket_bytes,
+                              [&](void* data, int count, MPI_Datatype type, MPI_Request* r) {
+                                  return MPI_Ibcast(data, count, type, root, communicator(), r);
+                              },
+                              requests, operation);
+            wait_all(requests, operation);
+            return unpack(part, groups);
+        });
+}
+
+}  // namespace fluxion::distributed::detail
