@@ -6,6 +6,7 @@
 set -euo pipefail
 here=$(dirname "$0")
 build=${1:-build/release} rounds=${2:-3}
+python=${PYTHON:-/usr/bin/python3}  # Debian's python3-torch
 export FLUXION_NUM_THREADS=1 OMP_NUM_THREADS=1
 export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -17,7 +18,7 @@ for _ in $(seq "$rounds"); do
     for np in 1 2; do
       read -r _ _ rate < <(mpirun --bind-to none -np $np "$build/bin/bench_distributed_scaling" $name $steps)
       keep fluxion $name $np $rate
-      read -r _ _ rate < <(python3 "$here/scaling_torch.py" $name $steps $np 2>/dev/null)
+      read -r _ _ rate < <("$python" "$here/scaling_torch.py" $name $steps $np 2>/dev/null)
       keep pytorch $name $np $rate
     done
   done

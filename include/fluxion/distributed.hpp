@@ -67,10 +67,8 @@ inline constexpr std::size_t default_bucket_bytes = std::size_t{4} << 20;
 
 namespace detail {
 // The core of every collective: `tensors` (any devices, dtypes, shapes, including empty) packed by
-// dtype into flat host buckets of at most bucket_bytes. Returns new tensors of the same shapes,
+// dtype into flat buckets of at most bucket_bytes (in host memory; on the GPU with NCCL). Returns new tensors of the same shapes,
 // dtypes and devices; undefined handles stay undefined.
-// allreduce: mean works on floating types only; bool reduces as or (sum, max) and and (min);
-// f16 and bf16 are reduced in f32.
 std::vector<Tensor> allreduce(const std::vector<Tensor>& tensors, ReduceOp op, std::size_t bucket_bytes,
                               const char* operation);
 std::vector<Tensor> broadcast(const std::vector<Tensor>& tensors, int root, std::size_t bucket_bytes,
@@ -92,6 +90,8 @@ template <class T, class F> T map_leaves(const T& x, F&& collective) {
 }  // namespace detail
 
 // ---- collectives: every rank calls them with the same shapes; each returns new tensors ----
+// mean is for floating types (DTypeError otherwise); on bool, sum and max are or, min is and;
+// through MPI, f16 and bf16 are reduced in f32.
 inline Tensor allreduce(const Tensor& t, ReduceOp op = ReduceOp::sum) {
     return detail::allreduce({t}, op, default_bucket_bytes, "allreduce")[0];
 }
