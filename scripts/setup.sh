@@ -12,6 +12,8 @@ packages=(
   python3 python3-numpy python3-torch       # PyTorch reference values and interoperability tests
   clang libclang-rt-14-dev                  # libFuzzer for the safetensors reader's fuzz target
   dataset-fashion-mnist                     # the main job's data
+  libvulkan-dev glslc                       # the Vulkan backend plugin: headers, loader, shader compiler
+  mesa-vulkan-drivers vulkan-validationlayers  # its tests: lavapipe (Vulkan on the CPU), validation
 )
 
 missing=()

@@ -11,7 +11,8 @@ namespace fluxion::testing {
 inline std::vector<Device> other_devices() {
     std::vector<Device> out;
     for (const auto& name : supported_devices())
-        if (name != "CPU" && functional(name))
+        // Vulkan joins once its kernel table is complete (issue 11); test_vulkan covers it until then.
+        if (name != "CPU" && name != "Vulkan" && functional(name))
             for (const auto& d : devices(name)) out.push_back(d.device);
     return out;
 }
