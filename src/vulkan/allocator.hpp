@@ -27,6 +27,21 @@ MemoryStats memory_stats(int device);
 // Waits for the device's queue, then gives every cached (free) block back to the driver.
 void empty_cache(int device);
 
+// Device memory for the duration of one call (column buffers). Returning it to the cache at the end
+// of the scope is safe while kernels using it are still queued (see above).
+class Scratch {
+public:
+    Scratch(int device, std::size_t bytes) : device_(device), ptr_(allocate(device, bytes)) {}
+    ~Scratch() { deallocate(device_, ptr_); }
+    Scratch(const Scratch&) = delete;
+    Scratch& operator=(const Scratch&) = delete;
+    void* get() const { return ptr_; }
+
+private:
+    int device_;
+    void* ptr_;
+};
+
 struct Resolved {
     VkBuffer buffer;
     VkDeviceSize offset;  // of the pointer in the buffer
