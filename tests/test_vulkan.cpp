@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -94,15 +95,32 @@ protected:
     std::uint64_t messages_before_ = 0;
 };
 
-TEST_F(Vulkan, DeviceInfo) {
+TEST_F(Vulkan, DeviceProperties) {
     ASSERT_GE(t().device_count(), 1);
-    char name[256] = "";
-    std::size_t total = 0, free = 0;
-    t().device_info(0, name, sizeof name, &total, &free);
-    EXPECT_GT(std::strlen(name), 0u);
-    EXPECT_GT(total, 0u);
-    EXPECT_LE(free, total);
-    EXPECT_THROW(t().device_info(t().device_count(), name, sizeof name, &total, &free), fx::DeviceError);
+    EXPECT_EQ(t().priority, 50);
+    fx::backend::DeviceProperties p{};
+    t().device_properties(0, &p);
+    EXPECT_GT(std::strlen(p.name), 0u);
+    EXPECT_GT(p.total_bytes, 0u);
+    EXPECT_LE(p.free_bytes, p.total_bytes);
+    if (std::string(p.name).find("llvmpipe") != std::string::npos) {  // lavapipe, as in ctest
+        EXPECT_EQ(p.kind, fx::DeviceKind::cpu);
+        EXPECT_STREQ(p.vendor, "Mesa");
+    }
+    EXPECT_THROW(t().device_properties(t().device_count(), &p), fx::DeviceError);
+}
+
+// `supports` answers as the kernels do, naming the device in its reasons.
+TEST_F(Vulkan, SupportsAnswersAsTheKernelsDo) {
+    char why[256] = "";
+    EXPECT_TRUE(t().supports(0, fx::Op::gemm, fx::DType::f32, why, sizeof why));
+    EXPECT_TRUE(t().supports(0, fx::Op::cast, fx::DType::boolean, why, sizeof why));
+    EXPECT_FALSE(t().supports(0, fx::Op::gemm, fx::DType::i32, why, sizeof why));
+    EXPECT_NE(std::string(why).find("Vulkan:0"), std::string::npos) << why;
+    EXPECT_FALSE(t().supports(0, fx::Op::copy_strided, fx::DType::f16, why, sizeof why));
+    void* p = t().alloc(0, 64);
+    EXPECT_THROW(t().gemm(0, fx::DType::i32, false, false, 2, 2, 2, 1, p, 2, 0, p, 2, 0, 0, p, 2, 0, 1), fx::DTypeError);
+    t().free(0, p);
 }
 
 TEST_F(Vulkan, RoundTripAndCachedReuse) {
@@ -211,10 +229,9 @@ TEST_F(Vulkan, CastsBetweenAllTypes) {
 }
 
 TEST_F(Vulkan, OutOfMemoryThrowsAndLeavesTheDeviceUsable) {
-    std::size_t total = 0, free = 0;
-    char name[256];
-    t().device_info(0, name, sizeof name, &total, &free);
-    EXPECT_THROW(t().alloc(0, total * 4), fx::OutOfMemory);
+    fx::backend::DeviceProperties props{};
+    t().device_properties(0, &props);
+    EXPECT_THROW(t().alloc(0, props.total_bytes * 4), fx::OutOfMemory);
     void* p = t().alloc(0, 64);
     t().fill(0, fx::DType::f32, 16, p, 1.5);
     EXPECT_EQ(download<float>(p, 16), std::vector<float>(16, 1.5f));
@@ -229,6 +246,100 @@ TEST_F(Vulkan, ValidationMessagesFailTheNextSynchronisation) {
     EXPECT_GT(plugin().validation_messages(), messages_before_);
     EXPECT_THROW(t().synchronize(0), fx::DeviceError);
     messages_before_ = plugin().validation_messages();  // this test's message was expected
+}
+
+// The tiled GEMM against a host reference: sizes that are no multiple of any tile, every
+// transpose, alpha and beta, batches with strides, operands at odd element offsets.
+template <class T> void expect_gemm(const fx::backend::Backend& t, fx::DType dtype, bool ta, bool tb) {
+    const std::int64_t m = 37, n = 45, k = 29, batch = 3, pad = 3;
+    const std::int64_t lda = (ta ? m : k) + 2, ldb = (tb ? k : n) + 1, ldc = n + 5;
+    const std::int64_t sa = lda * (ta ? k : m) + 7, sb = ldb * (tb ? n : k) + 1, sc = ldc * m + 2;
+    std::vector<T> a(std::size_t(pad + batch * sa)), b(std::size_t(pad + batch * sb)), c(std::size_t(pad + batch * sc));
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] = T(std::sin(double(i) * 0.37));
+    for (std::size_t i = 0; i < b.size(); ++i) b[i] = T(std::cos(double(i) * 0.11));
+    for (std::size_t i = 0; i < c.size(); ++i) c[i] = T(double(i % 7) - 3);
+    const double alpha = 0.75, beta = -0.5;
+    std::vector<T> want = c;
+    for (std::int64_t p = 0; p < batch; ++p)
+        for (std::int64_t i = 0; i < m; ++i)
+            for (std::int64_t j = 0; j < n; ++j) {
+                double acc = 0;
+                for (std::int64_t l = 0; l < k; ++l)
+                    acc += double(a[std::size_t(pad + p * sa + (ta ? l * lda + i : i * lda + l))]) *
+                           double(b[std::size_t(pad + p * sb + (tb ? j * ldb + l : l * ldb + j))]);
+                T& out = want[std::size_t(pad + p * sc + i * ldc + j)];
+                out = T(alpha * acc + beta * double(out));
+            }
+    void* da = t.alloc(0, a.size() * sizeof(T));
+    void* db = t.alloc(0, b.size() * sizeof(T));
+    void* dc = t.alloc(0, c.size() * sizeof(T));
+    t.copy_from_host(0, da, a.data(), a.size() * sizeof(T));
+    t.copy_from_host(0, db, b.data(), b.size() * sizeof(T));
+    t.copy_from_host(0, dc, c.data(), c.size() * sizeof(T));
+    t.gemm(0, dtype, ta, tb, m, n, k, alpha, static_cast<T*>(da) + pad, lda, sa, static_cast<T*>(db) + pad, ldb, sb, beta,
+           static_cast<T*>(dc) + pad, ldc, sc, batch);
+    std::vector<T> got(c.size());
+    t.copy_to_host(0, got.data(), dc, got.size() * sizeof(T));
+    const double tol = dtype == fx::DType::f64 ? 1e-12 : 1e-4;
+    for (std::size_t i = 0; i < got.size(); ++i)
+        ASSERT_NEAR(double(got[i]), double(want[i]), tol * (1 + std::abs(double(want[i]))))
+            << fx::name(dtype) << (ta ? " A^T" : " A") << (tb ? " B^T" : " B") << " element " << i;
+    t.free(0, da);
+    t.free(0, db);
+    t.free(0, dc);
+}
+
+TEST_F(Vulkan, GemmMatchesTheHostForEveryTranspose) {
+    for (bool ta : {false, true})
+        for (bool tb : {false, true}) {
+            expect_gemm<double>(t(), fx::DType::f64, ta, tb);
+            expect_gemm<float>(t(), fx::DType::f32, ta, tb);
+        }
+}
+
+// Elementwise kernels at odd offsets, on sizes that are no multiple of the workgroup size.
+TEST_F(Vulkan, UnaryAndReduceAtOddOffsets) {
+    const std::int64_t n = 1031;
+    std::vector<double> x(std::size_t(n) + 1);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(double(i)) * 3;
+    void* dx = t().alloc(0, x.size() * 8);
+    void* dy = t().alloc(0, x.size() * 8);
+    t().copy_from_host(0, dx, x.data(), x.size() * 8);
+    t().unary(0, fx::backend::Unary::tanh, fx::DType::f64, n, static_cast<double*>(dx) + 1, static_cast<double*>(dy) + 1,
+              0, 0);
+    const auto y = download<double>(static_cast<double*>(dy) + 1, std::size_t(n));
+    for (std::int64_t i = 0; i < n; ++i) ASSERT_NEAR(y[i], std::tanh(x[i + 1]), 1e-15) << i;
+    // Sums of the columns of a {n, 1} view and of the whole: outputs and inputs at odd offsets.
+    t().reduce(0, fx::backend::Reduce::sum, fx::DType::f64, 1, n, 1, static_cast<double*>(dx) + 1,
+               static_cast<double*>(dy) + 3);
+    t().reduce(0, fx::backend::Reduce::argmax, fx::DType::f64, 1, n, 1, static_cast<double*>(dx) + 1, dx);
+    double sum = 0;
+    std::int64_t best = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+        sum += x[i + 1];
+        if (x[i + 1] > x[best + 1]) best = i;
+    }
+    EXPECT_NEAR(download<double>(static_cast<double*>(dy) + 3, 1)[0], sum, 1e-12);
+    EXPECT_EQ(download<std::int64_t>(dx, 1)[0], best);
+    t().free(0, dx);
+    t().free(0, dy);
+}
+
+TEST_F(Vulkan, BadArgumentsRaiseClearErrors) {
+    void* p = t().alloc(0, 64);
+    std::int64_t idx[2] = {1, 5};
+    void* di = t().alloc(0, sizeof idx);
+    t().copy_from_host(0, di, idx, sizeof idx);
+    // An index past the source's 4 rows raises, as on the CPU.
+    EXPECT_THROW(t().index_select(0, fx::DType::f32, 1, 4, 1, p, static_cast<const std::int64_t*>(di), 2,
+                                  static_cast<float*>(p) + 8),
+                 fx::ValueError);
+    EXPECT_THROW(t().unary(0, fx::backend::Unary::exp, fx::DType::i32, 4, p, p, 0, 0), fx::DTypeError);
+    EXPECT_THROW(t().fill(0, fx::DType::f16, 4, p, 0), fx::DTypeError);
+    // A range that leaves its allocation is refused rather than read.
+    EXPECT_THROW(t().fill(0, fx::DType::f32, 1000, p, 0), fx::ValueError);
+    t().free(0, di);
+    t().free(0, p);
 }
 
 // Through the library: a tensor on Vulkan:0 and back, and the backend listed.

@@ -1,6 +1,8 @@
 // check.cpp — names of VkResult codes for error messages.
 #include "vulkan/check.hpp"
 
+#include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "fluxion/error.hpp"
@@ -31,6 +33,13 @@ void fail(VkResult r, const char* call, const char* file, int line) {
                       std::to_string(int(r)) + ") at " + file + ":" + std::to_string(line);
     if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY) throw OutOfMemory(msg);
     throw DeviceError(msg);
+}
+
+void copy_text(const std::string& text, char* out, std::size_t out_size) {
+    if (!out || out_size == 0) return;
+    const std::size_t n = std::min(text.size(), out_size - 1);
+    std::memcpy(out, text.data(), n);
+    out[n] = '\0';
 }
 
 }  // namespace fluxion::vulkan

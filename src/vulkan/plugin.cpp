@@ -13,9 +13,11 @@ namespace {
 constexpr backend::Backend kTable{
     .abi_version = backend::kAbiVersion,
     .name = "Vulkan",
+    .priority = 50,
     .functional = functional,
     .device_count = device_count,
-    .device_info = device_info,
+    .device_properties = device_properties,
+    .supports = supports,
     .synchronize = synchronize,
     .alloc = allocate,
     .free = deallocate,
