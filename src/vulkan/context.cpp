@@ -172,6 +172,8 @@ void create_device(Context& c) {
     props2.pNext = &subgroup;
     vkGetPhysicalDeviceProperties2(c.physical, &props2);
     c.subgroup_size = std::max(1u, subgroup.subgroupSize);
+    c.subgroup_arithmetic = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                            (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
     // Up to 256 invocations, a whole number of subgroups, within the device's limits.
     const auto& lim = c.properties.limits;
     std::uint32_t wg = std::min({256u, lim.maxComputeWorkGroupInvocations, lim.maxComputeWorkGroupSize[0]});

@@ -30,6 +30,7 @@ struct Context {
     VkPhysicalDeviceMemoryProperties memory{};
     bool float64 = false, int64 = false;  // shaderFloat64, shaderInt64
     std::uint32_t subgroup_size = 1;
+    bool subgroup_arithmetic = false;  // subgroupAdd and friends in compute shaders
     std::uint32_t workgroup_size = 1;  // the 1-D workgroup of elementwise kernels
     VkDevice device = VK_NULL_HANDLE;
     VkQueue queue = VK_NULL_HANDLE;

@@ -1,4 +1,5 @@
-// reduce.cpp — sum, mean, max, min, argmax and argmin over the middle axis (shader reduce.comp).
+// reduce.cpp — sum, mean, max, min, argmax and argmin over the middle axis (shader reduce.comp;
+// sums use subgroup arithmetic where the device has it).
 #include <algorithm>
 #include <string>
 
@@ -32,7 +33,9 @@ void reduce(int device, Reduce op, DType t, std::int64_t outer, std::int64_t n, 
     launch.param(off0);
     launch.param(off1);
     const auto groups = std::uint32_t(std::min<std::int64_t>(outputs, launch.ctx().properties.limits.maxComputeWorkGroupCount[0]));
-    launch.run((arg ? "argreduce_" : "reduce_") + type, groups);
+    const bool subgroup = launch.ctx().subgroup_arithmetic && !arg && op != Reduce::max && op != Reduce::min &&
+                          t != DType::i64;
+    launch.run((arg ? "argreduce_" : subgroup ? "reduce_subgroup_" : "reduce_") + type, groups);
 }
 
 }  // namespace fluxion::vulkan

@@ -3,7 +3,12 @@
 // grid-stride loop over outputs): each invocation folds a strided share of the n inputs, then the
 // workgroup combines the partial results in shared memory. Ops: sum 0, mean 1, max 2, min 3,
 // argmax 4, argmin 5 (ARG variants: S1 is i64, the index of the first extreme; a NaN wins).
+// SUBGROUP variants add sums within subgroups first (subgroupAdd), then the subgroups' sums.
 #include "common.glsl"
+#if SUBGROUP
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
 layout(local_size_x_id = 0) in;
 layout(std430, binding = 0) readonly buffer Params {
     int outer;
@@ -50,6 +55,20 @@ void main() {
                 at = j;
             }
         }
+#if SUBGROUP && !ARG
+        if (!extreme) {
+            acc = subgroupAdd(acc);
+            if (subgroupElect()) partial[gl_SubgroupID] = acc;
+            barrier();
+            if (lid == 0) {
+                C_T total = C_T(0);
+                for (int s = 0; s < int(gl_NumSubgroups); ++s) total += partial[s];
+                STORE1(off1 + out_, op == 1 ? total / C_T(n) : total);
+            }
+            barrier();
+            continue;
+        }
+#endif
         partial[lid] = acc;
         where_[lid] = at;
         barrier();

@@ -42,3 +42,7 @@ foreach(t ${_float_types})
   fluxion_vulkan_variant(softmax_backward_${t} softmax.comp C ${t} S0 ${t} S1 ${t} S2 ${t} DEFINES -DBACKWARD=1)
   fluxion_vulkan_variant(optimiser_${t} optimiser.comp C ${t} S0 ${t} S1 ${t} S2 ${t} S3 ${t})
 endforeach()
+# Sums with subgroup arithmetic (64-bit integers would need shaderSubgroupExtendedTypes).
+foreach(t f32 f64 i32)
+  fluxion_vulkan_variant(reduce_subgroup_${t} reduce.comp C ${t} S0 ${t} S1 ${t} DEFINES -DSUBGROUP=1)
+endforeach()
