@@ -4,7 +4,9 @@
 #include <cstring>
 #include <string>
 
+#include "fluxion/error.hpp"
 #include "vulkan/allocator.hpp"
+#include "vulkan/capabilities.hpp"
 #include "vulkan/check.hpp"
 #include "vulkan/context.hpp"
 #include "vulkan/dtype.hpp"
@@ -12,9 +14,9 @@
 
 namespace fluxion::vulkan {
 
-namespace {
-
 using backend::Op;
+
+namespace {
 
 // PCI vendor ids, and the Khronos ids of vendors without one (VkVendorId).
 const char* vendor_name(std::uint32_t id) {
@@ -59,9 +61,7 @@ void device_properties(int device, backend::DeviceProperties* out) {
     out->free_bytes = heap_bytes > reserved ? heap_bytes - reserved : 0;
 }
 
-bool supports(int device, Op op, DType t, char* why, std::size_t why_size) {
-    std::lock_guard lock(plugin_mutex());
-    const Context& ctx = context(device);
+std::string unsupported(const Context& ctx, Op op, DType t) {
     const bool any_stored = t == DType::f32 || t == DType::f64 || t == DType::i32 || t == DType::i64 ||
                             t == DType::u8 || t == DType::boolean;
     const bool number = t == DType::f32 || t == DType::f64 || t == DType::i32 || t == DType::i64;
@@ -80,13 +80,21 @@ bool supports(int device, Op op, DType t, char* why, std::size_t why_size) {
         case Op::reduce: typed = number, types = "f32, f64, i32, i64"; break;
         default: typed = floating, types = "f32, f64"; break;
     }
-    std::string reason;
-    if (!typed)
-        reason = ctx.label() + " runs this op on " + types + ", not " + dtype_name(t);
-    else if (t == DType::f64 && !ctx.float64)
-        reason = ctx.label() + " has no shaderFloat64";
-    else if ((t == DType::i64 || op == Op::index_select || op == Op::index_add || op == Op::reduce) && !ctx.int64)
-        reason = ctx.label() + " has no shaderInt64 (i64 elements and indices)";
+    if (!typed) return ctx.label() + " runs " + name(op) + " on " + types + ", not " + dtype_name(t);
+    if (t == DType::f64 && !ctx.float64) return ctx.label() + " has no shaderFloat64 (f64 elements)";
+    if ((t == DType::i64 || op == Op::index_select || op == Op::index_add || op == Op::reduce) && !ctx.int64)
+        return ctx.label() + " has no shaderInt64 (i64 elements, indices and argmax)";
+    return {};
+}
+
+void require(const Context& ctx, Op op, DType t, const char* kernel) {
+    const std::string reason = unsupported(ctx, op, t);
+    if (!reason.empty()) throw DTypeError(std::string(kernel) + ": " + reason);
+}
+
+bool supports(int device, Op op, DType t, char* why, std::size_t why_size) {
+    std::lock_guard lock(plugin_mutex());
+    const std::string reason = unsupported(context(device), op, t);
     if (reason.empty()) return true;
     copy_text(reason, why, why_size);
     return false;

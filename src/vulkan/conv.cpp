@@ -5,6 +5,7 @@
 
 #include "fluxion/error.hpp"
 #include "vulkan/allocator.hpp"
+#include "vulkan/capabilities.hpp"
 #include "vulkan/kernels.hpp"
 #include "vulkan/launch.hpp"
 
@@ -22,12 +23,9 @@ struct Dims {
         : groups(s.groups), kg(s.k / s.groups), rows(s.c * s.r * s.s), rows_g(rows / s.groups), p(s.oh * s.ow) {}
 };
 
-void check_type(int device, DType t, const char* op) {
-    if (t != DType::f32 && t != DType::f64) {
-        Launch launch(device, op);
-        throw DTypeError(std::string(op) + " on " + launch.ctx().label() + " does not support " + dtype_name(t) +
-                         " (f32, f64)");
-    }
+void check_type(int device, DType t, backend::Op op, const char* kernel) {
+    std::lock_guard lock(plugin_mutex());
+    require(context(device), op, t, kernel);
 }
 
 // im2col (to_columns) or col2im over `images` images.
@@ -67,7 +65,7 @@ void* advance(void* base, std::int64_t elements, std::size_t element) {
 
 void conv2d(int device, DType t, const Conv2dShape* sp, const void* x, const void* w, void* y) {
     const Conv2dShape& s = *sp;
-    check_type(device, t, "conv2d");
+    check_type(device, t, backend::Op::conv2d, "conv2d");
     if (s.n * s.k * s.oh * s.ow == 0) return;
     const Dims d(s);
     const std::size_t size = element_size(t);
@@ -91,7 +89,7 @@ void conv2d(int device, DType t, const Conv2dShape* sp, const void* x, const voi
 
 void conv2d_backward_input(int device, DType t, const Conv2dShape* sp, const void* gy, const void* w, void* gx) {
     const Conv2dShape& s = *sp;
-    check_type(device, t, "conv2d_backward_input");
+    check_type(device, t, backend::Op::conv2d_backward_input, "conv2d_backward_input");
     if (s.n * s.c * s.h * s.w == 0) return;
     const Dims d(s);
     const std::size_t size = element_size(t);
@@ -115,7 +113,7 @@ void conv2d_backward_input(int device, DType t, const Conv2dShape* sp, const voi
 
 void conv2d_backward_weight(int device, DType t, const Conv2dShape* sp, const void* x, const void* gy, void* gw) {
     const Conv2dShape& s = *sp;
-    check_type(device, t, "conv2d_backward_weight");
+    check_type(device, t, backend::Op::conv2d_backward_weight, "conv2d_backward_weight");
     const Dims d(s);
     const std::size_t size = element_size(t);
     fill(device, t, s.k * d.rows_g, gw, 0.0);

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "fluxion/error.hpp"
+#include "vulkan/capabilities.hpp"
 #include "vulkan/kernels.hpp"
 #include "vulkan/launch.hpp"
 #include "vulkan/strided.hpp"
@@ -46,6 +47,7 @@ Strided contiguous(const Strided& shape) {
 void unary(int device, Unary op, DType t, std::int64_t n, const void* x, void* y, double a, double b) {
     if (n <= 0) return;
     Launch launch(device, "unary");
+    require(launch.ctx(), backend::Op::unary, t, "unary");
     const bool integer_op = op == Unary::neg || op == Unary::abs || op == Unary::square || op == Unary::sign;
     if (!is_float(t) && !(integer_op && (t == DType::i32 || t == DType::i64)))
         throw DTypeError("unary on " + launch.ctx().label() + " does not support " + dtype_name(t) +
@@ -67,9 +69,7 @@ void unary_backward(int device, Unary op, DType t, std::int64_t n, const void* x
                     void* gx, double a, double b) {
     if (n <= 0) return;
     Launch launch(device, "unary_backward");
-    if (!is_float(t))
-        throw DTypeError("unary_backward on " + launch.ctx().label() + " does not support " + dtype_name(t) +
-                         " (f32, f64)");
+    require(launch.ctx(), backend::Op::unary_backward, t, "unary_backward");
     const std::string type = suffix(t, launch.ctx(), "unary_backward");
     check_count(n, launch.ctx(), "unary_backward");
     const std::size_t size = element_size(t), bytes = std::size_t(n) * size;
@@ -93,6 +93,7 @@ void binary(int device, Binary op, DType t, const Strided* a_view, const void* a
     const Views<3> v = merge_views<3>("binary", {a_view, b_view, &out_view});
     if (v.count == 0) return;
     Launch launch(device, "binary");
+    require(launch.ctx(), backend::Op::binary, t, "binary");
     const bool compare = op >= Binary::eq;
     if (!compare && (t == DType::u8 || t == DType::boolean))
         throw DTypeError("binary arithmetic on " + launch.ctx().label() + " does not support " + dtype_name(t) +
@@ -119,6 +120,7 @@ void where(int device, DType t, const Strided* c_view, const void* c, const Stri
     const Views<4> v = merge_views<4>("where", {c_view, a_view, b_view, &out_view});
     if (v.count == 0) return;
     Launch launch(device, "where");
+    require(launch.ctx(), backend::Op::where, t, "where");
     const std::string type = suffix(t, launch.ctx(), "where");
     check_count(v.count, launch.ctx(), "where");
     const std::size_t size = element_size(t);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "fluxion/error.hpp"
+#include "vulkan/capabilities.hpp"
 #include "vulkan/kernels.hpp"
 #include "vulkan/launch.hpp"
 
@@ -40,8 +41,7 @@ void gemm(int device, DType t, bool trans_a, bool trans_b, std::int64_t m, std::
           std::int64_t stride_b, double beta, void* c, std::int64_t ldc, std::int64_t stride_c, std::int64_t batch) {
     if (m <= 0 || n <= 0 || batch <= 0) return;
     Launch launch(device, "gemm");
-    if (t != DType::f32 && t != DType::f64)
-        throw DTypeError("gemm on " + launch.ctx().label() + " does not support " + dtype_name(t) + " (f32, f64)");
+    require(launch.ctx(), backend::Op::gemm, t, "gemm");
     const std::string type = suffix(t, launch.ctx(), "gemm");
     const std::size_t size = element_size(t);
     // The elements each operand spans from its pointer.

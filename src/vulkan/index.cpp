@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "fluxion/error.hpp"
+#include "vulkan/capabilities.hpp"
 #include "vulkan/kernels.hpp"
 #include "vulkan/launch.hpp"
 
@@ -23,12 +24,12 @@ void check_indices(int device, const char* op, const std::int64_t* idx, std::int
                              std::to_string(bound) + ")");
 }
 
-void launch_index(int device, const char* op, const char* kernel, DType t, std::int64_t total, std::int64_t n_other,
+void launch_index(int device, backend::Op which, const char* op, const char* kernel, DType t, std::int64_t total, std::int64_t n_other,
                   std::int64_t inner, std::int64_t n_idx, const void* src, std::size_t src_elements,
                   const std::int64_t* idx, void* dst, std::size_t dst_elements) {
     Launch launch(device, op);
     const std::string type = suffix(t, launch.ctx(), op);
-    if (!launch.ctx().int64) throw DTypeError(std::string(op) + " on " + launch.ctx().label() + " reads i64 indices, which needs shaderInt64, which the device lacks");
+    require(launch.ctx(), which, t, op);
     check_count(std::max<std::int64_t>({total, std::int64_t(src_elements), std::int64_t(dst_elements)}), launch.ctx(), op);
     const std::size_t size = element_size(t);
     const std::int32_t off0 = launch.buffer(src, src_elements * size, size, false);
@@ -51,7 +52,7 @@ void index_select(int device, DType t, std::int64_t outer, std::int64_t n_src, s
     const std::int64_t total = outer * n_idx * inner;
     if (total <= 0) return;
     check_indices(device, "index_select", idx, n_idx, n_src);
-    launch_index(device, "index_select", "index_select_", t, total, n_src, inner, n_idx, src,
+    launch_index(device, backend::Op::index_select, "index_select", "index_select_", t, total, n_src, inner, n_idx, src,
                  std::size_t(outer * n_src * inner), idx, dst, std::size_t(total));
 }
 
@@ -60,7 +61,7 @@ void index_add(int device, DType t, std::int64_t outer, std::int64_t n_dst, std:
     const std::int64_t total = outer * n_dst * inner;
     if (total <= 0 || n_idx <= 0) return;
     check_indices(device, "index_add", idx, n_idx, n_dst);
-    launch_index(device, "index_add", "index_add_", t, total, n_dst, inner, n_idx, src,
+    launch_index(device, backend::Op::index_add, "index_add", "index_add_", t, total, n_dst, inner, n_idx, src,
                  std::size_t(outer * n_idx * inner), idx, dst, std::size_t(total));
 }
 

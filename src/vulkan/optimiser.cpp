@@ -4,6 +4,7 @@
 #include <string>
 
 #include "fluxion/error.hpp"
+#include "vulkan/capabilities.hpp"
 #include "vulkan/kernels.hpp"
 #include "vulkan/launch.hpp"
 
@@ -21,9 +22,7 @@ void optimiser_step(int device, Optimiser rule, DType t, std::int64_t n, void* p
                          " must start at 1 (Adam's bias correction divides by 1 - beta^t)");
     if (n <= 0) return;
     Launch launch(device, "optimiser_step");
-    if (t != DType::f32 && t != DType::f64)
-        throw DTypeError("optimiser_step on " + launch.ctx().label() + " does not support " + dtype_name(t) +
-                         " (f32, f64)");
+    require(launch.ctx(), backend::Op::optimiser_step, t, "optimiser_step");
     const std::string type = suffix(t, launch.ctx(), "optimiser_step");
     check_count(n, launch.ctx(), "optimiser_step");
     const std::size_t size = element_size(t), bytes = std::size_t(n) * size;

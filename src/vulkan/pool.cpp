@@ -1,5 +1,6 @@
 // pool.cpp — 2-d max and mean pooling and their gradients (shaders pool.comp, pool_backward.comp).
 #include "fluxion/error.hpp"
+#include "vulkan/capabilities.hpp"
 #include "vulkan/kernels.hpp"
 #include "vulkan/launch.hpp"
 
@@ -13,10 +14,8 @@ void put_shape(Launch& launch, const Pool2dShape& s, Pool op) {
     launch.param(std::int32_t(op));
 }
 
-std::string checked_type(Launch& launch, DType t, const char* op, const Pool2dShape& s) {
-    if (t != DType::f32 && t != DType::f64)
-        throw DTypeError(std::string(op) + " on " + launch.ctx().label() + " does not support " + dtype_name(t) +
-                         " (f32, f64)");
+std::string checked_type(Launch& launch, backend::Op which, DType t, const char* op, const Pool2dShape& s) {
+    require(launch.ctx(), which, t, op);
     if (s.kh < 1 || s.kw < 1 || s.stride_h < 1 || s.stride_w < 1 || s.pad_h < 0 || s.pad_w < 0)
         throw ValueError(std::string(op) + " on " + launch.ctx().label() +
                          ": windows and strides must be positive, padding non-negative");
@@ -31,7 +30,7 @@ void pool2d(int device, Pool op, DType t, const Pool2dShape* sp, const void* x, 
     const std::int64_t outputs = s.n * s.c * s.oh * s.ow;
     if (outputs <= 0) return;
     Launch launch(device, "pool2d");
-    const std::string type = checked_type(launch, t, "pool2d", s);
+    const std::string type = checked_type(launch, backend::Op::pool2d, t, "pool2d", s);
     const std::size_t size = element_size(t);
     const std::int32_t off0 = launch.buffer(x, std::size_t(s.n * s.c * s.h * s.w) * size, size, false);
     const std::int32_t off1 = launch.buffer(y, std::size_t(outputs) * size, size, true);
@@ -49,7 +48,7 @@ void pool2d_backward(int device, Pool op, DType t, const Pool2dShape* sp, const 
     const std::int64_t inputs = s.n * s.c * s.h * s.w, outputs = s.n * s.c * s.oh * s.ow;
     if (inputs <= 0) return;
     Launch launch(device, "pool2d_backward");
-    const std::string type = checked_type(launch, t, "pool2d_backward", s);
+    const std::string type = checked_type(launch, backend::Op::pool2d_backward, t, "pool2d_backward", s);
     const std::size_t size = element_size(t);
     const std::size_t in_bytes = std::size_t(inputs) * size, out_bytes = std::size_t(std::max<std::int64_t>(outputs, 1)) * size;
     const std::int32_t off0 = launch.buffer(x, in_bytes, size, false);

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "fluxion/error.hpp"
+#include "vulkan/capabilities.hpp"
 #include "vulkan/kernels.hpp"
 #include "vulkan/launch.hpp"
 
@@ -15,13 +16,10 @@ void reduce(int device, Reduce op, DType t, std::int64_t outer, std::int64_t n, 
     if (outputs <= 0) return;
     Launch launch(device, "reduce");
     const bool arg = op == Reduce::argmax || op == Reduce::argmin;
-    if (t == DType::u8 || t == DType::boolean)
-        throw DTypeError("reduce on " + launch.ctx().label() + " does not support " + dtype_name(t) +
-                         " (f32, f64, i32, i64); cast first");
+    require(launch.ctx(), backend::Op::reduce, t, "reduce");
     if (n == 0 && op != Reduce::sum) throw ValueError("reduce on " + launch.ctx().label() + ": an empty axis has no " +
                                                       (op == Reduce::mean ? "mean" : "extreme"));
     const std::string type = suffix(t, launch.ctx(), "reduce");
-    if (arg && !launch.ctx().int64) throw DTypeError("argmax/argmin on " + launch.ctx().label() + " write i64, which needs shaderInt64, which the device lacks");
     check_count(outer * n * inner, launch.ctx(), "reduce");
     const std::size_t size = element_size(t), out_size = arg ? 8 : size;
     const std::int32_t off0 = launch.buffer(src, std::size_t(outer * n * inner) * size, size, false);

@@ -1,5 +1,6 @@
 // softmax.cpp — softmax and log-softmax along the middle axis, and their gradients (softmax.comp).
 #include "fluxion/error.hpp"
+#include "vulkan/capabilities.hpp"
 #include "vulkan/kernels.hpp"
 #include "vulkan/launch.hpp"
 
@@ -13,9 +14,7 @@ void run(int device, bool backward, bool log, DType t, std::int64_t outer, std::
     const std::int64_t rows = outer * inner, total = rows * n;
     if (total <= 0) return;
     Launch launch(device, op);
-    if (t != DType::f32 && t != DType::f64)
-        throw DTypeError(std::string(op) + " on " + launch.ctx().label() + " does not support " + dtype_name(t) +
-                         " (f32, f64)");
+    require(launch.ctx(), backward ? backend::Op::softmax_backward : backend::Op::softmax, t, op);
     const std::string type = suffix(t, launch.ctx(), op);
     check_count(total, launch.ctx(), op);
     const std::size_t size = element_size(t), bytes = std::size_t(total) * size;
