@@ -359,6 +359,23 @@ TEST_F(Vulkan, TensorsMoveToTheDeviceAndBack) {
     EXPECT_EQ((fx::zeros({3, 4}, {.device = dev}) | fx::cpu).to_vector<double>(), std::vector<double>(12, 0.0));
 }
 
+// Run by ctest with FLUXION_VULKAN_DEBUG_MAX_BUFFER_RANGE=4096: a tensor larger than the device's
+// maxStorageBufferRange is a clear error, not a silent partial binding; smaller ones still run.
+TEST_F(Vulkan, TensorsLargerThanTheStorageBufferRangeAreAClearError) {
+    const char* range = std::getenv("FLUXION_VULKAN_DEBUG_MAX_BUFFER_RANGE");
+    if (!range || std::string(range) != "4096") GTEST_SKIP() << "only with FLUXION_VULKAN_DEBUG_MAX_BUFFER_RANGE=4096";
+    void* p = t().alloc(0, 8192);
+    t().fill(0, fx::DType::f32, 512, p, 1.0);
+    EXPECT_EQ(download<float>(p, 512), std::vector<float>(512, 1.0f));
+    try {
+        t().fill(0, fx::DType::f32, 2048, p, 1.0);
+        ADD_FAILURE() << "a fill of 8192 bytes ran under a 4096-byte range";
+    } catch (const fx::ShapeError& e) {
+        EXPECT_NE(std::string(e.what()).find("maxStorageBufferRange"), std::string::npos) << e.what();
+    }
+    t().free(0, p);
+}
+
 // Run by ctest a second time with VK_DRIVER_FILES naming a missing file: the loader is there, no
 // driver is, and the plugin says so.
 TEST(VulkanNoDriver, FunctionalSaysWhy) {

@@ -162,6 +162,10 @@ void create_device(Context& c) {
     const Probe& p = probe();
     c.physical = p.devices[std::size_t(c.index)];
     vkGetPhysicalDeviceProperties(c.physical, &c.properties);
+    // Tests lower the limit to reach the error for tensors larger than it (the real limit is 4 GiB on many drivers).
+    if (const char* range = std::getenv("FLUXION_VULKAN_DEBUG_MAX_BUFFER_RANGE"))
+        c.properties.limits.maxStorageBufferRange =
+            std::min<std::uint32_t>(c.properties.limits.maxStorageBufferRange, std::uint32_t(std::strtoul(range, nullptr, 10)));
     vkGetPhysicalDeviceMemoryProperties(c.physical, &c.memory);
     VkPhysicalDeviceFeatures supported{};
     vkGetPhysicalDeviceFeatures(c.physical, &supported);
