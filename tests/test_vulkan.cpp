@@ -340,6 +340,13 @@ TEST_F(Vulkan, BadArgumentsRaiseClearErrors) {
     EXPECT_THROW(t().index_select(0, fx::DType::f32, 1, 4, 1, p, static_cast<const std::int64_t*>(di), 2,
                                   static_cast<float*>(p) + 8),
                  fx::ValueError);
+    // Bytes are gathered whole, into words shared with their neighbours.
+    const std::uint8_t bytes[4] = {10, 11, 12, 13};
+    t().copy_from_host(0, p, bytes, 4);
+    t().fill(0, fx::DType::u8, 5, static_cast<std::uint8_t*>(p) + 32, 99);
+    t().index_select(0, fx::DType::u8, 1, 4, 1, p, static_cast<const std::int64_t*>(di), 1,
+                     static_cast<std::uint8_t*>(p) + 33);
+    EXPECT_EQ(download<std::uint8_t>(static_cast<std::uint8_t*>(p) + 32, 3), (std::vector<std::uint8_t>{99, 11, 99}));
     EXPECT_THROW(t().unary(0, fx::backend::Unary::exp, fx::DType::i32, 4, p, p, 0, 0), fx::DTypeError);
     EXPECT_THROW(t().fill(0, fx::DType::f16, 4, p, 0), fx::DTypeError);
     // A range that leaves its allocation is refused rather than read.

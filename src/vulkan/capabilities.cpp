@@ -72,10 +72,10 @@ std::string unsupported(const Context& ctx, Op op, DType t) {
         case Op::fill:
         case Op::copy_strided:
         case Op::cast:
+        case Op::index_select:
         case Op::where: typed = any_stored, types = "f32, f64, i32, i64, u8, bool"; break;
         case Op::binary: typed = any_stored, types = "f32, f64, i32, i64; comparisons also u8, bool"; break;
         case Op::unary: typed = number, types = "f32, f64; neg, abs, square, sign also i32, i64"; break;
-        case Op::index_select:
         case Op::index_add:
         case Op::reduce: typed = number, types = "f32, f64, i32, i64"; break;
         default: typed = floating, types = "f32, f64"; break;
