@@ -40,15 +40,7 @@ void Launch::run(const std::string& variant, std::uint32_t x, std::uint32_t y, s
     std::vector<std::uint32_t> values{local_x ? local_x : ctx_.workgroup_size};
     values.insert(values.end(), constants.begin(), constants.end());
     const int bindings = int(buffers_.size()) + 1;
-    const Pipeline* p = nullptr;
-    switch (values.size()) {  // the cache takes an initializer_list
-        case 1: p = &pipeline(ctx_, variant, bindings, {values[0]}, op_); break;
-        case 2: p = &pipeline(ctx_, variant, bindings, {values[0], values[1]}, op_); break;
-        case 3: p = &pipeline(ctx_, variant, bindings, {values[0], values[1], values[2]}, op_); break;
-        case 4: p = &pipeline(ctx_, variant, bindings, {values[0], values[1], values[2], values[3]}, op_); break;
-        case 5: p = &pipeline(ctx_, variant, bindings, {values[0], values[1], values[2], values[3], values[4]}, op_); break;
-        default: throw ValueError(std::string(op_) + ": too many specialisation constants");
-    }
+    const Pipeline* p = &pipeline(ctx_, variant, bindings, values, op_);
     Stream& s = stream(ctx_);
     params_.resize(std::max<std::size_t>(16, (params_.size() + 15) / 16 * 16));
     const Staged staged = s.stage(params_.size());

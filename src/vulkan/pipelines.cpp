@@ -42,9 +42,8 @@ VkPipelineLayout layout_for(Context& ctx, int bindings) {
 }  // namespace
 
 const Pipeline& pipeline(Context& ctx, const std::string& variant, int bindings,
-                         std::initializer_list<std::uint32_t> constants, const char* op) {
+                         const std::vector<std::uint32_t>& values, const char* op) {
     static auto* cache = new std::map<Key, Pipeline>;
-    std::vector<std::uint32_t> values(constants);
     Key key{ctx.index, variant, values};
     if (auto it = cache->find(key); it != cache->end()) return it->second;
 

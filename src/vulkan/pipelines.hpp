@@ -5,8 +5,8 @@
 #include <vulkan/vulkan.h>
 
 #include <cstdint>
-#include <initializer_list>
 #include <string>
+#include <vector>
 
 #include "vulkan/context.hpp"
 
@@ -19,6 +19,6 @@ struct Pipeline {
 
 // fluxion::DTypeError naming `op` when `variant` was not built (an element type the kernel lacks).
 const Pipeline& pipeline(Context& ctx, const std::string& variant, int bindings,
-                         std::initializer_list<std::uint32_t> constants, const char* op);
+                         const std::vector<std::uint32_t>& constants, const char* op);
 
 }  // namespace fluxion::vulkan
