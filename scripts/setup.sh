@@ -13,6 +13,8 @@ packages=(
   clang libclang-rt-14-dev                  # libFuzzer for the safetensors reader's fuzz target
   dataset-fashion-mnist                     # the main job's data
   libopenmpi-dev openmpi-bin                # fluxion::distributed (data-parallel training) and its mpirun tests
+  libvulkan-dev glslc                       # the Vulkan backend plugin: headers, loader, shader compiler
+  mesa-vulkan-drivers vulkan-validationlayers  # its tests: lavapipe (Vulkan on the CPU), validation
 )
 
 missing=()

@@ -80,7 +80,8 @@ TEST(CpuBackend, TableIsComplete) {
     EXPECT_STREQ(t.name, "CPU");
     const void* entries[] = {
         reinterpret_cast<const void*>(t.functional),     reinterpret_cast<const void*>(t.device_count),
-        reinterpret_cast<const void*>(t.device_info),    reinterpret_cast<const void*>(t.synchronize),
+        reinterpret_cast<const void*>(t.device_properties),
+        reinterpret_cast<const void*>(t.supports),    reinterpret_cast<const void*>(t.synchronize),
         reinterpret_cast<const void*>(t.alloc),          reinterpret_cast<const void*>(t.free),
         reinterpret_cast<const void*>(t.copy_from_host), reinterpret_cast<const void*>(t.copy_to_host),
         reinterpret_cast<const void*>(t.copy_device),    reinterpret_cast<const void*>(t.fill),
@@ -99,17 +100,32 @@ TEST(CpuBackend, TableIsComplete) {
 TEST(CpuBackend, OneDeviceDescribed) {
     EXPECT_TRUE(cpu().functional(nullptr, 0));
     EXPECT_EQ(cpu().device_count(), 1);
-    char name[256] = {};
-    std::size_t total = 0, free = 0;
-    cpu().device_info(0, name, sizeof name, &total, &free);
-    EXPECT_GT(std::strlen(name), 0u);
-    EXPECT_GT(total, std::size_t{1} << 20);
-    EXPECT_GT(free, 0u);
-    EXPECT_LE(free, total);
-    char tiny[4];
-    cpu().device_info(0, tiny, sizeof tiny, nullptr, nullptr);
+    EXPECT_EQ(cpu().priority, 0);
+    fluxion::backend::DeviceProperties p{};
+    cpu().device_properties(0, &p);
+    EXPECT_GT(std::strlen(p.name), 0u);
+    EXPECT_LT(std::strlen(p.name), sizeof p.name);
+    EXPECT_EQ(p.kind, fluxion::DeviceKind::cpu);
+    EXPECT_GT(p.total_bytes, std::size_t{1} << 20);
+    EXPECT_GT(p.free_bytes, 0u);
+    EXPECT_LE(p.free_bytes, p.total_bytes);
+    EXPECT_THROW(cpu().device_properties(1, &p), fluxion::DeviceError);
+}
+
+TEST(CpuBackend, SupportsNamesTheMissingKernel) {
+    using fluxion::DType;
+    using fluxion::Op;
+    ASSERT_NE(cpu().supports, nullptr);
+    EXPECT_TRUE(cpu().supports(0, Op::gemm, DType::f64, nullptr, 0));
+    EXPECT_TRUE(cpu().supports(0, Op::cast, DType::bf16, nullptr, 0));
+    EXPECT_TRUE(cpu().supports(0, Op::binary, DType::boolean, nullptr, 0));
+    EXPECT_FALSE(cpu().supports(0, Op::unary, DType::u8, nullptr, 0));
+    char why[256] = {};
+    EXPECT_FALSE(cpu().supports(0, Op::gemm, DType::f16, why, sizeof why));
+    EXPECT_STREQ(why, "CPU:0: gemm has no kernel for f16 (supported: f32, f64)");
+    char tiny[8];
+    EXPECT_FALSE(cpu().supports(0, Op::softmax, DType::i32, tiny, sizeof tiny));
     EXPECT_LT(std::strlen(tiny), sizeof tiny);
-    EXPECT_THROW(cpu().device_info(1, name, sizeof name, &total, &free), fluxion::DeviceError);
 }
 
 TEST(CpuBackend, AllocationsAreAlignedAndUnique) {

@@ -69,10 +69,9 @@ protected:
     }
 
     static std::size_t free_memory() {
-        char name[256];
-        std::size_t total = 0, free = 0;
-        plugin().table->device_info(0, name, sizeof name, &total, &free);
-        return free;
+        fluxion::backend::DeviceProperties p{};
+        plugin().table->device_properties(0, &p);
+        return p.free_bytes;
     }
 
     const fluxion::backend::Backend* cuda = nullptr;
@@ -150,9 +149,9 @@ TEST_F(CudaAllocator, CacheIsReleasedWhenTheDeviceIsFull) {
 }
 
 TEST_F(CudaAllocator, OutOfMemoryThrowsAndTheDeviceStaysUsable) {
-    char name[256];
-    std::size_t total = 0, free = 0;
-    cuda->device_info(0, name, sizeof name, &total, &free);
+    fluxion::backend::DeviceProperties p{};
+    cuda->device_properties(0, &p);
+    const std::size_t total = p.total_bytes;
     try {
         cuda->alloc(0, 2 * total);
         FAIL() << "allocating twice the device's memory should throw fluxion::OutOfMemory";

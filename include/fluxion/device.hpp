@@ -5,6 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "fluxion/capabilities.hpp"
+#include "fluxion/dtype.hpp"
+
 namespace fluxion {
 
 // A device is a backend name and an index: CPU, CUDA:0, CUDA:1, ...
@@ -35,6 +38,8 @@ void gpu_backend(const std::string& backend);       // persists the preference (
 struct DeviceInfo {
     Device device;
     std::string name;           // e.g. "NVIDIA H100 80GB HBM3"
+    std::string vendor;         // "NVIDIA", "AMD", "Intel", "Apple", "Mesa", ... ("" if unknown)
+    DeviceKind kind = DeviceKind::other;
     std::size_t total_memory = 0;
     std::size_t free_memory = 0;
 };

@@ -10,11 +10,12 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "fluxion/capabilities.hpp"
 #include "fluxion/dtype.hpp"
 
 namespace fluxion::backend {
 
-inline constexpr int kAbiVersion = 1;
+inline constexpr int kAbiVersion = 2;
 inline constexpr int kMaxDims = 8;
 
 enum class Unary : int {
@@ -64,15 +65,39 @@ struct Strided {
     std::int64_t strides[kMaxDims];
 };
 
+// What kind of processor a device is (fluxion::DeviceKind, public for fx::devices): fx::gpu's
+// default never picks a `cpu`-kind device (lavapipe, SwiftShader), the CPU backend is faster there.
+using fluxion::DeviceKind;
+
+struct DeviceProperties {
+    char name[256];           // "NVIDIA H100 80GB HBM3", "llvmpipe (LLVM 15.0.6, 256 bits)"
+    char vendor[64];          // "NVIDIA", "AMD", "Intel", "Apple", "Mesa", ... ("" if unknown)
+    DeviceKind kind;
+    std::size_t total_bytes;  // device memory
+    std::size_t free_bytes;
+};
+
+// The kernel entries of the table, for capability queries (fluxion::Op, public for fx::supports).
+using fluxion::Op;
+
 struct Backend {
     int abi_version;
     const char* name;  // "CPU", "CUDA", ...
+    // Among functional backends with a GPU-kind device, the highest is the default of fx::gpu and
+    // get_device(): CUDA 100, Vulkan 50, test plugins 0.
+    int priority;
 
     // ---- devices ----
     // Whether the backend can run here; if not, `why` (may be null) receives a reason.
     bool (*functional)(char* why, std::size_t why_size);
     int (*device_count)();
-    void (*device_info)(int device, char* name, std::size_t name_size, std::size_t* total, std::size_t* free);
+    void (*device_properties)(int device, DeviceProperties* out);
+    // Whether `device` runs `op` on element type `t`; if not, `why` (may be null) receives the
+    // reason naming the device and the missing feature, e.g. "Vulkan:0 (llvmpipe) has no
+    // shaderFloat64". An entry that handles `t` for some of its variants only (unary exp on i32
+    // does not run, unary neg does) answers true; the variant throws DTypeError when called.
+    // A null entry means "everything".
+    bool (*supports)(int device, Op op, DType t, char* why, std::size_t why_size);
     void (*synchronize)(int device);
 
     // ---- memory ----

@@ -77,6 +77,17 @@ Device choose_device(bool verbose) {
 
 }  // namespace
 
+const char* name(DeviceKind kind) {
+    switch (kind) {
+        case DeviceKind::discrete_gpu: return "discrete GPU";
+        case DeviceKind::integrated_gpu: return "integrated GPU";
+        case DeviceKind::virtual_gpu: return "virtual GPU";
+        case DeviceKind::cpu: return "CPU";
+        case DeviceKind::other: return "other";
+    }
+    return "unknown kind";
+}
+
 std::string Device::str() const { return is_cpu() ? type : type + ":" + std::to_string(index); }
 
 Device get_device(GetDeviceOptions options) {
@@ -155,9 +166,13 @@ std::vector<DeviceInfo> devices(const std::string& backend) {
     for (int i = 0; i < e->table->device_count(); ++i) {
         DeviceInfo d;
         d.device = Device{backend, backend == "CPU" ? 0 : i};
-        char name[256] = {0};
-        e->table->device_info(i, name, sizeof name, &d.total_memory, &d.free_memory);
-        d.name = name;
+        backend::DeviceProperties p{};
+        e->table->device_properties(i, &p);
+        d.name = p.name;
+        d.vendor = p.vendor;
+        d.kind = p.kind;
+        d.total_memory = p.total_bytes;
+        d.free_memory = p.free_bytes;
         out.push_back(d);
     }
     return out;

@@ -38,17 +38,25 @@ void check_device(const char* what, int device) {
                           " does not exist; the CPU backend has one device, CPU:0");
 }
 
-std::string cpu_model_name() {
+// The value of the first `key : value` line of /proc/cpuinfo with that key, or `otherwise`.
+std::string cpuinfo_field(const std::string& key, const std::string& otherwise) {
     std::ifstream cpuinfo("/proc/cpuinfo");
     std::string line;
     while (std::getline(cpuinfo, line)) {
-        if (line.rfind("model name", 0) != 0) continue;
+        if (line.rfind(key, 0) != 0) continue;
         const auto colon = line.find(':');
         if (colon == std::string::npos) break;
         const auto start = line.find_first_not_of(' ', colon + 1);
-        return start == std::string::npos ? std::string("CPU") : line.substr(start);
+        return start == std::string::npos ? otherwise : line.substr(start);
     }
-    return "CPU";
+    return otherwise;
+}
+
+std::string cpu_vendor() {
+    const std::string id = cpuinfo_field("vendor_id", "");
+    if (id == "GenuineIntel") return "Intel";
+    if (id == "AuthenticAMD") return "AMD";
+    return id;
 }
 
 // MemAvailable (what can be allocated without swapping), else the kernel's count of free pages.
@@ -103,16 +111,14 @@ bool functional(char* why, std::size_t why_size) { return true; }
 
 int device_count() { return 1; }
 
-void device_info(int device, char* name, std::size_t name_size, std::size_t* total, std::size_t* free) {
-    check_device("device_info", device);
-    if (name && name_size > 0) {
-        const std::string model = cpu_model_name();
-        const std::size_t length = std::min(model.size(), name_size - 1);
-        std::memcpy(name, model.data(), length);
-        name[length] = '\0';
-    }
-    if (total) *total = std::size_t(sysconf(_SC_PHYS_PAGES)) * std::size_t(sysconf(_SC_PAGESIZE));
-    if (free) *free = available_memory();
+void device_properties(int device, DeviceProperties* out) {
+    check_device("device_properties", device);
+    *out = DeviceProperties{};
+    std::snprintf(out->name, sizeof out->name, "%s", cpuinfo_field("model name", "CPU").c_str());
+    std::snprintf(out->vendor, sizeof out->vendor, "%s", cpu_vendor().c_str());
+    out->kind = DeviceKind::cpu;
+    out->total_bytes = std::size_t(sysconf(_SC_PHYS_PAGES)) * std::size_t(sysconf(_SC_PAGESIZE));
+    out->free_bytes = available_memory();
 }
 
 void synchronize(int device) {}
@@ -139,9 +145,11 @@ const Backend& cpu_backend() {
         return Backend{
             .abi_version = kAbiVersion,
             .name = "CPU",
+            .priority = 0,
             .functional = cpu::functional,
             .device_count = cpu::device_count,
-            .device_info = cpu::device_info,
+            .device_properties = cpu::device_properties,
+            .supports = cpu::supports,
             .synchronize = cpu::synchronize,
             .alloc = cpu::alloc,
             .free = cpu::free,

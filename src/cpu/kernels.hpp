@@ -59,8 +59,10 @@ void blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T al
 // ---- devices and memory (backend.cpp) ----
 bool functional(char* why, std::size_t why_size);
 int device_count();
-void device_info(int device, char* name, std::size_t name_size, std::size_t* total, std::size_t* free);
+void device_properties(int device, DeviceProperties* out);
 void synchronize(int device);
+// ---- supports.cpp ----
+bool supports(int device, Op op, DType t, char* why, std::size_t why_size);
 void* alloc(int device, std::size_t bytes);
 void free(int device, void* ptr);
 void copy_from_host(int device, void* dst, const void* src, std::size_t bytes);

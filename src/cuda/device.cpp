@@ -1,4 +1,5 @@
 // device.cpp — the device entries of the table: whether CUDA is usable, the devices, synchronising.
+// (What the kernels support is in supports.cpp.)
 #include <algorithm>
 #include <cstring>
 
@@ -26,15 +27,15 @@ bool functional(char* why, std::size_t why_size) {
 
 int device_count() { return probe().device_count; }
 
-void device_info(int device, char* name, std::size_t name_size, std::size_t* total, std::size_t* free) {
+void device_properties(int device, backend::DeviceProperties* out) {
     select_device(device);
     cudaDeviceProp prop{};
     FLUXION_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-    copy_text(prop.name, name, name_size);
-    std::size_t free_bytes = 0, total_bytes = 0;
-    FLUXION_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-    if (total) *total = total_bytes;
-    if (free) *free = free_bytes;
+    *out = {};
+    copy_text(prop.name, out->name, sizeof out->name);
+    copy_text("NVIDIA", out->vendor, sizeof out->vendor);
+    out->kind = prop.integrated ? backend::DeviceKind::integrated_gpu : backend::DeviceKind::discrete_gpu;
+    FLUXION_CUDA_CHECK(cudaMemGetInfo(&out->free_bytes, &out->total_bytes));
 }
 
 void synchronize(int device) { FLUXION_CUDA_CHECK(cudaStreamSynchronize(activate(device).stream)); }

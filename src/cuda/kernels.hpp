@@ -21,8 +21,11 @@ using backend::Unary;
 // device.cpp
 bool functional(char* why, std::size_t why_size);
 int device_count();
-void device_info(int device, char* name, std::size_t name_size, std::size_t* total, std::size_t* free);
+void device_properties(int device, backend::DeviceProperties* out);
 void synchronize(int device);
+
+// supports.cpp
+bool supports(int device, backend::Op op, DType t, char* why, std::size_t why_size);
 
 // copy.cpp (alloc and free are the caching allocator's, allocator.hpp)
 void copy_from_host(int device, void* dst, const void* src, std::size_t bytes);

@@ -12,9 +12,11 @@ namespace {
 constexpr backend::Backend kTable{
     .abi_version = backend::kAbiVersion,
     .name = "CUDA",
+    .priority = 100,
     .functional = functional,
     .device_count = device_count,
-    .device_info = device_info,
+    .device_properties = device_properties,
+    .supports = supports,
     .synchronize = synchronize,
     .alloc = allocate,
     .free = deallocate,

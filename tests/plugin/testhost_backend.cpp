@@ -1,6 +1,8 @@
 // testhost_backend.cpp — a second backend for the tests, "TestHost": it runs the CPU kernels but
 // keeps its data in its own host allocations (tagged, and checked on free) and reports two devices,
-// so moves, mixed-device errors and plugin discovery are tested without a GPU.
+// so moves, mixed-device errors and plugin discovery are tested without a GPU. Its devices are
+// virtual GPUs of vendor "TestHost"; FLUXION_TESTHOST_VENDOR=<vendor> gives device 1 that vendor
+// instead (how the tests see an "AMD" or "Apple" device on any machine).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -24,9 +26,21 @@ bool functional(char* why, std::size_t n) {
     return true;
 }
 int device_count() { return 2; }
-void device_info(int device, char* name, std::size_t n, std::size_t* total, std::size_t* free) {
-    std::snprintf(name, n, "TestHost device %d", device);
-    *total = *free = std::size_t{1} << 30;
+void device_properties(int device, fluxion::backend::DeviceProperties* out) {
+    *out = {};
+    std::snprintf(out->name, sizeof out->name, "TestHost device %d", device);
+    const char* vendor = std::getenv("FLUXION_TESTHOST_VENDOR");
+    std::snprintf(out->vendor, sizeof out->vendor, "%s", device == 1 && vendor && *vendor ? vendor : "TestHost");
+    out->kind = fluxion::DeviceKind::virtual_gpu;
+    out->total_bytes = out->free_bytes = std::size_t{1} << 30;
+}
+// The CPU's answer, the reason naming this device: "TestHost:1: gemm has no kernel for f16 (...)".
+bool supports(int device, fluxion::Op op, fluxion::DType t, char* why, std::size_t n) {
+    char cpu_why[256] = {};
+    if (fluxion::backend::cpu_backend().supports(0, op, t, cpu_why, sizeof cpu_why)) return true;
+    const char* reason = std::strchr(cpu_why, ' ');  // after "CPU:0:"
+    if (why && n > 0) std::snprintf(why, n, "TestHost:%d:%s", device, reason ? reason : cpu_why);
+    return false;
 }
 void synchronize(int) {}
 
@@ -49,9 +63,11 @@ void copy_device(int, void* dst, int, const void* src, std::size_t n) { std::mem
 Backend make_table() {
     Backend b = fluxion::backend::cpu_backend();  // the CPU's kernels work on host memory
     b.name = "TestHost";
+    b.priority = 0;
     b.functional = functional;
     b.device_count = device_count;
-    b.device_info = device_info;
+    b.device_properties = device_properties;
+    b.supports = supports;
     b.synchronize = synchronize;
     b.alloc = alloc;
     b.free = release;

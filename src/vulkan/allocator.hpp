@@ -1,0 +1,54 @@
+// allocator.hpp — the caching device allocator, one pool per device, and the map from the plain
+// `void*` device pointers the core sees to (VkBuffer, offset). Each allocation is one VkBuffer with
+// its own device-local memory, given a unique range of a fake address space: the core does pointer
+// arithmetic on views, and any pointer inside a range resolves to its buffer (ggml's idea).
+// Freed blocks are kept and handed out again. That is safe while work using them is queued: every
+// command runs on the device's one queue in recording order, and Stream's barriers order a reuse
+// after the earlier accesses of the same VkBuffer; the host never touches device memory directly.
+// Memory goes back to the driver (empty_cache) only after the queue is idle.
+#pragma once
+#include <vulkan/vulkan.h>
+
+#include <cstddef>
+
+namespace fluxion::vulkan {
+
+// Throws fluxion::OutOfMemory when the device is full even after the cache is released.
+void* allocate(int device, std::size_t bytes);
+// Returns a block from allocate() to the cache; throws fluxion::ValueError for a foreign pointer.
+void deallocate(int device, void* ptr);
+
+struct MemoryStats {
+    std::size_t allocated = 0;  // bytes in blocks handed out and not yet freed
+    std::size_t reserved = 0;   // bytes obtained from vkAllocateMemory: allocated plus cached
+    std::size_t peak = 0;       // the most `allocated` has been
+};
+MemoryStats memory_stats(int device);
+// Waits for the device's queue, then gives every cached (free) block back to the driver.
+void empty_cache(int device);
+
+// Device memory for the duration of one call (column buffers). Returning it to the cache at the end
+// of the scope is safe while kernels using it are still queued (see above).
+class Scratch {
+public:
+    Scratch(int device, std::size_t bytes) : device_(device), ptr_(allocate(device, bytes)) {}
+    ~Scratch() { deallocate(device_, ptr_); }
+    Scratch(const Scratch&) = delete;
+    Scratch& operator=(const Scratch&) = delete;
+    void* get() const { return ptr_; }
+
+private:
+    int device_;
+    void* ptr_;
+};
+
+struct Resolved {
+    VkBuffer buffer;
+    VkDeviceSize offset;  // of the pointer in the buffer
+    VkDeviceSize size;    // of the whole buffer
+};
+// The buffer holding `bytes` bytes from `ptr` (a live allocation); fluxion::ValueError naming `op`
+// when the pointer is foreign or the range leaves its allocation.
+Resolved resolve(int device, const void* ptr, std::size_t bytes, const char* op);
+
+}  // namespace fluxion::vulkan

@@ -1,0 +1,57 @@
+// launch.hpp — one kernel launch: its parameter block (binding 0, std430, staged in host-visible
+// memory), its storage buffers (bindings 1, 2, ...) and the dispatch, recorded on the device's
+// stream. A buffer is bound at its offset rounded down to minStorageBufferOffsetAlignment; the rest
+// is an element offset the shader adds, returned by buffer() for the parameter block.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "fluxion/dtype.hpp"
+#include "vulkan/context.hpp"
+#include "vulkan/dtype.hpp"
+#include "vulkan/stream.hpp"
+
+namespace fluxion::vulkan {
+
+class Launch {
+public:
+    Launch(int device, const char* op);
+
+    Context& ctx() { return ctx_; }
+    // Binds `bytes` bytes at `ptr` as the next buffer; returns the pointer's offset in elements of
+    // `itemsize` from the bound start.
+    std::int32_t buffer(const void* ptr, std::size_t bytes, std::size_t itemsize, bool write);
+    // Appends a scalar to the parameter block at its natural alignment (std430).
+    template <class T> void param(T value) {
+        const std::size_t at = (params_.size() + sizeof(T) - 1) / sizeof(T) * sizeof(T);
+        params_.resize(at + sizeof(T));
+        std::memcpy(params_.data() + at, &value, sizeof(T));
+    }
+    // Workgroups for a grid-stride loop over n elements with the context's 1-D workgroup.
+    std::uint32_t groups(std::int64_t n) const;
+    // Records the dispatch of `variant` (fluxion::DTypeError when it was not built). Constant 0 is
+    // the workgroup size; `constants` follow from 1.
+    void run(const std::string& variant, std::uint32_t x, std::uint32_t y = 1, std::uint32_t z = 1,
+             std::initializer_list<std::uint32_t> constants = {}, std::uint32_t local_x = 0);
+
+private:
+    std::lock_guard<std::recursive_mutex> lock_;
+    const char* op_;
+    Context& ctx_;
+    std::vector<char> params_;
+    std::vector<VkDescriptorBufferInfo> buffers_;
+    std::vector<Access> accesses_;
+};
+
+// "f32", "i64", ...: the suffix of a variant for element type t; fluxion::DTypeError naming `op`
+// and the device for the types the backend never stores (f16, bf16).
+std::string suffix(DType t, const Context& ctx, const char* op);
+// Raises fluxion::ShapeError when n elements do not fit the 32-bit indices of the shaders.
+void check_count(std::int64_t n, const Context& ctx, const char* op);
+
+}  // namespace fluxion::vulkan

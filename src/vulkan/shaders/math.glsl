@@ -1,0 +1,130 @@
+// math.glsl — the elementary functions in the compute type C_T. GLSL has exp, log, sin, cos,
+// tanh and pow for float only, so f64 kernels get their own: argument reduction plus a series
+// accurate to about one unit in the last place (fdlibm's splits of ln 2 and pi / 2).
+#if C_F64
+#define T_INF packDouble2x32(uvec2(0u, 0x7ff00000u))
+#define T_NAN packDouble2x32(uvec2(0u, 0x7ff80000u))
+const double LN2_HI = 6.93147180369123816490e-01LF, LN2_LO = 1.90821492927058770002e-10LF;
+const double PIO2_HI = 1.57079632673412561417e+00LF, PIO2_LO = 6.07710050650619224932e-11LF;
+
+double t_exp(double x) {
+    if (isnan(x)) return x;
+    if (x > 709.8LF) return T_INF;
+    if (x < -745.2LF) return 0.0LF;
+    const double k = roundEven(x * 1.44269504088896338700LF);
+    const double r = (x - k * LN2_HI) - k * LN2_LO;  // |r| <= ln 2 / 2
+    double p = 1.0LF / 6227020800.0LF;                // 1/13!
+    const double inv[13] = {1.0LF, 1.0LF, 1.0LF / 2.0LF, 1.0LF / 6.0LF, 1.0LF / 24.0LF, 1.0LF / 120.0LF, 1.0LF / 720.0LF,
+                            1.0LF / 5040.0LF, 1.0LF / 40320.0LF, 1.0LF / 362880.0LF, 1.0LF / 3628800.0LF,
+                            1.0LF / 39916800.0LF, 1.0LF / 479001600.0LF};
+    for (int i = 12; i >= 0; --i) p = p * r + inv[i];
+    const int e = int(k);
+    return ldexp(ldexp(p, e / 2), e - e / 2);  // in two steps: 2^e alone may not be a double
+}
+
+// e^x - 1 without cancellation near 0.
+double t_expm1(double x) {
+    if (abs(x) >= 0.5LF) return t_exp(x) - 1.0LF;
+    double p = 0.0LF, f = 1.0LF;
+    double terms[18];
+    for (int i = 1; i <= 18; ++i) {
+        f /= double(i);
+        terms[i - 1] = f;
+    }
+    for (int i = 17; i >= 0; --i) p = p * x + terms[i];
+    return p * x;
+}
+
+double t_log(double x) {
+    if (isnan(x) || x < 0.0LF) return T_NAN;
+    if (x == 0.0LF) return -T_INF;
+    if (isinf(x)) return x;
+    int e;
+    double m = frexp(x, e);  // [0.5, 1)
+    if (m < 0.70710678118654752440LF) {
+        m *= 2.0LF;
+        e -= 1;
+    }
+    const double s = (m - 1.0LF) / (m + 1.0LF), s2 = s * s;  // |s| <= 0.172
+    double p = 1.0LF / 25.0LF;
+    for (int i = 11; i >= 0; --i) p = p * s2 + 1.0LF / double(2 * i + 1);
+    return double(e) * LN2_HI + (double(e) * LN2_LO + 2.0LF * s * p);
+}
+
+// log(1 + x) for small x: log(u) scaled by the rounding of u = 1 + x.
+double t_log1p(double x) {
+    const double u = 1.0LF + x;
+    return u == 1.0LF ? x : t_log(u) * (x / (u - 1.0LF));
+}
+
+// sin and cos of r, |r| <= pi / 4.
+double sin_kernel(double r) {
+    const double r2 = r * r;
+    double p = 0.0LF, f = 1.0LF;
+    double c[9];
+    for (int i = 0; i < 9; ++i) {  // (-1)^i / (2i + 1)!
+        c[i] = f;
+        f = -f / double((2 * i + 2) * (2 * i + 3));
+    }
+    for (int i = 8; i >= 0; --i) p = p * r2 + c[i];
+    return r * p;
+}
+double cos_kernel(double r) {
+    const double r2 = r * r;
+    double p = 0.0LF, f = 1.0LF;
+    double c[10];
+    for (int i = 0; i < 10; ++i) {  // (-1)^i / (2i)!
+        c[i] = f;
+        f = -f / double((2 * i + 1) * (2 * i + 2));
+    }
+    for (int i = 9; i >= 0; --i) p = p * r2 + c[i];
+    return p;
+}
+// x = k pi/2 + r; returns r and the quadrant k mod 4 (accurate for |x| up to about 1e5).
+double reduce_pio2(double x, out int quadrant) {
+    const double k = roundEven(x * 0.63661977236758134308LF);
+    quadrant = int(mod(k, 4.0LF));
+    return (x - k * PIO2_HI) - k * PIO2_LO;
+}
+double t_sin(double x) {
+    if (isinf(x) || isnan(x)) return T_NAN;
+    int q;
+    const double r = reduce_pio2(x, q);
+    return q == 0 ? sin_kernel(r) : q == 1 ? cos_kernel(r) : q == 2 ? -sin_kernel(r) : -cos_kernel(r);
+}
+double t_cos(double x) {
+    if (isinf(x) || isnan(x)) return T_NAN;
+    int q;
+    const double r = reduce_pio2(x, q);
+    return q == 0 ? cos_kernel(r) : q == 1 ? -sin_kernel(r) : q == 2 ? -cos_kernel(r) : sin_kernel(r);
+}
+#else
+#define T_INF uintBitsToFloat(0x7f800000u)
+#define T_NAN uintBitsToFloat(0x7fc00000u)
+float t_exp(float x) { return exp(x); }
+float t_expm1(float x) { return abs(x) < 1e-3 ? x + 0.5 * x * x + x * x * x / 6.0 : exp(x) - 1.0; }
+float t_log(float x) { return log(x); }
+float t_log1p(float x) {
+    const float u = 1.0 + x;
+    return u == 1.0 ? x : log(u) * (x / (u - 1.0));
+}
+float t_sin(float x) { return sin(x); }
+float t_cos(float x) { return cos(x); }
+#endif
+
+C_T t_tanh(C_T x) {
+    const C_T e = t_expm1(C_T(-2) * abs(x));  // in (-1, 0]
+    const C_T t = -e / (C_T(2) + e);
+    return isnan(x) ? x : (x < C_T(0) ? -t : t);
+}
+C_T t_sigmoid(C_T x) { return C_T(1) / (C_T(1) + t_exp(-x)); }
+
+// x^a, with a negative base allowed for whole exponents (as std::pow).
+C_T t_pow(C_T x, C_T a) {
+    if (a == C_T(0)) return C_T(1);
+    if (x == C_T(0)) return a > C_T(0) ? C_T(0) : T_INF;
+    const C_T r = t_exp(a * t_log(abs(x)));
+    if (x > C_T(0)) return r;
+    if (floor(a) != a) return T_NAN;
+    return mod(a, C_T(2)) == C_T(0) ? r : -r;
+}

@@ -1,0 +1,81 @@
+// slots.glsl — the storage buffers of a shader: slot Sk (k = 0..3) at binding k + 1 when Sk_T is
+// defined. LOADk(i) reads element i as stored (8-bit types as uint), STOREk(i, v) writes it (bool
+// slots store v != 0). A shader defines Sk_QUAL as readonly for the slots it only reads, which
+// tells synchronization validation (and the driver) that they are not written.
+// (Generated once by hand from one pattern; keep the four blocks alike.)
+
+#ifdef S0_T
+#ifndef S0_QUAL
+#define S0_QUAL
+#endif
+#if S0_BYTE
+layout(std430, binding = 1) S0_QUAL buffer Slot0 { uint s0[]; };
+#define LOAD0(i) BYTE_AT(s0, i)
+#if S0_BOOL
+#define STORE0(i, v) SET_BYTE(s0, i, ((v) != 0 ? 1u : 0u))
+#else
+#define STORE0(i, v) SET_BYTE(s0, i, uint(v))
+#endif
+#else
+layout(std430, binding = 1) S0_QUAL buffer Slot0 { S0_T s0[]; };
+#define LOAD0(i) s0[i]
+#define STORE0(i, v) s0[i] = S0_T(v)
+#endif
+#endif
+
+#ifdef S1_T
+#ifndef S1_QUAL
+#define S1_QUAL
+#endif
+#if S1_BYTE
+layout(std430, binding = 2) S1_QUAL buffer Slot1 { uint s1[]; };
+#define LOAD1(i) BYTE_AT(s1, i)
+#if S1_BOOL
+#define STORE1(i, v) SET_BYTE(s1, i, ((v) != 0 ? 1u : 0u))
+#else
+#define STORE1(i, v) SET_BYTE(s1, i, uint(v))
+#endif
+#else
+layout(std430, binding = 2) S1_QUAL buffer Slot1 { S1_T s1[]; };
+#define LOAD1(i) s1[i]
+#define STORE1(i, v) s1[i] = S1_T(v)
+#endif
+#endif
+
+#ifdef S2_T
+#ifndef S2_QUAL
+#define S2_QUAL
+#endif
+#if S2_BYTE
+layout(std430, binding = 3) S2_QUAL buffer Slot2 { uint s2[]; };
+#define LOAD2(i) BYTE_AT(s2, i)
+#if S2_BOOL
+#define STORE2(i, v) SET_BYTE(s2, i, ((v) != 0 ? 1u : 0u))
+#else
+#define STORE2(i, v) SET_BYTE(s2, i, uint(v))
+#endif
+#else
+layout(std430, binding = 3) S2_QUAL buffer Slot2 { S2_T s2[]; };
+#define LOAD2(i) s2[i]
+#define STORE2(i, v) s2[i] = S2_T(v)
+#endif
+#endif
+
+#ifdef S3_T
+#ifndef S3_QUAL
+#define S3_QUAL
+#endif
+#if S3_BYTE
+layout(std430, binding = 4) S3_QUAL buffer Slot3 { uint s3[]; };
+#define LOAD3(i) BYTE_AT(s3, i)
+#if S3_BOOL
+#define STORE3(i, v) SET_BYTE(s3, i, ((v) != 0 ? 1u : 0u))
+#else
+#define STORE3(i, v) SET_BYTE(s3, i, uint(v))
+#endif
+#else
+layout(std430, binding = 4) S3_QUAL buffer Slot3 { S3_T s3[]; };
+#define LOAD3(i) s3[i]
+#define STORE3(i, v) s3[i] = S3_T(v)
+#endif
+#endif

@@ -1,0 +1,398 @@
+// test_vulkan.cpp — the Vulkan plugin (src/vulkan/) on its own: probing, device properties, the
+// caching allocator and its fake addresses, copies, fill / copy_strided / cast at odd element
+// offsets and sizes that are no multiple of the workgroup, out of memory, the validation hook, and
+// the loader without a driver. In ctest it runs on lavapipe with the validation layer on
+// (tests/CMakeLists.txt); every test skips, saying why, where the plugin is not built or not usable.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "fluxion/error.hpp"
+#include "fluxion/fluxion.hpp"
+#include "vulkan/exports.hpp"
+
+namespace fx = fluxion;
+using fx::backend::Strided;
+
+namespace {
+
+// lavapipe is a CPU-kind device, which the plugin hides unless asked for.
+const bool kUseCpuDevices = [] { return setenv("FLUXION_VULKAN_CPU_DEVICES", "1", 0) == 0; }();
+
+struct VulkanPlugin {
+    const fx::backend::Backend* table = nullptr;
+    decltype(&fluxion_vulkan_memory_stats) memory_stats = nullptr;
+    decltype(&fluxion_vulkan_empty_cache) empty_cache = nullptr;
+    decltype(&fluxion_vulkan_validation_messages) validation_messages = nullptr;
+    decltype(&fluxion_vulkan_debug_invalid_call) invalid_call = nullptr;
+    std::string why;        // why the plugin is unusable
+    bool loaded = false;    // the table was found (functional or not)
+};
+
+VulkanPlugin load_plugin() {
+    VulkanPlugin p;
+    void* library = dlopen(FLUXION_BINARY_DIR "/lib/libfluxion-vulkan.so", RTLD_NOW | RTLD_LOCAL);
+    if (!library) {
+        p.why = std::string("the plugin does not load: ") + dlerror();
+        return p;
+    }
+    auto entry = reinterpret_cast<fx::backend::EntryFn>(dlsym(library, fx::backend::kEntrySymbol));
+    p.memory_stats = reinterpret_cast<decltype(p.memory_stats)>(dlsym(library, "fluxion_vulkan_memory_stats"));
+    p.empty_cache = reinterpret_cast<decltype(p.empty_cache)>(dlsym(library, "fluxion_vulkan_empty_cache"));
+    p.validation_messages =
+        reinterpret_cast<decltype(p.validation_messages)>(dlsym(library, "fluxion_vulkan_validation_messages"));
+    p.invalid_call = reinterpret_cast<decltype(p.invalid_call)>(dlsym(library, "fluxion_vulkan_debug_invalid_call"));
+    p.table = entry ? entry(fx::backend::kAbiVersion) : nullptr;
+    if (!p.table || !p.memory_stats || !p.empty_cache || !p.validation_messages || !p.invalid_call) {
+        p.why = "the plugin lacks its entry points";
+        return p;
+    }
+    p.loaded = true;
+    char why[512] = "";
+    if (!p.table->functional(why, sizeof why)) p.why = why;
+    return p;
+}
+
+const VulkanPlugin& plugin() {
+    static const VulkanPlugin p = load_plugin();
+    return p;
+}
+
+bool driver_files_missing() {
+    const char* files = std::getenv("VK_DRIVER_FILES");
+    return files && *files && !std::ifstream(files).good();
+}
+
+class Vulkan : public ::testing::Test {
+protected:
+    void SetUp() override {
+        if (driver_files_missing()) GTEST_SKIP() << "VK_DRIVER_FILES names no file (the no-driver test's run)";
+        if (!plugin().why.empty()) GTEST_SKIP() << "no usable Vulkan device: " << plugin().why;
+        messages_before_ = plugin().validation_messages();
+    }
+    // Every test ends with no validation message (FLUXION_VULKAN_VALIDATION=1 in ctest).
+    void TearDown() override {
+        if (IsSkipped()) return;
+        t().synchronize(0);
+        EXPECT_EQ(plugin().validation_messages(), messages_before_) << "the validation layer reported messages (above)";
+    }
+    const fx::backend::Backend& t() const { return *plugin().table; }
+
+    template <class T> std::vector<T> download(const void* p, std::size_t n) {
+        std::vector<T> out(n);
+        t().copy_to_host(0, out.data(), p, n * sizeof(T));
+        return out;
+    }
+
+    std::uint64_t messages_before_ = 0;
+};
+
+TEST_F(Vulkan, DeviceProperties) {
+    ASSERT_GE(t().device_count(), 1);
+    EXPECT_EQ(t().priority, 50);
+    fx::backend::DeviceProperties p{};
+    t().device_properties(0, &p);
+    EXPECT_GT(std::strlen(p.name), 0u);
+    EXPECT_GT(p.total_bytes, 0u);
+    EXPECT_LE(p.free_bytes, p.total_bytes);
+    if (std::string(p.name).find("llvmpipe") != std::string::npos) {  // lavapipe, as in ctest
+        EXPECT_EQ(p.kind, fx::DeviceKind::cpu);
+        EXPECT_STREQ(p.vendor, "Mesa");
+    }
+    EXPECT_THROW(t().device_properties(t().device_count(), &p), fx::DeviceError);
+}
+
+// `supports` answers as the kernels do, naming the device in its reasons.
+TEST_F(Vulkan, SupportsAnswersAsTheKernelsDo) {
+    char why[256] = "";
+    EXPECT_TRUE(t().supports(0, fx::Op::gemm, fx::DType::f32, why, sizeof why));
+    EXPECT_TRUE(t().supports(0, fx::Op::cast, fx::DType::boolean, why, sizeof why));
+    EXPECT_FALSE(t().supports(0, fx::Op::gemm, fx::DType::i32, why, sizeof why));
+    EXPECT_NE(std::string(why).find("Vulkan:0"), std::string::npos) << why;
+    EXPECT_FALSE(t().supports(0, fx::Op::copy_strided, fx::DType::f16, why, sizeof why));
+    void* p = t().alloc(0, 64);
+    ASSERT_FALSE(t().supports(0, fx::Op::gemm, fx::DType::i32, why, sizeof why));
+    try {
+        t().gemm(0, fx::DType::i32, false, false, 2, 2, 2, 1, p, 2, 0, p, 2, 0, 0, p, 2, 0, 1);
+        ADD_FAILURE() << "gemm on i32 ran";
+    } catch (const fx::DTypeError& e) {
+        EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what() << " does not give the reason " << why;
+    }
+    t().free(0, p);
+}
+
+TEST_F(Vulkan, RoundTripAndCachedReuse) {
+    std::vector<float> host(1000);
+    for (std::size_t i = 0; i < host.size(); ++i) host[i] = float(i) * 0.5f - 7;
+    void* a = t().alloc(0, host.size() * sizeof(float));
+    t().copy_from_host(0, a, host.data(), host.size() * sizeof(float));
+    void* b = t().alloc(0, host.size() * sizeof(float));
+    t().copy_device(0, b, 0, a, host.size() * sizeof(float));
+    EXPECT_EQ(download<float>(b, host.size()), host);
+    // A view at an odd element offset reads from the right place.
+    EXPECT_EQ(download<float>(static_cast<float*>(b) + 3, 5), std::vector<float>(host.begin() + 3, host.begin() + 8));
+    std::size_t allocated = 0, reserved = 0, peak = 0;
+    ASSERT_TRUE(plugin().memory_stats(0, &allocated, &reserved, &peak));
+    t().free(0, b);
+    std::size_t allocated2 = 0, reserved2 = 0;
+    plugin().memory_stats(0, &allocated2, &reserved2, nullptr);
+    EXPECT_LT(allocated2, allocated);
+    EXPECT_EQ(reserved2, reserved);  // kept in the cache
+    void* c = t().alloc(0, host.size() * sizeof(float));
+    EXPECT_EQ(c, b);  // the cached block comes back
+    EXPECT_THROW(t().free(0, static_cast<char*>(c) + 4), fx::ValueError);
+    t().free(0, c);
+    t().free(0, a);
+    plugin().empty_cache(0);
+    plugin().memory_stats(0, &allocated2, &reserved2, nullptr);
+    EXPECT_EQ(reserved2, allocated2);
+}
+
+// Fills at every offset 0..6 of sizes around the workgroup size: the bound range starts at the
+// aligned-down offset and the shader adds the rest; bytes of u8/bool share words with neighbours.
+TEST_F(Vulkan, FillAtOddOffsets) {
+    for (std::int64_t n : {1, 3, 255, 257, 1031}) {
+        for (int off = 0; off < 7; ++off) {
+            void* f = t().alloc(0, std::size_t(n + 8) * 8);
+            t().fill(0, fx::DType::f64, n + 8, f, -1.0);
+            t().fill(0, fx::DType::f64, n, static_cast<double*>(f) + off, 2.5);
+            auto got = download<double>(f, std::size_t(n + 8));
+            for (std::int64_t i = 0; i < n + 8; ++i)
+                ASSERT_EQ(got[i], (i >= off && i < off + n) ? 2.5 : -1.0) << "n " << n << " offset " << off << " i " << i;
+            t().fill(0, fx::DType::u8, n + 8, f, 7);
+            t().fill(0, fx::DType::boolean, n, static_cast<std::uint8_t*>(f) + off, 1);
+            auto bytes = download<std::uint8_t>(f, std::size_t(n + 8));
+            for (std::int64_t i = 0; i < n + 8; ++i)
+                ASSERT_EQ(bytes[i], (i >= off && i < off + n) ? 1 : 7) << "n " << n << " offset " << off << " i " << i;
+            t().fill(0, fx::DType::i64, 2, f, -3e12);
+            EXPECT_EQ(download<std::int64_t>(f, 2), (std::vector<std::int64_t>{-3000000000000, -3000000000000}));
+            t().free(0, f);
+        }
+    }
+}
+
+TEST_F(Vulkan, CopyStridedTransposesAndBroadcasts) {
+    const std::int64_t rows = 5, cols = 7;
+    std::vector<std::int32_t> host(rows * cols + 1);
+    for (std::size_t i = 0; i < host.size(); ++i) host[i] = std::int32_t(i * 3 + 1);
+    void* src = t().alloc(0, host.size() * 4);
+    void* dst = t().alloc(0, host.size() * 4);
+    t().copy_from_host(0, src, host.data(), host.size() * 4);
+    // The transpose of the {rows, cols} matrix that starts at element 1.
+    const Strided view{2, {cols, rows}, {1, cols}};
+    const std::int64_t dst_strides[] = {rows, 1};
+    t().copy_strided(0, fx::DType::i32, &view, static_cast<std::int32_t*>(src) + 1, dst_strides, dst);
+    auto got = download<std::int32_t>(dst, std::size_t(rows * cols));
+    for (std::int64_t c = 0; c < cols; ++c)
+        for (std::int64_t r = 0; r < rows; ++r) ASSERT_EQ(got[c * rows + r], host[1 + r * cols + c]);
+    // A stride-0 broadcast of one row, written at an odd offset.
+    const Strided bcast{2, {3, cols}, {0, 1}};
+    const std::int64_t dense[] = {cols, 1};
+    t().copy_strided(0, fx::DType::i32, &bcast, src, dense, static_cast<std::int32_t*>(dst) + 1);
+    got = download<std::int32_t>(static_cast<std::int32_t*>(dst) + 1, std::size_t(3 * cols));
+    for (std::int64_t i = 0; i < 3 * cols; ++i) ASSERT_EQ(got[i], host[i % cols]);
+    t().free(0, src);
+    t().free(0, dst);
+}
+
+TEST_F(Vulkan, CastsBetweenAllTypes) {
+    const std::vector<double> values{0, 1, -2, 3.75, 100, -0.5, 7, 0, 255};
+    const std::vector<fx::DType> types{fx::DType::f32, fx::DType::f64, fx::DType::i32, fx::DType::i64, fx::DType::u8,
+                                       fx::DType::boolean};
+    const std::size_t n = values.size();
+    void* src = t().alloc(0, n * 8 + 8);
+    void* mid = t().alloc(0, n * 8 + 8);
+    void* back = t().alloc(0, n * 8);
+    t().copy_from_host(0, src, values.data(), n * 8);
+    for (auto to : types) {
+        // f64 -> `to` (written at element offset 1) -> f64 equals the host's conversion.
+        const std::size_t size = fx::itemsize(to);
+        void* at = static_cast<char*>(mid) + size;
+        t().cast(0, fx::DType::f64, to, std::int64_t(n), src, at);
+        t().cast(0, to, fx::DType::f64, std::int64_t(n), at, back);
+        auto got = download<double>(back, n);
+        for (std::size_t i = 0; i < n; ++i) {
+            double want = values[i];
+            if (to == fx::DType::boolean) want = values[i] != 0;
+            else if (to == fx::DType::f32) want = double(float(values[i]));
+            else if (to != fx::DType::f64) want = double(std::int64_t(values[i]));
+            if (to == fx::DType::u8 && values[i] < 0) continue;  // C++ leaves negative -> u8 undefined
+            EXPECT_EQ(got[i], want) << "f64 -> " << fx::name(to) << " -> f64, element " << i;
+        }
+    }
+    EXPECT_THROW(t().cast(0, fx::DType::f32, fx::DType::f16, 1, src, mid), fx::DTypeError);
+    t().free(0, src);
+    t().free(0, mid);
+    t().free(0, back);
+}
+
+TEST_F(Vulkan, OutOfMemoryThrowsAndLeavesTheDeviceUsable) {
+    fx::backend::DeviceProperties props{};
+    t().device_properties(0, &props);
+    EXPECT_THROW(t().alloc(0, props.total_bytes * 4), fx::OutOfMemory);
+    void* p = t().alloc(0, 64);
+    t().fill(0, fx::DType::f32, 16, p, 1.5);
+    EXPECT_EQ(download<float>(p, 16), std::vector<float>(16, 1.5f));
+    t().free(0, p);
+}
+
+// The hook itself: a deliberately invalid call is reported, counted, and turns the next
+// synchronisation into an error; the device is usable afterwards.
+TEST_F(Vulkan, ValidationMessagesFailTheNextSynchronisation) {
+    if (!std::getenv("FLUXION_VULKAN_VALIDATION")) GTEST_SKIP() << "FLUXION_VULKAN_VALIDATION is not set";
+    plugin().invalid_call(0);
+    EXPECT_GT(plugin().validation_messages(), messages_before_);
+    EXPECT_THROW(t().synchronize(0), fx::DeviceError);
+    messages_before_ = plugin().validation_messages();  // this test's message was expected
+}
+
+// The tiled GEMM against a host reference: sizes that are no multiple of any tile, every
+// transpose, alpha and beta, batches with strides, operands at odd element offsets.
+template <class T> void expect_gemm(const fx::backend::Backend& t, fx::DType dtype, bool ta, bool tb) {
+    const std::int64_t m = 37, n = 45, k = 29, batch = 3, pad = 3;
+    const std::int64_t lda = (ta ? m : k) + 2, ldb = (tb ? k : n) + 1, ldc = n + 5;
+    const std::int64_t sa = lda * (ta ? k : m) + 7, sb = ldb * (tb ? n : k) + 1, sc = ldc * m + 2;
+    std::vector<T> a(std::size_t(pad + batch * sa)), b(std::size_t(pad + batch * sb)), c(std::size_t(pad + batch * sc));
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] = T(std::sin(double(i) * 0.37));
+    for (std::size_t i = 0; i < b.size(); ++i) b[i] = T(std::cos(double(i) * 0.11));
+    for (std::size_t i = 0; i < c.size(); ++i) c[i] = T(double(i % 7) - 3);
+    const double alpha = 0.75, beta = -0.5;
+    std::vector<T> want = c;
+    for (std::int64_t p = 0; p < batch; ++p)
+        for (std::int64_t i = 0; i < m; ++i)
+            for (std::int64_t j = 0; j < n; ++j) {
+                double acc = 0;
+                for (std::int64_t l = 0; l < k; ++l)
+                    acc += double(a[std::size_t(pad + p * sa + (ta ? l * lda + i : i * lda + l))]) *
+                           double(b[std::size_t(pad + p * sb + (tb ? j * ldb + l : l * ldb + j))]);
+                T& out = want[std::size_t(pad + p * sc + i * ldc + j)];
+                out = T(alpha * acc + beta * double(out));
+            }
+    void* da = t.alloc(0, a.size() * sizeof(T));
+    void* db = t.alloc(0, b.size() * sizeof(T));
+    void* dc = t.alloc(0, c.size() * sizeof(T));
+    t.copy_from_host(0, da, a.data(), a.size() * sizeof(T));
+    t.copy_from_host(0, db, b.data(), b.size() * sizeof(T));
+    t.copy_from_host(0, dc, c.data(), c.size() * sizeof(T));
+    t.gemm(0, dtype, ta, tb, m, n, k, alpha, static_cast<T*>(da) + pad, lda, sa, static_cast<T*>(db) + pad, ldb, sb, beta,
+           static_cast<T*>(dc) + pad, ldc, sc, batch);
+    std::vector<T> got(c.size());
+    t.copy_to_host(0, got.data(), dc, got.size() * sizeof(T));
+    const double tol = dtype == fx::DType::f64 ? 1e-12 : 1e-4;
+    for (std::size_t i = 0; i < got.size(); ++i)
+        ASSERT_NEAR(double(got[i]), double(want[i]), tol * (1 + std::abs(double(want[i]))))
+            << fx::name(dtype) << (ta ? " A^T" : " A") << (tb ? " B^T" : " B") << " element " << i;
+    t.free(0, da);
+    t.free(0, db);
+    t.free(0, dc);
+}
+
+TEST_F(Vulkan, GemmMatchesTheHostForEveryTranspose) {
+    for (bool ta : {false, true})
+        for (bool tb : {false, true}) {
+            expect_gemm<double>(t(), fx::DType::f64, ta, tb);
+            expect_gemm<float>(t(), fx::DType::f32, ta, tb);
+        }
+}
+
+// Elementwise kernels at odd offsets, on sizes that are no multiple of the workgroup size.
+TEST_F(Vulkan, UnaryAndReduceAtOddOffsets) {
+    const std::int64_t n = 1031;
+    std::vector<double> x(std::size_t(n) + 1);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(double(i)) * 3;
+    void* dx = t().alloc(0, x.size() * 8);
+    void* dy = t().alloc(0, x.size() * 8);
+    t().copy_from_host(0, dx, x.data(), x.size() * 8);
+    t().unary(0, fx::backend::Unary::tanh, fx::DType::f64, n, static_cast<double*>(dx) + 1, static_cast<double*>(dy) + 1,
+              0, 0);
+    const auto y = download<double>(static_cast<double*>(dy) + 1, std::size_t(n));
+    for (std::int64_t i = 0; i < n; ++i) ASSERT_NEAR(y[i], std::tanh(x[i + 1]), 1e-15) << i;
+    // Sums of the columns of a {n, 1} view and of the whole: outputs and inputs at odd offsets.
+    t().reduce(0, fx::backend::Reduce::sum, fx::DType::f64, 1, n, 1, static_cast<double*>(dx) + 1,
+               static_cast<double*>(dy) + 3);
+    t().reduce(0, fx::backend::Reduce::argmax, fx::DType::f64, 1, n, 1, static_cast<double*>(dx) + 1, dx);
+    double sum = 0;
+    std::int64_t best = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+        sum += x[i + 1];
+        if (x[i + 1] > x[best + 1]) best = i;
+    }
+    EXPECT_NEAR(download<double>(static_cast<double*>(dy) + 3, 1)[0], sum, 1e-12);
+    EXPECT_EQ(download<std::int64_t>(dx, 1)[0], best);
+    t().free(0, dx);
+    t().free(0, dy);
+}
+
+TEST_F(Vulkan, BadArgumentsRaiseClearErrors) {
+    void* p = t().alloc(0, 64);
+    std::int64_t idx[2] = {1, 5};
+    void* di = t().alloc(0, sizeof idx);
+    t().copy_from_host(0, di, idx, sizeof idx);
+    // An index past the source's 4 rows raises, as on the CPU.
+    EXPECT_THROW(t().index_select(0, fx::DType::f32, 1, 4, 1, p, static_cast<const std::int64_t*>(di), 2,
+                                  static_cast<float*>(p) + 8),
+                 fx::ValueError);
+    // Bytes are gathered whole, into words shared with their neighbours.
+    const std::uint8_t bytes[4] = {10, 11, 12, 13};
+    t().copy_from_host(0, p, bytes, 4);
+    t().fill(0, fx::DType::u8, 5, static_cast<std::uint8_t*>(p) + 32, 99);
+    t().index_select(0, fx::DType::u8, 1, 4, 1, p, static_cast<const std::int64_t*>(di), 1,
+                     static_cast<std::uint8_t*>(p) + 33);
+    EXPECT_EQ(download<std::uint8_t>(static_cast<std::uint8_t*>(p) + 32, 3), (std::vector<std::uint8_t>{99, 11, 99}));
+    EXPECT_THROW(t().unary(0, fx::backend::Unary::exp, fx::DType::i32, 4, p, p, 0, 0), fx::DTypeError);
+    EXPECT_THROW(t().fill(0, fx::DType::f16, 4, p, 0), fx::DTypeError);
+    // A range that leaves its allocation is refused rather than read.
+    EXPECT_THROW(t().fill(0, fx::DType::f32, 1000, p, 0), fx::ValueError);
+    t().free(0, di);
+    t().free(0, p);
+}
+
+// Through the library: a tensor on Vulkan:0 and back, and the backend listed.
+TEST_F(Vulkan, TensorsMoveToTheDeviceAndBack) {
+    const fx::Device dev{"Vulkan", 0};
+    ASSERT_TRUE(fx::functional("Vulkan"));
+    const fx::Tensor x = fx::arange(0, 10, 1);
+    const fx::Tensor y = x | dev;
+    EXPECT_EQ(y.device(), dev);
+    EXPECT_EQ((y | fx::cpu).to_vector<double>(), x.to_vector<double>());
+    EXPECT_EQ((fx::zeros({3, 4}, {.device = dev}) | fx::cpu).to_vector<double>(), std::vector<double>(12, 0.0));
+}
+
+// Run by ctest with FLUXION_VULKAN_DEBUG_MAX_BUFFER_RANGE=4096: a tensor larger than the device's
+// maxStorageBufferRange is a clear error, not a silent partial binding; smaller ones still run.
+TEST_F(Vulkan, TensorsLargerThanTheStorageBufferRangeAreAClearError) {
+    const char* range = std::getenv("FLUXION_VULKAN_DEBUG_MAX_BUFFER_RANGE");
+    if (!range || std::string(range) != "4096") GTEST_SKIP() << "only with FLUXION_VULKAN_DEBUG_MAX_BUFFER_RANGE=4096";
+    void* p = t().alloc(0, 8192);
+    t().fill(0, fx::DType::f32, 512, p, 1.0);
+    EXPECT_EQ(download<float>(p, 512), std::vector<float>(512, 1.0f));
+    try {
+        t().fill(0, fx::DType::f32, 2048, p, 1.0);
+        ADD_FAILURE() << "a fill of 8192 bytes ran under a 4096-byte range";
+    } catch (const fx::ShapeError& e) {
+        EXPECT_NE(std::string(e.what()).find("maxStorageBufferRange"), std::string::npos) << e.what();
+    }
+    t().free(0, p);
+}
+
+// Run by ctest a second time with VK_DRIVER_FILES naming a missing file: the loader is there, no
+// driver is, and the plugin says so.
+TEST(VulkanNoDriver, FunctionalSaysWhy) {
+    if (!driver_files_missing()) GTEST_SKIP() << "only with VK_DRIVER_FILES naming a missing file";
+    if (!plugin().loaded) GTEST_SKIP() << plugin().why;
+    char why[512] = "";
+    EXPECT_FALSE(plugin().table->functional(why, sizeof why));
+    EXPECT_NE(std::string(why).find("VK_DRIVER_FILES"), std::string::npos) << why;
+    EXPECT_EQ(plugin().table->device_count(), 0);
+    EXPECT_FALSE(fx::functional("Vulkan"));
+}
+
+}  // namespace
