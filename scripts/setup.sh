@@ -9,6 +9,7 @@ packages=(
   ocl-icd-opencl-dev                        # Debian's oneDNN CMake config requires OpenCL's headers and loader
   libgtest-dev libbenchmark-dev             # tests and benchmarks
   zlib1g-dev nlohmann-json3-dev             # .gz data sets, safetensors headers
+  libtomlplusplus-dev                       # LocalPreferences.toml (the gpu_backend preference)
   python3 python3-numpy python3-torch       # PyTorch reference values and interoperability tests
   clang libclang-rt-14-dev                  # libFuzzer for the safetensors reader's fuzz target
   dataset-fashion-mnist                     # the main job's data

@@ -1,23 +1,40 @@
 // other_devices.hpp — every device of every functional backend but the CPU, for the tests that
-// compare backends: the TestHost plugin's two devices everywhere it is built, CUDA's on a GPU
+// compare backends: the TestHost plugin's two devices everywhere it is built, Vulkan's (lavapipe
+// here: cpu-kind devices are listed, though fx::gpu never picks them unnamed), CUDA's on a GPU
 // machine. Those tests set FLUXION_PLUGIN_PATH to the test plugins' folder before the first call.
 #pragma once
-#include <cstdlib>
+#include <iostream>
+#include <string>
 #include <vector>
 
 #include "fluxion/device.hpp"
 
 namespace fluxion::testing {
 
-// The Vulkan plugin hides CPU-kind devices (lavapipe, which the tests run on) unless asked for;
-// these tests ask, before the first call into the library scans the plugins.
-inline const bool kVulkanCpuDevices = [] { return setenv("FLUXION_VULKAN_CPU_DEVICES", "1", 0) == 0; }();
-
+// Flux's vendor names ("AMDGPU", "Metal") are left out: their devices are listed under their
+// backend's name already.
 inline std::vector<Device> other_devices() {
     std::vector<Device> out;
     for (const auto& name : supported_devices())
-        if (name != "CPU" && functional(name))
+        if (name != "CPU" && name != "AMDGPU" && name != "Metal" && functional(name))
             for (const auto& d : devices(name)) out.push_back(d.device);
+    return out;
+}
+
+// Those of other_devices() that run every kernel on element type `t` (fx::supports); each one left
+// out is reported as skipped, with the device's reason.
+inline std::vector<Device> other_devices(DType t) {
+    std::vector<Device> out;
+    for (const auto& d : other_devices()) {
+        std::string why;
+        bool runs = true;
+        for (int op = 0; runs && op <= static_cast<int>(Op::optimiser_step); ++op)
+            runs = supports(d, static_cast<Op>(op), t, &why);
+        if (runs)
+            out.push_back(d);
+        else
+            std::cout << "[  SKIPPED ] on " << d.str() << " in " << name(t) << ": " << why << "\n";
+    }
     return out;
 }
 

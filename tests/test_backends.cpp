@@ -1,6 +1,7 @@
 // test_backends.cpp — the layers, losses and optimisers on every other functional backend against
 // the CPU: forward values, gradients of parameters and inputs, running statistics, and several
-// optimiser steps with their state, in f64 and f32. test_ops.cpp does the same op by op. On a GPU
+// optimiser steps with their state, in f64 and f32 (a device lacking a kernel for one of them,
+// by fx::supports, is skipped for it with its reason). test_ops.cpp does the same op by op. On a GPU
 // machine the other backend is CUDA; everywhere, the TestHost plugin (tests/plugin/) keeps the
 // device code paths honest (every tensor stays on its device, nothing falls back to the host).
 #include <gtest/gtest.h>
@@ -74,7 +75,7 @@ Tensor weighted(const Tensor& y) {
 template <class L> void expect_layer(const std::string& name, const L& layer, const Tensor& x) {
     for (auto dtype : {fx::DType::f64, fx::DType::f32}) {
         const std::string what = name + " (" + fx::name(dtype) + ")";
-        for (const auto& dev : other_devices()) {
+        for (const auto& dev : other_devices(dtype)) {
             L on_cpu = fx::fmap([](const Tensor& t) { return t.clone(); }, with_dtype(layer, dtype));
             L on_dev = on_cpu | dev;
             const Tensor xin = fx::is_floating(x.dtype()) ? x.to(dtype) : x;
@@ -143,7 +144,7 @@ TEST_F(Backends, NormalisationDropoutAndEmbedding) {
     fx::seed(4);
     const auto chain = fx::Chain(fx::Dense(5, 5), drop);
     for (auto dtype : {fx::DType::f64, fx::DType::f32}) {
-        for (const auto& dev : other_devices()) {
+        for (const auto& dev : other_devices(dtype)) {
             const auto on_cpu = with_dtype(chain, dtype);
             const Tensor x = fx::randn({3, 5}).to(dtype);
             const auto f = [](const auto& m, const Tensor& v) { return weighted(m(v)); };
@@ -193,7 +194,7 @@ TEST_F(Backends, Losses) {
         for (auto dtype : {fx::DType::f64, fx::DType::f32}) {
             const Tensor p = yhat.to(dtype), t = y.to(dtype);
             const auto want = fx::withgradient([&](const Tensor& v) { return loss(v, t); }, p);
-            for (const auto& dev : other_devices()) {
+            for (const auto& dev : other_devices(dtype)) {
                 const Tensor t_dev = t | dev;
                 const auto got = fx::withgradient([&](const Tensor& v) { return loss(v, t_dev); }, p | dev);
                 const std::string what = name + " (" + fx::name(dtype) + ")";
@@ -211,7 +212,7 @@ template <class Rule> void expect_steps(const std::string& name, const Rule& rul
     const auto model = fx::Chain(fx::Dense(4, 6, fx::tanh), fx::Dense(6, 3));
     const Tensor x = fx::randn({5, 4}), y = fx::randn({5, 3});
     for (auto dtype : {fx::DType::f64, fx::DType::f32}) {
-        for (const auto& dev : other_devices()) {
+        for (const auto& dev : other_devices(dtype)) {
             auto on_cpu = fx::fmap([](const Tensor& t) { return t.clone(); }, with_dtype(model, dtype));
             auto on_dev = on_cpu | dev;
             auto opt_cpu = fx::setup(rule, on_cpu);

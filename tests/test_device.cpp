@@ -1,11 +1,17 @@
-// test_device.cpp — devices against the TestHost plugin: discovery, selection order (variable,
-// preference file, first functional), moves of tensors and structures, mixed-device errors.
+// test_device.cpp — devices against the TestHost plugins: discovery, selection (variable,
+// preference file, priority, cpu-kind devices), Flux's vendor names, printing, capabilities, moves
+// of tensors and structures, mixed-device errors. Besides TestHost (priority 0, two devices, device 1
+// of vendor AMD here) this binary sees TestHostHigh (priority 10) and TestHostBroken (20, never
+// functional), built from the same source (tests/CMakeLists.txt).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
+#include <sstream>
 
 #include "fluxion/fluxion.hpp"
 
@@ -14,83 +20,244 @@ using fx::Tensor;
 
 namespace {
 
-const fx::Device host0{"TestHost", 0}, host1{"TestHost", 1};
+const fx::Device host0{"TestHost", 0}, host1{"TestHost", 1}, high0{"TestHostHigh", 0};
 
-TEST(Device, PluginIsDiscoveredAndListedBeforeTheCpu) {
-    auto names = fx::supported_devices();
-    ASSERT_FALSE(names.empty());
-    EXPECT_EQ(names.back(), "CPU");
-    EXPECT_NE(std::find(names.begin(), names.end(), "TestHost"), names.end());
-    EXPECT_NE(std::find(names.begin(), names.end(), "CUDA"), names.end()) << "CUDA is always listed, functional or not";
-    EXPECT_TRUE(fx::functional("TestHost"));
-    EXPECT_TRUE(fx::functional("CPU"));
-    EXPECT_FALSE(fx::functional("NoSuchBackend"));
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// What `f` writes to stderr; the capture ends when `f` throws, too.
+template <class F> std::string stderr_of(F&& f) {
+    testing::internal::CaptureStderr();
+    try {
+        f();
+    } catch (...) {
+        testing::internal::GetCapturedStderr();
+        throw;
+    }
+    return testing::internal::GetCapturedStderr();
 }
 
-TEST(Device, DevicesAreListedWithNamesAndMemory) {
+template <class T> std::string printed(const T& value) {
+    std::ostringstream out;
+    out << value;
+    return out.str();
+}
+
+// The message of the DeviceError `f` throws ("" and a failure if it throws none).
+template <class F> std::string device_error(F&& f) {
+    try {
+        f();
+    } catch (const fx::DeviceError& e) {
+        return e.what();
+    }
+    ADD_FAILURE() << "expected fx::DeviceError";
+    return "";
+}
+
+// A fresh selection (not the cached one), its log discarded.
+fx::Device selected() {
+    fx::Device d;
+    stderr_of([&] { d = fx::get_device({.verbose = true}); });
+    return d;
+}
+
+TEST(Device, PluginsAreListedByPriorityThenFluxsVendorNamesThenTheCpu) {
+    const std::vector<std::string> names = fx::supported_devices();
+    const std::vector<std::string> want{"TestHostBroken", "TestHostHigh", "TestHost", "AMDGPU", "Metal", "CPU"};
+    std::vector<std::string> got;  // a CUDA plugin, where one is built, is among them too
+    std::copy_if(names.begin(), names.end(), std::back_inserter(got),
+                 [&](const std::string& n) { return std::find(want.begin(), want.end(), n) != want.end(); });
+    EXPECT_EQ(got, want);
+    EXPECT_TRUE(fx::functional("TestHost"));
+    EXPECT_TRUE(fx::functional("testhost")) << "names are matched in any letter case";
+    EXPECT_TRUE(fx::functional("CPU"));
+    std::string why;
+    EXPECT_FALSE(fx::functional("NoSuchBackend", &why));
+    EXPECT_TRUE(contains(why, "libfluxion-*.so") && contains(why, FLUXION_TEST_DEVICE_PLUGIN_DIR)) << why;
+    EXPECT_FALSE(fx::functional("TestHostBroken", &why));
+    EXPECT_EQ(why, "TestHostBroken is built broken, to test the reasons given");
+}
+
+TEST(Device, DevicesAreListedWithNamesVendorsKindsAndMemory) {
     auto ds = fx::devices("TestHost");
     ASSERT_EQ(ds.size(), 2u);
     EXPECT_EQ(ds[1].device, host1);
     EXPECT_EQ(ds[1].name, "TestHost device 1");
-    EXPECT_GT(ds[0].total_memory, 0u);
-    EXPECT_EQ(fx::devices("CPU").size(), 1u);
+    EXPECT_EQ(ds[0].vendor, "TestHost");
+    EXPECT_EQ(ds[1].vendor, "AMD");
+    EXPECT_EQ(ds[0].kind, fx::DeviceKind::virtual_gpu);
+    EXPECT_EQ(ds[0].total_memory, std::size_t{1} << 30);
+    auto cpu = fx::devices("CPU");
+    ASSERT_EQ(cpu.size(), 1u);
+    EXPECT_EQ(cpu[0].kind, fx::DeviceKind::cpu);
+    EXPECT_TRUE(fx::devices("TestHostBroken").empty());
+    EXPECT_TRUE(fx::devices("NoSuchBackend").empty());
 }
 
-TEST(Device, GetDeviceByIndexAndClearErrorForMissingIndex) {
+TEST(Device, GetDeviceByIndexAndClearErrorsNamingTheDeviceAskedFor) {
     EXPECT_EQ(fx::get_device("TestHost", 1), host1);
-    try {
-        fx::get_device("TestHost", 5);
-        FAIL() << "expected DeviceError";
-    } catch (const fx::DeviceError& e) {
-        EXPECT_NE(std::string(e.what()).find("device 5 does not exist"), std::string::npos) << e.what();
-    }
-    EXPECT_THROW(fx::get_device("NoSuchBackend", 0), fx::DeviceError);
+    EXPECT_TRUE(contains(device_error([] { fx::get_device("TestHost", 5); }), "TestHost device 5 does not exist"));
+    const std::string broken = device_error([] { fx::get_device("TestHostBroken", 3); });
+    EXPECT_TRUE(contains(broken, "TestHostBroken:3 is not usable: TestHostBroken is built broken")) << broken;
+    const std::string unknown = device_error([] { fx::get_device("NoSuchBackend", 2); });
+    EXPECT_TRUE(contains(unknown, "NoSuchBackend:2 is unknown")) << unknown;
+    EXPECT_TRUE(contains(device_error([] { fx::get_device("CPU", 1); }), "only index 0"));
 }
 
-TEST(Device, VerboseSelectionSaysWhy) {
-    testing::internal::CaptureStderr();
-    fx::Device d = fx::get_device({.verbose = true});
-    std::string log = testing::internal::GetCapturedStderr();
-    EXPECT_NE(log.find("[ Info:"), std::string::npos) << log;
-    EXPECT_FALSE(d.is_cpu()) << "a functional plugin is preferred over the CPU";
+TEST(Device, DefaultIsTheFunctionalBackendOfHighestPriorityAndTheLogSaysWhy) {
+    fx::Device d;
+    const std::string log = stderr_of([&] { d = fx::get_device({.verbose = true}); });
+    EXPECT_EQ(d, high0);
+    EXPECT_TRUE(contains(log, "Backend TestHostBroken passed over: TestHostBroken is built broken")) << log;
+    EXPECT_TRUE(contains(log, "Using TestHostHigh:0: TestHostHigh is the functional backend of highest priority (10)"))
+        << log;
+    EXPECT_TRUE(contains(log, "Backend TestHost passed over: its priority, 0, is lower than TestHostHigh's")) << log;
+    EXPECT_EQ(fx::get_device(), high0) << "the cached choice is the same";
 }
 
-TEST(Device, EnvironmentVariableWinsAndBadPreferenceFallsBack) {
+TEST(Device, CpuKindDevicesAreSkippedUnlessNamed) {
+    setenv("FLUXION_TESTHOST_KIND", "cpu", 1);  // every TestHost device now says it is a CPU (as lavapipe)
+    fx::Device d;
+    const std::string log = stderr_of([&] { d = fx::get_device({.verbose = true}); });
+    EXPECT_TRUE(d.is_cpu()) << d.str();
+    EXPECT_TRUE(contains(log, "Backend TestHostHigh passed over: cpu-kind device skipped")) << log;
+    EXPECT_TRUE(contains(log, "FLUXION_GPU_BACKEND=TestHost ")) << log;
+    EXPECT_EQ(fx::get_device("TestHost"), host0) << "named, a cpu-kind device is used";
+    setenv("FLUXION_GPU_BACKEND", "TestHost", 1);
+    EXPECT_EQ(selected(), host0);
+    unsetenv("FLUXION_GPU_BACKEND");
+    unsetenv("FLUXION_TESTHOST_KIND");
+    EXPECT_EQ(selected(), high0);
+}
+
+TEST(Device, EnvironmentVariableWinsAndBadOnesFallBackWithAWarning) {
     setenv("FLUXION_GPU_BACKEND", "CPU", 1);
-    EXPECT_TRUE(fx::get_device({.verbose = true}).is_cpu());
-    setenv("FLUXION_GPU_BACKEND", "NoSuchBackend", 1);
-    testing::internal::CaptureStderr();
-    fx::Device d = fx::get_device({.verbose = true});
-    std::string log = testing::internal::GetCapturedStderr();
-    EXPECT_EQ(d.type, "TestHost");
-    EXPECT_NE(log.find("Warning"), std::string::npos) << log;
+    EXPECT_TRUE(selected().is_cpu());
+    setenv("FLUXION_GPU_BACKEND", "TestHost", 1);
+    EXPECT_EQ(selected(), host0) << "a lower priority, named";
+    for (const char* bad : {"NoSuchBackend", "TestHostBroken", "Metal"}) {
+        setenv("FLUXION_GPU_BACKEND", bad, 1);
+        fx::Device d;
+        const std::string log = stderr_of([&] { d = fx::get_device({.verbose = true}); });
+        EXPECT_EQ(d, high0) << bad;
+        EXPECT_TRUE(contains(log, "Warning: FLUXION_GPU_BACKEND asks for \"" + std::string(bad))) << log;
+    }
     unsetenv("FLUXION_GPU_BACKEND");
 }
 
-TEST(Device, PreferenceFileIsWrittenAndRead) {
-    auto dir = std::filesystem::temp_directory_path() / "fluxion_pref_test";
-    std::filesystem::create_directories(dir);
-    auto old = std::filesystem::current_path();
-    std::filesystem::current_path(dir);
-    std::ofstream(dir / "LocalPreferences.toml") << "[other]\nkey = 1\n";
-    testing::internal::CaptureStderr();
-    fx::gpu_backend("CPU");
-    testing::internal::GetCapturedStderr();
-    std::ifstream in(dir / "LocalPreferences.toml");
-    std::string text((std::istreambuf_iterator<char>(in)), {});
-    EXPECT_NE(text.find("[other]\nkey = 1"), std::string::npos) << "other sections are kept: " << text;
-    EXPECT_NE(text.find("[fluxion]\ngpu_backend = \"CPU\""), std::string::npos) << text;
-    EXPECT_TRUE(fx::get_device({.verbose = false}).type == fx::get_device().type);  // cached choice unchanged
-    EXPECT_TRUE(fx::get_device({.verbose = true}).is_cpu()) << "a fresh selection reads the preference";
-    testing::internal::CaptureStderr();
-    fx::gpu_backend("TestHost");  // replaces, not appends
-    testing::internal::GetCapturedStderr();
-    std::ifstream in2(dir / "LocalPreferences.toml");
-    std::string text2((std::istreambuf_iterator<char>(in2)), {});
-    EXPECT_EQ(text2.find("\"CPU\""), std::string::npos) << text2;
-    EXPECT_EQ(fx::get_device({.verbose = true}).type, "TestHost");
-    std::filesystem::current_path(old);
-    std::filesystem::remove_all(dir);
+TEST(Device, FluxsVendorNamesServeThatVendorsDevicesOfAnyBackend) {
+    // main() set FLUXION_TESTHOST_VENDOR=AMD: device 1 of each TestHost plugin reports vendor AMD,
+    // device 0 does not; TestHostHigh, of the higher priority, serves the name.
+    EXPECT_TRUE(fx::functional("AMDGPU"));
+    const fx::Device amd = fx::get_device("AMDGPU");
+    EXPECT_EQ(amd, (fx::Device{"AMDGPU", 1})) << "AMDGPU:i is device i of the backend serving AMD";
+    EXPECT_EQ(printed(amd), "AMDGPU:1 (TestHostHigh: TestHostHigh device 1)");
+    const std::string not_amd = device_error([] { fx::get_device("AMDGPU", 0); });
+    EXPECT_TRUE(contains(not_amd, "TestHostHigh:0 is not a GPU of vendor AMD; those are AMDGPU:1")) << not_amd;
+    auto listed = fx::devices("AMDGPU");
+    ASSERT_EQ(listed.size(), 1u);
+    EXPECT_EQ(listed[0].device, amd);
+    EXPECT_EQ(listed[0].vendor, "AMD");
+    Tensor x = fx::arange(0.0, 4.0) | amd;
+    EXPECT_EQ(x.device(), amd);
+    EXPECT_EQ((fx::square(x) | host1 | fx::cpu).to_vector<float>(), (std::vector<float>{0, 1, 4, 9}));
+    std::string why;
+    EXPECT_FALSE(fx::functional("Metal", &why));
+    EXPECT_TRUE(contains(why, "no functional backend reports a GPU of vendor Apple")) << why;
+    EXPECT_TRUE(contains(device_error([] { fx::get_device("Metal"); }), "Metal:0 is not usable"));
+    EXPECT_TRUE(fx::devices("Metal").empty());
+}
+
+TEST(Device, EverythingAUserIsHandedPrints) {
+    EXPECT_EQ(printed(host1), "TestHost:1 (TestHost device 1)");
+    EXPECT_TRUE(contains(printed(fx::get_device()), "TestHostHigh:0 (TestHostHigh device 0)"));
+    EXPECT_EQ(printed(fx::Device{}).rfind("CPU (", 0), 0u) << printed(fx::Device{});
+    EXPECT_EQ(printed(fx::Device{"NoSuchBackend", 2}), "NoSuchBackend:2") << "a device not usable prints its name";
+    EXPECT_EQ(printed(fx::devices("TestHost")[1]), "TestHost:1: TestHost device 1 (AMD, virtual GPU, 1.00 GiB, 1.00 GiB free)");
+    EXPECT_EQ(printed(fx::DeviceKind::integrated_gpu), "integrated GPU");
+    EXPECT_STREQ(fx::name(fx::Op::conv2d_backward_weight), "conv2d_backward_weight");
+}
+
+TEST(Device, SupportsSaysWhatADeviceLacksAndWhy) {
+    std::string why;
+    EXPECT_TRUE(fx::supports(host1, fx::Op::gemm, fx::DType::f32, &why));
+    EXPECT_TRUE(why.empty()) << why;
+    EXPECT_FALSE(fx::supports(host1, fx::Op::gemm, fx::DType::f16, &why));
+    EXPECT_EQ(why, "TestHost:1: gemm has no kernel for f16 (supported: f32, f64)");
+    EXPECT_FALSE(fx::supports(fx::Device{}, fx::Op::softmax, fx::DType::i64, &why));
+    EXPECT_EQ(why, "CPU:0: softmax has no kernel for i64 (supported: f32, f64)");
+    EXPECT_TRUE(fx::supports(fx::Device{}, fx::Op::cast, fx::DType::bf16));
+    EXPECT_THROW(fx::supports(fx::Device{"TestHostBroken", 0}, fx::Op::fill, fx::DType::f32), fx::DeviceError);
+}
+
+// A temporary working directory holding LocalPreferences.toml with `text`, for one test.
+struct PreferenceFolder {
+    std::filesystem::path dir = std::filesystem::temp_directory_path() / "fluxion_pref_test";
+    std::filesystem::path old = std::filesystem::current_path();
+    explicit PreferenceFolder(const std::string& text) {
+        std::filesystem::remove_all(dir);
+        std::filesystem::create_directories(dir);
+        std::filesystem::current_path(dir);
+        if (!text.empty()) std::ofstream(dir / "LocalPreferences.toml") << text;
+    }
+    ~PreferenceFolder() {
+        std::filesystem::current_path(old);
+        std::filesystem::remove_all(dir);
+    }
+    std::string text() const {
+        std::ifstream in(dir / "LocalPreferences.toml");
+        return {std::istreambuf_iterator<char>(in), {}};
+    }
+};
+
+TEST(Device, PreferenceFileIsWrittenKeepingOtherKeysAndRead) {
+    const fx::Device before = fx::get_device();
+    ASSERT_EQ(before, high0);
+    PreferenceFolder folder("# mine\n[other]\nkey = 1\n[fluxion]\ngpu_backend = \"TestHostHigh\"\nkeep = true\n");
+    stderr_of([] { fx::gpu_backend("CPU"); });
+    const std::string text = folder.text();
+    EXPECT_TRUE(contains(text, "[other]\nkey = 1")) << "other sections are kept: " << text;
+    EXPECT_TRUE(contains(text, "[fluxion]\ngpu_backend = \"CPU\"\nkeep = true")) << "and other keys: " << text;
+    EXPECT_EQ(fx::get_device(), before) << "the choice made at first use holds until restart";
+    EXPECT_TRUE(selected().is_cpu()) << "a fresh selection reads the preference";
+    stderr_of([] { fx::gpu_backend("TestHost"); });
+    EXPECT_FALSE(contains(folder.text(), "\"CPU\"")) << "replaced, not appended: " << folder.text();
+    EXPECT_EQ(selected(), host0);
+    stderr_of([] { fx::gpu_backend("AMDGPU"); });
+    EXPECT_EQ(selected(), (fx::Device{"AMDGPU", 1})) << "Flux's vendor names are preferences too";
+}
+
+TEST(Device, PreferenceFileIsCreatedWithFluxsLayout) {
+    PreferenceFolder folder("");
+    stderr_of([] { fx::gpu_backend("TestHost"); });
+    EXPECT_EQ(folder.text(), "[fluxion]\ngpu_backend = \"TestHost\"\n");
+}
+
+TEST(Device, OnlyTheGpuBackendKeyIsThePreference) {
+    PreferenceFolder folder("[fluxion]\ngpu_backend_old = \"CPU\"\n[elsewhere]\ngpu_backend = \"CPU\"\n");
+    EXPECT_EQ(selected(), high0);
+}
+
+TEST(Device, MalformedPreferenceFileIsAClearError) {
+    const std::string broken = "[fluxion]\n\ngpu_backend = \"CPU\n";
+    PreferenceFolder folder(broken);
+    for (const auto& call : std::vector<std::function<void()>>{[] { (void)fx::get_device({.verbose = true}); },
+                                                               [] { fx::gpu_backend("CPU"); }}) {
+        try {
+            stderr_of(call);
+            ADD_FAILURE() << "expected fx::IOError";
+        } catch (const fx::IOError& e) {
+            const std::string m = e.what();
+            EXPECT_TRUE(contains(m, "LocalPreferences.toml:3: malformed TOML: ")) << m;
+        }
+    }
+    EXPECT_EQ(folder.text(), broken) << "a malformed file is not overwritten";
+    std::ofstream(folder.dir / "LocalPreferences.toml") << "[fluxion]\ngpu_backend = 3\n";
+    try {
+        selected();
+        ADD_FAILURE() << "expected fx::IOError";
+    } catch (const fx::IOError& e) {
+        EXPECT_TRUE(contains(e.what(), "LocalPreferences.toml:2: [fluxion] gpu_backend must be a string")) << e.what();
+    }
 }
 
 TEST(Device, TensorsMoveAndComeBackUnchanged) {
@@ -157,16 +324,23 @@ TEST(Device, GradientsFlowAcrossMoves) {
     EXPECT_EQ(g.to_vector<float>(), (std::vector<float>{2, 4, 6}));
 }
 
-TEST(Device, SynchronizeWorksOnEveryDevice) {
+TEST(Device, SynchronizeRefusesDevicesThatCannotRun) {
     EXPECT_NO_THROW(fx::synchronize(host1));
-    EXPECT_NO_THROW(fx::synchronize(fx::Device{}));
     EXPECT_NO_THROW(fx::synchronize());
+    const std::string unknown = device_error([] { fx::synchronize(fx::Device{"NoSuchBackend", 1}); });
+    EXPECT_TRUE(contains(unknown, "unknown device NoSuchBackend:1")) << unknown;
+    const std::string broken = device_error([] { fx::synchronize(fx::Device{"TestHostBroken", 0}); });
+    EXPECT_TRUE(contains(broken, "TestHostBroken:0 is not usable")) << broken;
+    const std::string not_amd = device_error([] { fx::synchronize(fx::Device{"AMDGPU", 0}); });
+    EXPECT_TRUE(contains(not_amd, "TestHostHigh:0 is not a GPU of vendor AMD")) << not_amd;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    setenv("FLUXION_PLUGIN_PATH", FLUXION_TEST_PLUGIN_DIR, 1);
+    setenv("FLUXION_PLUGIN_PATH", FLUXION_TEST_PLUGIN_DIR ":" FLUXION_TEST_DEVICE_PLUGIN_DIR, 1);
+    setenv("FLUXION_TESTHOST_VENDOR", "AMD", 1);
+    unsetenv("FLUXION_TESTHOST_KIND");
     unsetenv("FLUXION_GPU_BACKEND");
     ::testing::InitGoogleTest(&argc, argv);
     return RUN_ALL_TESTS();

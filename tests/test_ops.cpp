@@ -201,15 +201,14 @@ TEST_P(OpTest, GradientMatchesFiniteDifferences) {
 
 TEST_P(OpTest, OtherBackendsMatchCpu) {
     const auto& c = GetParam();
-    auto devices = other_devices();
-    if (devices.empty()) GTEST_SKIP() << "no backend besides the CPU is functional";
+    if (other_devices().empty()) GTEST_SKIP() << "no backend besides the CPU is functional";
     for (auto dtype : {fx::DType::f64, fx::DType::f32}) {
         auto xs = make_inputs(c);
         Tensor w = weights_for(c, xs).to(dtype);
         for (auto& x : xs) x = x.to(dtype);
         auto cpu = evaluate(c, xs, w);
         double rtol = dtype == fx::DType::f64 ? 1e-10 : 1e-4, atol = dtype == fx::DType::f64 ? 1e-12 : 1e-5;
-        for (const auto& d : devices) {
+        for (const auto& d : other_devices(dtype)) {  // those lacking a kernel for dtype are skipped
             std::vector<Tensor> moved;
             for (const auto& x : xs) moved.push_back(x | d);
             auto dev = evaluate(c, moved, w | d);

@@ -24,9 +24,6 @@ using fx::backend::Strided;
 
 namespace {
 
-// lavapipe is a CPU-kind device, which the plugin hides unless asked for.
-const bool kUseCpuDevices = [] { return setenv("FLUXION_VULKAN_CPU_DEVICES", "1", 0) == 0; }();
-
 struct VulkanPlugin {
     const fx::backend::Backend* table = nullptr;
     decltype(&fluxion_vulkan_memory_stats) memory_stats = nullptr;

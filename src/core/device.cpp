@@ -1,13 +1,14 @@
-// device.cpp — device selection (DESIGN 3.4), the preference file, synchronisation, allowscalar.
+// device.cpp — device selection by priority (DESIGN 3.1, 3.4), Flux's vendor names, capability
+// queries, printing, synchronisation, allowscalar. The preference file is preferences.cpp's.
+#include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <mutex>
 #include <optional>
-#include <sstream>
 
+#include "core/preferences.hpp"
 #include "core/registry.hpp"
 #include "fluxion/device.hpp"
 #include "fluxion/error.hpp"
@@ -15,64 +16,87 @@
 namespace fluxion {
 namespace {
 
-constexpr const char* kPreferencesFile = "LocalPreferences.toml";
 std::atomic<bool> g_allow_scalar{false};
-
-// The value of `gpu_backend = "..."` in the [fluxion] section of LocalPreferences.toml, if any.
-std::optional<std::string> read_preference() {
-    std::ifstream in(kPreferencesFile);
-    if (!in) return std::nullopt;
-    std::string line;
-    bool in_section = false;
-    while (std::getline(in, line)) {
-        auto first = line.find_first_not_of(" \t");
-        if (first == std::string::npos || line[first] == '#') continue;
-        if (line[first] == '[') {
-            in_section = line.find("[fluxion]") == first;
-            continue;
-        }
-        if (!in_section || line.compare(first, 11, "gpu_backend") != 0) continue;
-        auto q1 = line.find('"'), q2 = line.rfind('"');
-        if (q1 != std::string::npos && q2 > q1) return line.substr(q1 + 1, q2 - q1 - 1);
-    }
-    return std::nullopt;
-}
 
 void info(bool verbose, const std::string& message) {
     if (verbose) std::cerr << "[ Info: " << message << "\n";
 }
 
-Device choose_device(bool verbose) {
-    const auto& all = detail::backends();
-    auto usable = [&](const std::string& name, const char* source) -> std::optional<Device> {
-        const auto* e = detail::find_backend(name);
-        if (!e) {
-            std::cerr << "[ Warning: " << source << " asks for backend \"" << name
-                      << "\", which fluxion does not know; falling back. Known: see fx::supported_devices().\n";
-            return std::nullopt;
-        }
-        if (!e->functional) {
-            std::cerr << "[ Warning: " << source << " asks for backend " << name << ", which is not functional ("
-                      << e->why << "); falling back.\n";
-            return std::nullopt;
-        }
-        info(verbose, "Using backend " + name + " set in " + source + ".");
-        return Device{name, 0};
-    };
-    if (const char* env = std::getenv("FLUXION_GPU_BACKEND"); env && *env)
-        if (auto d = usable(env, "FLUXION_GPU_BACKEND")) return *d;
-    if (auto pref = read_preference())
-        if (auto d = usable(*pref, kPreferencesFile)) return *d;
-    for (const auto& e : all) {
-        if (e.name == "CPU") break;
-        if (e.functional) {
-            info(verbose, "Using backend " + e.name + ", the first functional one (" + e.why + ").");
-            return Device{e.name, 0};
-        }
-        info(verbose, "Backend " + e.name + " passed over: " + e.why + ".");
+void warn(const std::string& message) { std::cerr << "[ Warning: " << message << "\n"; }
+
+// The first device of a functional backend that is not cpu-kind, if any.
+std::optional<int> first_gpu(const detail::BackendEntry& e) {
+    for (int i = 0; i < e.table->device_count(); ++i) {
+        backend::DeviceProperties p{};
+        e.table->device_properties(i, &p);
+        if (p.kind != DeviceKind::cpu) return i;
     }
-    info(verbose, "Using the CPU.");
-    return Device{};
+    return std::nullopt;
+}
+
+// The device a backend or vendor name stands for when it is named (variable or preference): its
+// first GPU, else its first device even if cpu-kind; nothing, with a warning, if it cannot be used.
+std::optional<Device> named(const std::string& name, const std::string& source, bool verbose) {
+    if (name == "CPU") {
+        info(verbose, "Using the CPU, set in " + source + ".");
+        return Device{};
+    }
+    std::string why;
+    if (!functional(name, &why)) {
+        warn(source + " asks for \"" + name + "\", which is not usable (" + why + "); falling back.");
+        return std::nullopt;
+    }
+    Device d;
+    if (const auto* e = detail::find_backend(name)) {
+        d = Device{e->name, first_gpu(*e).value_or(0)};
+    } else {
+        const auto* v = detail::find_vendor_name(name);
+        d = Device{v->name, v->indices.front()};
+    }
+    info(verbose, "Using " + d.str() + ", set in " + source + ".");
+    return d;
+}
+
+// The functional backend of highest priority with a device that is not cpu-kind, else the CPU.
+Device by_priority(bool verbose) {
+    std::optional<Device> chosen;
+    for (const auto& e : detail::backends()) {
+        if (e.table == &backend::cpu_backend()) break;
+        if (!e.functional) {
+            info(verbose, "Backend " + e.name + " passed over: " + e.why + ".");
+            continue;
+        }
+        if (chosen) {
+            info(verbose, "Backend " + e.name + " passed over: its priority, " + std::to_string(e.table->priority) +
+                              ", is lower than " + chosen->type + "'s.");
+            continue;
+        }
+        if (auto i = first_gpu(e)) {
+            chosen = Device{e.name, *i};
+            info(verbose, "Using " + chosen->str() + ": " + e.name + " is the functional backend of highest priority (" +
+                              std::to_string(e.table->priority) + ") with a GPU (" + e.why + ").");
+        } else {
+            info(verbose, "Backend " + e.name + " passed over: cpu-kind device skipped (its devices emulate a GPU on "
+                          "the CPU, where the CPU backend is faster); name it to use it: FLUXION_GPU_BACKEND=" +
+                              e.name + " or fx::gpu_backend(\"" + e.name + "\").");
+        }
+    }
+    if (!chosen) info(verbose, "Using the CPU.");
+    return chosen.value_or(Device{});
+}
+
+Device choose_device(bool verbose) {
+    if (const char* env = std::getenv("FLUXION_GPU_BACKEND"); env && *env)
+        if (auto d = named(env, "FLUXION_GPU_BACKEND", verbose)) return *d;
+    if (auto pref = detail::gpu_backend_preference())
+        if (auto d = named(*pref, detail::kPreferencesFile, verbose)) return *d;
+    return by_priority(verbose);
+}
+
+std::string gib(std::size_t bytes) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.2f GiB", double(bytes) / double(std::size_t{1} << 30));
+    return text;
 }
 
 }  // namespace
@@ -90,6 +114,25 @@ const char* name(DeviceKind kind) {
 
 std::string Device::str() const { return is_cpu() ? type : type + ":" + std::to_string(index); }
 
+std::ostream& operator<<(std::ostream& out, const Device& device) {
+    backend::DeviceProperties p{};
+    try {
+        p = detail::properties(device);
+    } catch (const DeviceError&) {
+        return out << device.str();
+    }
+    out << device.str() << " (";
+    if (const auto* v = detail::find_vendor_name(device.type)) out << v->served_by->name << ": ";
+    return out << p.name << ")";
+}
+
+std::ostream& operator<<(std::ostream& out, DeviceKind kind) { return out << name(kind); }
+
+std::ostream& operator<<(std::ostream& out, const DeviceInfo& d) {
+    return out << d.device.str() << ": " << d.name << " (" << (d.vendor.empty() ? "unknown vendor" : d.vendor) << ", "
+               << d.kind << ", " << gib(d.total_memory) << ", " << gib(d.free_memory) << " free)";
+}
+
 Device get_device(GetDeviceOptions options) {
     static std::once_flag once;
     static Device chosen;
@@ -99,81 +142,88 @@ Device get_device(GetDeviceOptions options) {
 }
 
 Device get_device(const std::string& backend, int index) {
+    const std::string asked = backend + ":" + std::to_string(index);
     if (backend == "CPU") {
         if (index != 0) throw DeviceError("get_device: the CPU has only index 0, not " + std::to_string(index));
         return Device{};
     }
-    const auto& table = detail::backend_for(Device{backend, 0});
-    int count = table.device_count();
+    const auto* e = detail::find_backend(backend);
+    if (const auto* v = e ? nullptr : detail::find_vendor_name(backend)) {
+        if (!v->served_by) throw DeviceError("get_device: " + asked + " is not usable: " + v->why);
+        if (std::find(v->indices.begin(), v->indices.end(), index) == v->indices.end()) {
+            std::string list;
+            for (int i : v->indices) list += (list.empty() ? "" : ", ") + std::string(v->name) + ":" + std::to_string(i);
+            throw DeviceError("get_device: " + asked + " does not exist: " + v->served_by->name + ":" +
+                              std::to_string(index) + " is not a GPU of vendor " + v->vendor + "; those are " + list);
+        }
+        return Device{v->name, index};
+    }
+    if (!e) throw DeviceError("get_device: " + asked + " is unknown: " + detail::unknown_backend(backend));
+    if (!e->functional) throw DeviceError("get_device: " + asked + " is not usable: " + e->why);
+    const int count = e->table->device_count();
     if (index < 0 || index >= count)
-        throw DeviceError("get_device: " + backend + " device " + std::to_string(index) + " does not exist; " +
-                          std::to_string(count) + " " + backend + " device(s) are visible (indices 0 to " +
+        throw DeviceError("get_device: " + e->name + " device " + std::to_string(index) + " does not exist; " +
+                          std::to_string(count) + " " + e->name + " device(s) are visible (indices 0 to " +
                           std::to_string(count - 1) + "; CUDA_VISIBLE_DEVICES may hide others)");
-    return Device{backend, index};
+    return Device{e->name, index};
 }
 
-bool functional(const std::string& backend) {
-    const auto* e = detail::find_backend(backend);
-    return e && e->functional;
+Device get_device(const std::string& backend) {
+    const auto* v = detail::find_backend(backend) ? nullptr : detail::find_vendor_name(backend);
+    return get_device(backend, v && v->served_by ? v->indices.front() : 0);
+}
+
+bool functional(const std::string& backend, std::string* why) {
+    std::string reason;
+    bool ok = false;
+    if (const auto* e = detail::find_backend(backend)) {
+        ok = e->functional;
+        reason = e->why;
+    } else if (const auto* v = detail::find_vendor_name(backend)) {
+        ok = v->served_by != nullptr;
+        reason = ok ? "served by " + v->served_by->name : v->why;
+    } else {
+        reason = detail::unknown_backend(backend);
+    }
+    if (why && !ok) *why = reason;
+    return ok;
 }
 
 std::vector<std::string> supported_devices() {
     std::vector<std::string> names;
-    for (const auto& e : detail::backends()) names.push_back(e.name);
+    for (const auto& e : detail::backends())
+        if (e.table != &backend::cpu_backend()) names.push_back(e.name);
+    for (const auto& v : detail::vendor_name_list())
+        if (!detail::find_backend(v)) names.push_back(v);
+    names.push_back("CPU");
     return names;
 }
 
 void gpu_backend(const std::string& backend) {
-    std::vector<std::string> lines;
-    {
-        std::ifstream in(kPreferencesFile);
-        for (std::string line; std::getline(in, line);) lines.push_back(line);
-    }
-    // Replace the key inside [fluxion], or add the section.
-    bool in_section = false, written = false;
-    std::ostringstream out;
-    std::string entry = "gpu_backend = \"" + backend + "\"";
-    for (const auto& line : lines) {
-        auto first = line.find_first_not_of(" \t");
-        bool header = first != std::string::npos && line[first] == '[';
-        if (header && in_section && !written) {
-            out << entry << "\n";
-            written = true;
-        }
-        if (header) in_section = line.find("[fluxion]") == first;
-        if (in_section && !header && first != std::string::npos && line.compare(first, 11, "gpu_backend") == 0) {
-            if (!written) out << entry << "\n";
-            written = true;
-            continue;
-        }
-        out << line << "\n";
-    }
-    if (!written) out << (in_section ? "" : "[fluxion]\n") << entry << "\n";
-    auto tmp = std::string(kPreferencesFile) + ".tmp";
-    {
-        std::ofstream f(tmp, std::ios::trunc);
-        f << out.str();
-        if (!f.flush()) throw IOError(std::string("gpu_backend: cannot write ") + tmp);
-    }
-    std::filesystem::rename(tmp, kPreferencesFile);
+    detail::set_gpu_backend_preference(backend);
     std::cerr << "[ Info: New GPU backend set: " << backend << ". Restart the program for it to take effect.\n";
+}
+
+bool supports(const Device& device, Op op, DType t, std::string* why) {
+    const backend::Backend& table = detail::backend_for(device);
+    if (!table.supports) return true;
+    char reason[512] = {0};
+    const bool ok = table.supports(device.index, op, t, reason, sizeof reason);
+    if (why && !ok) *why = reason;
+    return ok;
 }
 
 std::vector<DeviceInfo> devices(const std::string& backend) {
     std::vector<DeviceInfo> out;
-    const auto* e = detail::find_backend(backend);
-    if (!e || !e->functional) return out;
-    for (int i = 0; i < e->table->device_count(); ++i) {
-        DeviceInfo d;
-        d.device = Device{backend, backend == "CPU" ? 0 : i};
-        backend::DeviceProperties p{};
-        e->table->device_properties(i, &p);
-        d.name = p.name;
-        d.vendor = p.vendor;
-        d.kind = p.kind;
-        d.total_memory = p.total_bytes;
-        d.free_memory = p.free_bytes;
-        out.push_back(d);
+    std::vector<Device> listed;
+    if (const auto* v = detail::find_vendor_name(backend)) {
+        for (int i : v->indices) listed.push_back(Device{v->name, i});
+    } else if (const auto* e = detail::find_backend(backend); e && e->functional) {
+        for (int i = 0; i < e->table->device_count(); ++i) listed.push_back(Device{e->name, i});
+    }
+    for (const auto& d : listed) {
+        const backend::DeviceProperties p = detail::properties(d);
+        out.push_back({d, p.name, p.vendor, p.kind, p.total_bytes, p.free_bytes});
     }
     return out;
 }

@@ -139,10 +139,6 @@ Probe make_probe() {
                               : !has_device_extension(d, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME)
                                   ? VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME
                                   : nullptr;
-        // A Vulkan driver on the CPU (lavapipe, SwiftShader) is slower than fluxion's CPU backend:
-        // such devices are hidden unless asked for, so that they never become fx::gpu's default.
-        if (!missing && props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU && !env_on("FLUXION_VULKAN_CPU_DEVICES"))
-            missing = "a GPU (it runs on the CPU; FLUXION_VULKAN_CPU_DEVICES=1 makes it usable)";
         if (missing)
             skipped += std::string(skipped.empty() ? "" : "; ") + props.deviceName + " lacks " + missing;
         else

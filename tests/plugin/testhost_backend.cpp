@@ -2,7 +2,9 @@
 // keeps its data in its own host allocations (tagged, and checked on free) and reports two devices,
 // so moves, mixed-device errors and plugin discovery are tested without a GPU. Its devices are
 // virtual GPUs of vendor "TestHost"; FLUXION_TESTHOST_VENDOR=<vendor> gives device 1 that vendor
-// instead (how the tests see an "AMD" or "Apple" device on any machine).
+// instead (how the tests see an "AMD" device on any machine), FLUXION_TESTHOST_KIND=cpu makes both
+// cpu-kind (as lavapipe's). Built again under other names (TESTHOST_NAME, TESTHOST_PRIORITY,
+// TESTHOST_BROKEN) for test_device's checks of selection by priority and of the reasons given.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -15,23 +17,28 @@ namespace {
 
 using fluxion::backend::Backend;
 
+#ifndef TESTHOST_NAME
+#define TESTHOST_NAME "TestHost"
+#define TESTHOST_PRIORITY 0
+#define TESTHOST_BROKEN false
+#endif
+
 constexpr std::uint64_t kTag = 0x7e57'4057'0000'0000ull;  // tag | device index, stored before each block
 constexpr std::size_t kHeader = 64;                      // keeps the user pointer 64-byte aligned
 
 bool functional(char* why, std::size_t n) {
-    if (const char* v = std::getenv("FLUXION_TESTHOST_BROKEN"); v && *v) {
-        std::snprintf(why, n, "FLUXION_TESTHOST_BROKEN is set");
-        return false;
-    }
-    return true;
+    if (TESTHOST_BROKEN && why && n > 0) std::snprintf(why, n, "%s is built broken, to test the reasons given", TESTHOST_NAME);
+    return !TESTHOST_BROKEN;
 }
 int device_count() { return 2; }
 void device_properties(int device, fluxion::backend::DeviceProperties* out) {
     *out = {};
-    std::snprintf(out->name, sizeof out->name, "TestHost device %d", device);
+    std::snprintf(out->name, sizeof out->name, "%s device %d", TESTHOST_NAME, device);
     const char* vendor = std::getenv("FLUXION_TESTHOST_VENDOR");
     std::snprintf(out->vendor, sizeof out->vendor, "%s", device == 1 && vendor && *vendor ? vendor : "TestHost");
-    out->kind = fluxion::DeviceKind::virtual_gpu;
+    const char* kind = std::getenv("FLUXION_TESTHOST_KIND");
+    const bool cpu = kind && std::strcmp(kind, "cpu") == 0;
+    out->kind = cpu ? fluxion::DeviceKind::cpu : fluxion::DeviceKind::virtual_gpu;
     out->total_bytes = out->free_bytes = std::size_t{1} << 30;
 }
 // The CPU's answer, the reason naming this device: "TestHost:1: gemm has no kernel for f16 (...)".
@@ -39,7 +46,7 @@ bool supports(int device, fluxion::Op op, fluxion::DType t, char* why, std::size
     char cpu_why[256] = {};
     if (fluxion::backend::cpu_backend().supports(0, op, t, cpu_why, sizeof cpu_why)) return true;
     const char* reason = std::strchr(cpu_why, ' ');  // after "CPU:0:"
-    if (why && n > 0) std::snprintf(why, n, "TestHost:%d:%s", device, reason ? reason : cpu_why);
+    if (why && n > 0) std::snprintf(why, n, "%s:%d:%s", TESTHOST_NAME, device, reason ? reason : cpu_why);
     return false;
 }
 void synchronize(int) {}
@@ -62,8 +69,8 @@ void copy_device(int, void* dst, int, const void* src, std::size_t n) { std::mem
 
 Backend make_table() {
     Backend b = fluxion::backend::cpu_backend();  // the CPU's kernels work on host memory
-    b.name = "TestHost";
-    b.priority = 0;
+    b.name = TESTHOST_NAME;
+    b.priority = TESTHOST_PRIORITY;
     b.functional = functional;
     b.device_count = device_count;
     b.device_properties = device_properties;
