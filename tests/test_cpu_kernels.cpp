@@ -394,6 +394,7 @@ std::vector<UnaryCase> unary_cases() {
         {U::sign, "sign", 0, 0, -2, 2, [](double x) { return double((x > 0) - (x < 0)); }, {0}},
         {U::recip, "recip", 0, 0, 0.3, 3, [](double x) { return 1 / x; }, {}},
         {U::pow_scalar, "pow_scalar", 2.5, 0, 0.2, 3, [](double x) { return std::pow(x, 2.5); }, {}},
+        {U::gelu_erf, "gelu_erf", 0, 0, -4, 4, [](double x) { return 0.5 * x * std::erfc(-x / std::sqrt(2.0)); }, {}},
     };
 }
 

@@ -43,7 +43,8 @@ Tensor clamp(const Tensor& x, double low, double high);
 Tensor relu(const Tensor& x);
 Tensor leakyrelu(const Tensor& x, double slope = 0.01);
 Tensor elu(const Tensor& x, double alpha = 1.0);
-Tensor gelu(const Tensor& x);
+Tensor gelu(const Tensor& x);      // tanh approximation, as Flux's gelu and F.gelu(x, approximate='tanh')
+Tensor gelu_erf(const Tensor& x);  // exact x Φ(x), as Flux's gelu_erf and PyTorch's default F.gelu(x)
 Tensor sigmoid(const Tensor& x);
 Tensor tanh(const Tensor& x);
 Tensor softplus(const Tensor& x);
