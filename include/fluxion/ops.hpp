@@ -101,8 +101,10 @@ struct Conv2dOptions {
     std::vector<std::int64_t> dilation = {1, 1};
     std::int64_t groups = 1;
 };
+// Unlike PyTorch's F.conv2d these take no bias: add it as y + bias.reshape({1, C, 1, 1}), as Conv does.
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Conv2dOptions& options = {});
-// The transpose of conv2d: weight {in, out/groups, kh, kw}; output_padding adds to the far side.
+// The transpose of conv2d: weight {in, out/groups, kh, kw}; output_padding adds to the far side and
+// must be smaller than the stride or the dilation (PyTorch's rule).
 Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Conv2dOptions& options = {},
                         std::vector<std::int64_t> output_padding = {0, 0});
 struct Pool2dOptions {
@@ -110,6 +112,8 @@ struct Pool2dOptions {
     std::vector<std::int64_t> stride = {};  // defaults to the window
     std::vector<std::int64_t> padding = {0, 0};  // at most half the window on each axis, as in PyTorch
 };
+// Output sizes round down (PyTorch's ceil_mode=False; there is no ceil_mode). Mean pooling counts
+// padded cells as zeros (count_include_pad=True).
 Tensor maxpool2d(const Tensor& x, const Pool2dOptions& options);
 Tensor meanpool2d(const Tensor& x, const Pool2dOptions& options);
 Tensor softmax(const Tensor& x, int axis = -1);
