@@ -54,6 +54,7 @@ inline std::vector<OpCase> op_cases() {
          Domain::away_from_zero},
         {"elu", {{9}}, [](const T& x) { return fx::elu(x[0], 1.5); }, "F.elu(x0, 1.5)", Domain::away_from_zero},
         {"gelu", {{9}}, [](const T& x) { return fx::gelu(x[0]); }, "F.gelu(x0, approximate='tanh')"},
+        {"gelu_erf", {{9}}, [](const T& x) { return fx::gelu_erf(x[0]); }, "F.gelu(x0)"},
         {"sigmoid", {{9}}, [](const T& x) { return fx::sigmoid(x[0]); }, "torch.sigmoid(x0)"},
         {"tanh", {{9}}, [](const T& x) { return fx::tanh(x[0]); }, "torch.tanh(x0)"},
         {"softplus", {{9}}, [](const T& x) { return fx::softplus(x[0] * 10.0); }, "F.softplus(x0 * 10.0)"},

@@ -96,14 +96,25 @@ TEST(Autodiff, BasicExampleMatchesFiniteDifferences) {
     auto [dW, db] = fx::gradient(loss, W, b);
     ASSERT_EQ(dW.shape(), W.shape());
     ASSERT_EQ(db.shape(), b.shape());
-    auto w = W.to_vector<double>();
-    auto g = dW.to_vector<double>();
-    for (std::size_t i = 0; i < w.size(); ++i) {
-        auto at = [&](double d) {
-            auto v = w;
-            v[i] += d;
-            return loss(fx::tensor(v, W.shape()), b).item();
-        };
-        EXPECT_NEAR(g[i], (at(1e-6) - at(-1e-6)) / 2e-6, 1e-6);
+    // Each argument's gradient against central differences in each of its elements.
+    auto check = [&](const Tensor& grad, const Tensor& arg, auto&& loss_of) {
+        auto base = arg.to_vector<double>(), g = grad.to_vector<double>();
+        for (std::size_t i = 0; i < base.size(); ++i) {
+            auto at = [&](double d) {
+                auto v = base;
+                v[i] += d;
+                return loss_of(fx::tensor(v, arg.shape())).item();
+            };
+            EXPECT_NEAR(g[i], (at(1e-6) - at(-1e-6)) / 2e-6, 1e-6) << "element " << i;
+        }
+    };
+    check(dW, W, [&](const Tensor& v) { return loss(v, b); });
+    check(db, b, [&](const Tensor& v) { return loss(W, v); });
+    // And the closed form: db = 2 (W x + b - y), dW = db xᵀ.
+    auto r = (fx::matmul(W, x) + b - y).to_vector<double>(), xs = x.to_vector<double>();
+    auto gb = db.to_vector<double>(), gw = dW.to_vector<double>();
+    for (std::size_t i = 0; i < 2; ++i) {
+        EXPECT_NEAR(gb[i], 2 * r[i], 1e-12);
+        for (std::size_t j = 0; j < 5; ++j) EXPECT_NEAR(gw[i * 5 + j], 2 * r[i] * xs[j], 1e-12);
     }
 }

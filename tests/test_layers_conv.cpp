@@ -96,13 +96,28 @@ TEST(ConvTranspose, SamePadDoublesTheSizeWithStrideTwoAndMatchesPyTorch) {
               "ConvTranspose((4, 4), 3 => 2, pad=1, stride=2)  # 98 parameters");
 }
 
+// The layer's output is conv_transpose2d's (checked against PyTorch in the op table) with the
+// padding and output padding SamePad resolves to, plus the bias.
+void expect_transpose_with(fx::ConvTranspose& layer, const fx::Shape& x_shape, std::int64_t stride, std::int64_t pad,
+                           std::int64_t output_pad, const fx::Shape& y_shape) {
+    fx::seed(5);
+    layer.bias = fx::randn(layer.bias.shape());
+    Tensor x = fx::randn(x_shape), xb = x_shape.size() == 3 ? x.unsqueeze(0) : x;
+    Tensor want = fx::conv_transpose2d(xb, layer.weight, {.stride = {stride, stride}, .padding = {pad, pad}},
+                                       {output_pad, output_pad}) +
+                  layer.bias.reshape({1, -1, 1, 1});
+    Tensor y = layer(x);
+    ASSERT_EQ(y.shape(), y_shape);
+    EXPECT_EQ(y.to_vector<float>(), want.reshape(y_shape).to_vector<float>());
+}
+
 TEST(ConvTranspose, SamePadKeepsSizeForOddKernelsAndUsesOutputPadForEven) {
     fx::ConvTranspose odd({3, 3}, 1, 1, {.pad = fx::SamePad()});
-    EXPECT_EQ(odd(fx::ones({1, 5, 7})).shape(), (fx::Shape{1, 5, 7}));
+    expect_transpose_with(odd, {1, 5, 7}, 1, 1, 0, {1, 5, 7});
     fx::ConvTranspose even({3, 3}, 1, 1, {.stride = 2, .pad = fx::SamePad()});
-    EXPECT_EQ(even(fx::ones({1, 1, 5, 7})).shape(), (fx::Shape{1, 1, 10, 14}));
+    expect_transpose_with(even, {1, 1, 5, 7}, 2, 1, 1, {1, 1, 10, 14});
     fx::ConvTranspose pointwise({1, 1}, 1, 1, {.stride = 3, .pad = fx::SamePad()});
-    EXPECT_EQ(pointwise(fx::ones({1, 2, 3})).shape(), (fx::Shape{1, 6, 9}));
+    expect_transpose_with(pointwise, {1, 2, 3}, 3, 0, 2, {1, 6, 9});
     // An even kernel at stride 1 would need output padding 1, which needs a stride above 1.
     EXPECT_THROW(fx::ConvTranspose({2, 2}, 1, 1, {.pad = fx::SamePad()}), fx::ValueError);
     EXPECT_THROW(fx::ConvTranspose({3, 3}, 1, 1, {.pad = {0, 1, 0, 0}}), fx::ValueError);
@@ -146,7 +161,9 @@ TEST(Pooling, GlobalMeanPoolKeepsUnitSpatialAxes) {
 
 TEST(Flatten, ImagesToVectorsKeepingTheBatch) {
     fx::Flatten f;
-    EXPECT_EQ(f(fx::ones({2, 3, 4, 5})).shape(), (fx::Shape{2, 60}));
+    Tensor x = fx::rand({2, 3, 4, 5});
+    EXPECT_EQ(f(x).shape(), (fx::Shape{2, 60}));
+    EXPECT_EQ(f(x).to_vector<float>(), x.to_vector<float>());  // row-major order kept, as PyTorch's flatten
     EXPECT_EQ(f(fx::ones({3, 4, 5})).shape(), (fx::Shape{60}));
     EXPECT_EQ(f(fx::ones({7, 9})).shape(), (fx::Shape{7, 9}));
     EXPECT_THROW(f(fx::ones({1, 2, 3, 4, 5})), fx::ShapeError);
@@ -155,8 +172,18 @@ TEST(Flatten, ImagesToVectorsKeepingTheBatch) {
 TEST(ConvChain, TheDesignsModelRunsOnOneImageAndOnABatch) {
     auto model = fx::Chain(fx::Conv({5, 5}, 1, 16, fx::relu), fx::MaxPool({2, 2}), fx::Conv({3, 3}, 16, 8, fx::relu),
                            fx::MaxPool({4, 4}), fx::Flatten(), fx::Dense(32, 10));
-    EXPECT_EQ(model(fx::rand({1, 28, 28})).shape(), (fx::Shape{10}));
-    EXPECT_EQ(model(fx::rand({3, 1, 28, 28})).shape(), (fx::Shape{3, 10}));
+    Tensor batch = fx::rand({3, 1, 28, 28});
+    Tensor outs = model(batch), one = model(batch.select(0, 1));
+    EXPECT_EQ(outs.shape(), (fx::Shape{3, 10}));
+    ASSERT_EQ(one.shape(), (fx::Shape{10}));
+    // One image gives what the same image gives inside a batch.
+    auto a = one.to_vector<float>(), b = outs.select(0, 1).to_vector<float>();
+    for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5 * (1 + std::abs(b[i]))) << i;
+    // And images are independent: another image changes only its own row.
+    Tensor changed = batch.clone();
+    changed.select(0, 2).copy_(fx::rand({1, 28, 28}));
+    EXPECT_EQ(model(changed).select(0, 0).to_vector<float>(), outs.select(0, 0).to_vector<float>());
+    EXPECT_NE(model(changed).select(0, 2).to_vector<float>(), outs.select(0, 2).to_vector<float>());
 }
 
 }  // namespace

@@ -83,9 +83,29 @@ TEST(BatchNorm, OneSampleTrainsOnlyWithSpatialValuesAndTestsAlways) {
     fx::BatchNorm bn(3);
     fx::trainmode(bn);
     EXPECT_THROW(bn(fx::ones({3})), fx::ShapeError);
-    EXPECT_EQ(bn(fx::rand({3, 4, 4})).shape(), (fx::Shape{3, 4, 4}));
+    // One sample {C, H, W} is normalised per channel over its 16 values (biased variance).
+    Tensor x = fx::rand({3, 4, 4}, {.dtype = fx::DType::f64});
+    fx::BatchNorm bn64 = bn;
+    bn64.weight = fx::cast(bn.weight, fx::DType::f64), bn64.bias = fx::cast(bn.bias, fx::DType::f64);
+    bn64.running_mean = fx::cast(bn.running_mean, fx::DType::f64), bn64.running_var = fx::cast(bn.running_var, fx::DType::f64);
+    Tensor y = bn64(x);
+    ASSERT_EQ(y.shape(), (fx::Shape{3, 4, 4}));
+    Tensor mu = fx::mean(x.reshape({3, 16}), 1, true), var = fx::mean(fx::square(x.reshape({3, 16}) - mu), 1, true);
+    auto want = ((x.reshape({3, 16}) - mu) / fx::sqrt(var + bn.epsilon)).to_vector<double>(), got = y.to_vector<double>();
+    for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-12) << i;
+    // The running statistics moved by momentum 0.1 towards the sample's (unbiased variance).
+    auto rm = bn64.running_mean.to_vector<double>(), rv = bn64.running_var.to_vector<double>();
+    auto m = mu.to_vector<double>(), v = var.to_vector<double>();
+    for (std::size_t c = 0; c < 3; ++c) {
+        EXPECT_NEAR(rm[c], 0.1 * m[c], 1e-12);
+        EXPECT_NEAR(rv[c], 0.9 + 0.1 * v[c] * 16 / 15, 1e-12);
+    }
+    fx::testmode(bn64);
+    // Test mode uses the running statistics: (1 - running_mean) / sqrt(running_var + eps).
+    Tensor t = bn64(fx::ones({3}, {.dtype = fx::DType::f64}));
+    ASSERT_EQ(t.shape(), (fx::Shape{3}));
+    for (std::size_t c = 0; c < 3; ++c) EXPECT_NEAR(t.to_vector<double>()[c], (1 - rm[c]) / std::sqrt(rv[c] + bn.epsilon), 1e-12);
     fx::testmode(bn);
-    EXPECT_EQ(bn(fx::ones({3})).shape(), (fx::Shape{3}));
     try {
         bn(fx::ones({2, 5}));
         FAIL() << "no ShapeError";

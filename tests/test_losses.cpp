@@ -100,15 +100,19 @@ TEST(Losses, HugeLogitsStayFiniteAndCorrect) {
     Tensor big = f64({1e4, 0, -1e4, -1e4, 1e4, 0}, {2, 3});
     Tensor labels1 = f64({0, 1, 0, 0, 1, 0}, {2, 3});
     auto [l, g] = fx::withgradient([&](const Tensor& v) { return fx::logitcrossentropy(v, labels1); }, big);
-    EXPECT_DOUBLE_EQ(l.item(), 5000.0);  // PyTorch: 5000.0
-    for (double v : g.to_vector<double>()) EXPECT_TRUE(std::isfinite(v));
+    // PyTorch: -(labels1 * log_softmax(big, 1)).sum(1).mean() = 5000 with gradient
+    // [[0.5, -0.5, 0], [0, 0, 0]]; binary_cross_entropy_with_logits(big, binary) = 3333.56438239352
+    // with gradient [[0, 1/12, -1/6], [0, 1/6, -1/12]].
+    EXPECT_DOUBLE_EQ(l.item(), 5000.0);
+    EXPECT_EQ(g.to_vector<double>(), (std::vector<double>{0.5, -0.5, 0, 0, 0, 0}));
     auto [lb, gb] = fx::withgradient([&](const Tensor& v) { return fx::logitbinarycrossentropy(v, binary); }, big);
-    EXPECT_NEAR(lb.item(), 3333.56438239352, 1e-6);  // PyTorch's binary_cross_entropy_with_logits
-    for (double v : gb.to_vector<double>()) EXPECT_TRUE(std::isfinite(v));
-    // In f32 as well.
+    EXPECT_NEAR(lb.item(), 3333.56438239352, 1e-6);
+    const std::vector<double> gb_torch = {0, 1.0 / 12, -1.0 / 6, 0, 1.0 / 6, -1.0 / 12};
+    for (std::size_t i = 0; i < gb_torch.size(); ++i) EXPECT_NEAR(gb.to_vector<double>()[i], gb_torch[i], 1e-15);
+    // In f32 as well (PyTorch's f32 binary loss: 3333.564453125).
     Tensor big32 = big.to(fx::DType::f32);
     EXPECT_FLOAT_EQ(fx::logitcrossentropy(big32, labels1.to(fx::DType::f32)).item<float>(), 5000.0f);
-    EXPECT_TRUE(std::isfinite(fx::logitbinarycrossentropy(big32, binary.to(fx::DType::f32)).item()));
+    EXPECT_FLOAT_EQ(fx::logitbinarycrossentropy(big32, binary.to(fx::DType::f32)).item<float>(), 3333.564453125f);
 }
 
 TEST(Losses, MismatchedShapesNameTheLossAndBothShapes) {

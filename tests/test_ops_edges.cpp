@@ -260,5 +260,23 @@ TEST(OpsEdges, PoolingPaddingBeyondHalfTheWindowIsRefused) {
             << e.what();
     }
     EXPECT_EQ(fx::maxpool2d(x, {.window = {3, 3}, .padding = {1, 1}}).shape(), (fx::Shape{1, 1, 2, 2}));
-    EXPECT_THROW(fx::MaxPool({2, 2}, {.pad = 2})(x), fx::ValueError);
+    EXPECT_THROW(fx::MaxPool({2, 2}, {.stride = 2, .pad = 2})(x), fx::ValueError);
+}
+
+// x = [-3, -1, -0.5, 0, 0.7, 2, 4]; y = F.gelu(x) (exact, PyTorch's default); (y * arange(1, 8)).sum()
+// .backward(). Flux's names: gelu is the tanh approximation, gelu_erf the exact form.
+TEST(OpsEdges, GeluErfIsPyTorchsDefaultGelu) {
+    Tensor x = f64({-3, -1, -0.5, 0, 0.7, 2, 4}, {7}), w = f64({1, 2, 3, 4, 5, 6, 7}, {7});
+    const std::vector<double> y = {-0.00404969409489031, -0.15865525393145702, -0.15426876936299344, 0.0,
+                                   0.5306254434438489,   1.9544997361036416,   3.9998733150326675};
+    const std::vector<double> g = {-0.01194564720418392, -0.1666309411753727, 0.39751462603151133, 2.0,
+                                   4.883070505668299,    6.511390806469182,   7.003525547628586};
+    auto [value, grad] = fx::withgradient([&](const Tensor& a) { return fx::sum(fx::gelu_erf(a) * w); }, x);
+    auto got = fx::gelu_erf(x).to_vector<double>(), got_g = grad.to_vector<double>();
+    for (std::size_t i = 0; i < y.size(); ++i) {
+        EXPECT_NEAR(got[i], y[i], 1e-15 * (1 + std::abs(y[i])));
+        EXPECT_NEAR(got_g[i], g[i], 1e-14 * (1 + std::abs(g[i])));
+    }
+    EXPECT_GT(std::abs(fx::gelu(x).to_vector<double>()[0] - y[0]), 1e-4);  // the tanh form differs
+    EXPECT_EQ(fx::Dense(2, 3, fx::gelu_erf).describe(), "Dense(2 => 3, gelu_erf)");
 }

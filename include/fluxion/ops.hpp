@@ -26,6 +26,7 @@ Tensor operator*(double s, const Tensor& a);
 Tensor operator/(double s, const Tensor& a);
 Tensor pow(const Tensor& a, const Tensor& b);
 Tensor pow(const Tensor& a, double exponent);
+// Equal arguments share the gradient half and half, as in PyTorch.
 Tensor maximum(const Tensor& a, const Tensor& b);
 Tensor minimum(const Tensor& a, const Tensor& b);
 
@@ -43,7 +44,8 @@ Tensor clamp(const Tensor& x, double low, double high);
 Tensor relu(const Tensor& x);
 Tensor leakyrelu(const Tensor& x, double slope = 0.01);
 Tensor elu(const Tensor& x, double alpha = 1.0);
-Tensor gelu(const Tensor& x);
+Tensor gelu(const Tensor& x);      // tanh approximation, as Flux's gelu and F.gelu(x, approximate='tanh')
+Tensor gelu_erf(const Tensor& x);  // exact x Φ(x), as Flux's gelu_erf and PyTorch's default F.gelu(x)
 Tensor sigmoid(const Tensor& x);
 Tensor tanh(const Tensor& x);
 Tensor softplus(const Tensor& x);
@@ -67,6 +69,9 @@ Tensor operator>=(const Tensor& a, const Tensor& b);
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);  // differentiable in a and b
 
 // ---- reductions: over everything, or along one axis ----
+// As in PyTorch: axis 0 or -1 of a 0-d tensor is its one element; along an axis, the gradient of
+// max / min goes to the one index argmax / argmin returns (the first of tied values), while over
+// everything tied values share it equally.
 Tensor sum(const Tensor& x);
 Tensor sum(const Tensor& x, int axis, bool keepdims = false);
 Tensor mean(const Tensor& x);
@@ -96,8 +101,10 @@ struct Conv2dOptions {
     std::vector<std::int64_t> dilation = {1, 1};
     std::int64_t groups = 1;
 };
+// Unlike PyTorch's F.conv2d these take no bias: add it as y + bias.reshape({1, C, 1, 1}), as Conv does.
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Conv2dOptions& options = {});
-// The transpose of conv2d: weight {in, out/groups, kh, kw}; output_padding adds to the far side.
+// The transpose of conv2d: weight {in, out/groups, kh, kw}; output_padding adds to the far side and
+// must be smaller than the stride or the dilation (PyTorch's rule).
 Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Conv2dOptions& options = {},
                         std::vector<std::int64_t> output_padding = {0, 0});
 struct Pool2dOptions {
@@ -105,6 +112,8 @@ struct Pool2dOptions {
     std::vector<std::int64_t> stride = {};  // defaults to the window
     std::vector<std::int64_t> padding = {0, 0};  // at most half the window on each axis, as in PyTorch
 };
+// Output sizes round down (PyTorch's ceil_mode=False; there is no ceil_mode). Mean pooling counts
+// padded cells as zeros (count_include_pad=True).
 Tensor maxpool2d(const Tensor& x, const Pool2dOptions& options);
 Tensor meanpool2d(const Tensor& x, const Pool2dOptions& options);
 Tensor softmax(const Tensor& x, int axis = -1);

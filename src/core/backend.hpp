@@ -27,6 +27,7 @@ enum class Unary : int {
     clamp,      // a = low, b = high
     sign, recip,
     pow_scalar,  // x^a
+    gelu_erf,    // exact: x Φ(x), as PyTorch's default gelu
 };
 
 enum class Binary : int {

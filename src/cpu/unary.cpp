@@ -14,7 +14,7 @@ namespace {
 const char* const kUnaryNames[] = {"neg",     "exp",     "log",      "sqrt",  "abs",  "square",
                                    "sin",     "cos",     "tanh",     "sigmoid", "relu", "leakyrelu",
                                    "elu",     "gelu",    "softplus", "swish", "clamp", "sign",
-                                   "recip",   "pow_scalar"};
+                                   "recip",   "pow_scalar", "gelu_erf"};
 
 // Ops that are a few instructions per element: below a larger size they are not worth threads.
 constexpr bool is_cheap(Unary op) {
@@ -37,6 +37,12 @@ template <class T>
 inline constexpr T kGeluK = T(std::numbers::sqrt2 * std::numbers::inv_sqrtpi);
 template <class T>
 inline constexpr T kGeluC = T(0.044715);
+
+// gelu_erf: x Φ(x) = 0.5 x (1 + erf(x / sqrt 2)), whose derivative is Φ(x) + x φ(x).
+template <class T>
+inline constexpr T kInvSqrt2 = T(std::numbers::sqrt2 / 2);
+template <class T>
+inline constexpr T kInvSqrt2Pi = T(std::numbers::inv_sqrtpi * std::numbers::sqrt2 / 2);
 
 template <Unary op, class T>
 T integer_value(T x) {
@@ -69,6 +75,7 @@ T unary_value(T x, T a, T b) {
     else if constexpr (op == Unary::clamp) return x < a ? a : (x > b ? b : x);
     else if constexpr (op == Unary::sign) return x > 0 ? T(1) : (x < 0 ? T(-1) : x);  // keeps ±0 and NaN
     else if constexpr (op == Unary::recip) return T(1) / x;
+    else if constexpr (op == Unary::gelu_erf) return T(0.5) * x * (T(1) + std::erf(x * kInvSqrt2<T>));
     else return std::pow(x, a);
 }
 
@@ -99,6 +106,8 @@ T unary_gradient(T x, T y, T gy, T a, T b) {
     } else if constexpr (op == Unary::clamp) return (a <= x && x <= b) ? gy : T(0);
     else if constexpr (op == Unary::sign) return T(0);
     else if constexpr (op == Unary::recip) return -gy * y * y;
+    else if constexpr (op == Unary::gelu_erf)
+        return gy * (T(0.5) * (T(1) + std::erf(x * kInvSqrt2<T>)) + x * kInvSqrt2Pi<T> * std::exp(T(-0.5) * x * x));
     else return a == 0 ? T(0) : gy * a * std::pow(x, a - T(1));
 }
 
@@ -146,13 +155,14 @@ void with_op(Unary op, F&& f) {
         case U::sign: return f(std::integral_constant<U, U::sign>{});
         case U::recip: return f(std::integral_constant<U, U::recip>{});
         case U::pow_scalar: return f(std::integral_constant<U, U::pow_scalar>{});
+        case U::gelu_erf: return f(std::integral_constant<U, U::gelu_erf>{});
     }
     throw ValueError("unary: unknown op code " + std::to_string(int(op)));
 }
 
 // The name is only built for an error, so the common path allocates nothing.
 std::string kernel_name(const char* kernel, Unary op) {
-    const bool known = int(op) >= 0 && int(op) <= int(Unary::pow_scalar);
+    const bool known = int(op) >= 0 && int(op) <= int(Unary::gelu_erf);
     return std::string(kernel) + " " + (known ? kUnaryNames[int(op)] : "?");
 }
 

@@ -17,6 +17,8 @@ template <class T> __device__ T sigmoid_of(T x) { return T(1) / (T(1) + exp(-x))
 
 constexpr double kGeluScale = 0.7978845608028654;  // sqrt(2 / pi)
 constexpr double kGeluCubic = 0.044715;
+constexpr double kInvSqrt2 = 0.7071067811865476;    // gelu_erf: x Φ(x) = 0.5 x (1 + erf(x / sqrt 2))
+constexpr double kInvSqrt2Pi = 0.3989422804014327;  // φ(x) = exp(-x² / 2) / sqrt(2 pi)
 
 template <class T> __device__ T apply(Unary op, T x, T a, T b) {
     switch (op) {
@@ -40,6 +42,7 @@ template <class T> __device__ T apply(Unary op, T x, T a, T b) {
         case Unary::sign: return x > T(0) ? T(1) : (x < T(0) ? T(-1) : x);
         case Unary::recip: return T(1) / x;
         case Unary::pow_scalar: return pow(x, a);
+        case Unary::gelu_erf: return T(0.5) * x * (T(1) + erf(x * T(kInvSqrt2)));
     }
     return x;
 }
@@ -74,6 +77,8 @@ template <class T> __device__ T gradient(Unary op, T x, T y, T gy, T a, T b) {
         case Unary::sign: return T(0);
         case Unary::recip: return -gy * y * y;
         case Unary::pow_scalar: return a == T(0) ? T(0) : gy * a * pow(x, a - T(1));
+        case Unary::gelu_erf:
+            return gy * (T(0.5) * (T(1) + erf(x * T(kInvSqrt2))) + x * T(kInvSqrt2Pi) * exp(T(-0.5) * x * x));
     }
     return T(0);
 }

@@ -14,7 +14,7 @@ using Param = Tensor (*)(const Tensor&, double);
 
 std::string unary_name(Unary f) {
     static const std::pair<Unary, const char*> names[] = {
-        {relu, "relu"},         {sigmoid, "σ"},   {tanh, "tanh"}, {gelu, "gelu"}, {softplus, "softplus"},
+        {relu, "relu"},         {sigmoid, "σ"},   {tanh, "tanh"}, {gelu, "gelu"}, {gelu_erf, "gelu_erf"}, {softplus, "softplus"},
         {swish, "swish"},       {exp, "exp"},     {log, "log"},   {abs, "abs"},   {square, "square"},
         {sqrt, "sqrt"},         {sin, "sin"},     {cos, "cos"},   {identity, "identity"},
     };

@@ -161,6 +161,7 @@ Tensor relu(const Tensor& x) { return unary_op("relu", Unary::relu, x); }
 Tensor leakyrelu(const Tensor& x, double slope) { return unary_op("leakyrelu", Unary::leakyrelu, x, slope); }
 Tensor elu(const Tensor& x, double alpha) { return unary_op("elu", Unary::elu, x, alpha); }
 Tensor gelu(const Tensor& x) { return unary_op("gelu", Unary::gelu, x); }
+Tensor gelu_erf(const Tensor& x) { return unary_op("gelu_erf", Unary::gelu_erf, x); }
 Tensor sigmoid(const Tensor& x) { return unary_op("sigmoid", Unary::sigmoid, x); }
 Tensor tanh(const Tensor& x) { return unary_op("tanh", Unary::tanh, x); }
 Tensor softplus(const Tensor& x) { return unary_op("softplus", Unary::softplus, x); }
