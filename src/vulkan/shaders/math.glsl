@@ -128,3 +128,25 @@ C_T t_pow(C_T x, C_T a) {
     if (floor(a) != a) return T_NAN;
     return mod(a, C_T(2)) == C_T(0) ? r : -r;
 }
+
+// erf(x): its Maclaurin series below |x| = 2 (terms stay under 2.5, so little cancellation), else
+// 1 - erfc(|x|) with erfc from its continued fraction, evaluated from the 80th term back (enough
+// for f64 from |x| = 2 on). GLSL has no erf at all.
+C_T t_erf(C_T x) {
+    const C_T ax = abs(x);
+    if (isnan(x)) return x;
+    if (ax < C_T(2)) {
+        const C_T x2 = x * x;
+        C_T term = x, sum = x;  // term_n = (-1)^n x^(2n+1) / n!
+        for (int n = 1; n < 48; ++n) {
+            term *= -x2 / C_T(n);
+            sum += term / C_T(2 * n + 1);
+        }
+        return sum * C_T(1.12837916709551257390LF);  // 2 / sqrt(pi)
+    }
+    C_T f = ax;
+    for (int k = 80; k >= 1; --k) f = ax + C_T(0.5) * C_T(k) / f;
+    const C_T erfc = t_exp(-ax * ax) * C_T(0.56418958354775628695LF) / f;  // 1 / sqrt(pi)
+    return x < C_T(0) ? erfc - C_T(1) : C_T(1) - erfc;
+}
+

@@ -1,7 +1,9 @@
 // unary_ops.glsl — the values and gradients of backend::Unary's ops in C_T (after math.glsl).
 // Codes: neg 0, exp 1, log 2, sqrt 3, abs 4, square 5, sin 6, cos 7, tanh 8, sigmoid 9, relu 10,
-// leakyrelu 11, elu 12, gelu 13, softplus 14, swish 15, clamp 16, sign 17, recip 18, pow_scalar 19.
+// leakyrelu 11, elu 12, gelu 13, softplus 14, swish 15, clamp 16, sign 17, recip 18, pow_scalar 19,
+// gelu_erf 20.
 const C_T GELU_K = C_T(0.79788456080286535588LF), GELU_C = C_T(0.044715LF);
+const C_T INV_SQRT2 = C_T(0.70710678118654752440LF), INV_SQRT_2PI = C_T(0.39894228040143267794LF);
 
 C_T unary_value(int op, C_T x, C_T a, C_T b) {
     switch (op) {
@@ -24,7 +26,8 @@ C_T unary_value(int op, C_T x, C_T a, C_T b) {
         case 16: return x < a ? a : (x > b ? b : x);
         case 17: return x > C_T(0) ? C_T(1) : (x < C_T(0) ? C_T(-1) : x);
         case 18: return C_T(1) / x;
-        default: return t_pow(x, a);
+        case 19: return t_pow(x, a);
+        default: return C_T(0.5) * x * (C_T(1) + t_erf(x * INV_SQRT2));
     }
 }
 
@@ -57,6 +60,7 @@ C_T unary_gradient(int op, C_T x, C_T y, C_T gy, C_T a, C_T b) {
         case 16: return (a <= x && x <= b) ? gy : C_T(0);
         case 17: return C_T(0);
         case 18: return -gy * y * y;
-        default: return a == C_T(0) ? C_T(0) : gy * a * t_pow(x, a - C_T(1));
+        case 19: return a == C_T(0) ? C_T(0) : gy * a * t_pow(x, a - C_T(1));
+        default: return gy * (C_T(0.5) * (C_T(1) + t_erf(x * INV_SQRT2)) + x * INV_SQRT_2PI * t_exp(C_T(-0.5) * x * x));
     }
 }
