@@ -2,6 +2,8 @@
 // FLUXION_PLUGIN_PATH, loads them with dlopen and asks each whether it is functional.
 #include "core/registry.hpp"
 
+#include "core/tensor_impl.hpp"
+
 #include "fluxion/error.hpp"
 
 #include <dlfcn.h>
@@ -120,11 +122,11 @@ const BackendEntry* find_backend(const std::string& name) {
 }
 
 const backend::Backend& backend_for(const Device& device) {
-    if (device.type == "CPU") return backend::cpu_backend();
+    if (device.type == "CPU") return traced(backend::cpu_backend());
     const auto* e = find_backend(device.type);
     if (!e) throw DeviceError("unknown device " + device.str() + "; known backends are listed by fx::supported_devices()");
     if (!e->table || !e->functional) throw DeviceError("device " + device.str() + " is not usable: " + e->why);
-    return *e->table;
+    return traced(*e->table);
 }
 
 }  // namespace fluxion::detail

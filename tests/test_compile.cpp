@@ -1,0 +1,150 @@
+// test_compile.cpp — fx::compile: compiled and eager steps train a model to the same parameters,
+// inference matches the model, and what a trace must notice (new shapes, a replaced parameter,
+// inputs on another device).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <tuple>
+#include <vector>
+
+#include "fluxion/fluxion.hpp"
+
+namespace fx = fluxion;
+using fx::Tensor;
+
+namespace {
+
+using Batches = std::vector<std::tuple<Tensor, Tensor>>;
+
+template <class M> M deep_copy(const M& m) {
+    return fx::fmap([](const Tensor& t) { return t.clone(); }, m);
+}
+
+// The largest difference between two models' tensors (parameters and running statistics alike),
+// relative to the larger magnitude of the two.
+template <class M> double max_difference(const M& a, const M& b) {
+    std::vector<Tensor> ta, tb;
+    fx::for_each_tensor(a, [&](const Tensor& t) { ta.push_back(t); });
+    fx::for_each_tensor(b, [&](const Tensor& t) { tb.push_back(t); });
+    EXPECT_EQ(ta.size(), tb.size());
+    double worst = 0;
+    for (std::size_t i = 0; i < ta.size(); ++i) {
+        auto va = ta[i].to_vector<float>(), vb = tb[i].to_vector<float>();
+        for (std::size_t j = 0; j < va.size(); ++j)
+            worst = std::max(worst, std::abs(double(va[j]) - vb[j]) / std::max(1.0, std::abs(double(va[j]))));
+    }
+    return worst;
+}
+
+Batches regression_batches(int steps, int batch, int in) {
+    Batches out;
+    for (int i = 0; i < steps; ++i) out.emplace_back(fx::randn({batch, in}), fx::randn({batch, 1}));
+    return out;
+}
+
+Batches class_batches(int steps, const fx::Shape& x_shape, int classes) {
+    Batches out;
+    for (int i = 0; i < steps; ++i) {
+        std::vector<std::int64_t> labels(static_cast<std::size_t>(x_shape[0]));
+        for (std::size_t j = 0; j < labels.size(); ++j) labels[j] = static_cast<std::int64_t>((i * 7 + j * 3) % classes);
+        out.emplace_back(fx::randn(x_shape), fx::tensor(labels));
+    }
+    return out;
+}
+
+// Trains copies of `model` for every batch, eagerly and compiled, from the same random state;
+// returns the largest relative difference between the two trained models.
+template <class M, class Loss> double eager_vs_compiled(const M& model, const Loss& loss, const Batches& data) {
+    M eager = deep_copy(model), compiled = deep_copy(model);
+    auto opt_e = fx::setup(fx::Adam{.eta = 1e-3}, eager);
+    auto opt_c = fx::setup(fx::Adam{.eta = 1e-3}, compiled);
+    fx::seed(7);
+    std::vector<double> loss_e, loss_c;
+    for (const auto& [x, y] : data) {
+        auto [l, g] = fx::withgradient([&](const M& m) { return loss(m, x, y); }, eager);
+        fx::update(opt_e, eager, g);
+        loss_e.push_back(l.item());
+    }
+    fx::seed(7);
+    auto step = fx::compile(loss, compiled, opt_c);
+    for (const auto& [x, y] : data) loss_c.push_back(step(x, y));
+    for (std::size_t i = 0; i < loss_e.size(); ++i) EXPECT_NEAR(loss_e[i], loss_c[i], 1e-4 * (1 + std::abs(loss_e[i])));
+    EXPECT_EQ(opt_e.params[0].t, opt_c.params[0].t);
+    double difference = max_difference(eager, compiled);
+    std::printf("largest relative difference after %zu steps: %.3g\n", data.size(), difference);
+    return difference;
+}
+
+auto mse_loss = [](const auto& m, const Tensor& x, const Tensor& y) { return fx::mse(m(x), y); };
+auto class_loss = [](const auto& m, const Tensor& x, const Tensor& y) {
+    return fx::logitcrossentropy(m(x), fx::onehot(y, 10));
+};
+
+auto lenet5() {
+    return fx::Chain(fx::Conv({5, 5}, 1, 6, fx::relu), fx::MaxPool({2, 2}), fx::Conv({5, 5}, 6, 16, fx::relu),
+                     fx::MaxPool({2, 2}), fx::Flatten(), fx::Dense(256, 120, fx::relu), fx::Dense(120, 84, fx::relu),
+                     fx::Dense(84, 10));
+}
+
+auto norm_dropout_mlp() {
+    return fx::Chain(fx::Dense(20, 32), fx::BatchNorm(32, fx::relu), fx::Dropout(0.3), fx::Dense(32, 10));
+}
+
+// Same kernels in the same order on the same data: the tolerance only allows for summation order
+// inside the kernel libraries, which may differ with the buffers' alignment.
+// Measured here: 0 (bit-identical) for all four.
+constexpr double kTolerance = 1e-5;
+
+}  // namespace
+
+TEST(Compile, MlpTrainsLikeEagerSteps) {
+    fx::seed(0);
+    auto model = fx::Chain(fx::Dense(100, 200, fx::relu), fx::Dense(200, 1));
+    auto data = regression_batches(100, 32, 100);
+    EXPECT_LE(eager_vs_compiled(model, mse_loss, data), kTolerance);
+}
+
+TEST(Compile, LeNet5TrainsLikeEagerSteps) {
+    fx::seed(1);
+    auto model = lenet5();
+    auto data = class_batches(100, {16, 1, 28, 28}, 10);
+    EXPECT_LE(eager_vs_compiled(model, class_loss, data), kTolerance);
+}
+
+TEST(Compile, BatchNormAndDropoutTrainLikeEagerSteps) {
+    fx::seed(2);
+    auto model = norm_dropout_mlp();
+    auto data = class_batches(100, {32, 20}, 10);
+    // Dropout draws fresh masks at every replay, from the generator the eager steps use.
+    EXPECT_LE(eager_vs_compiled(model, class_loss, data), kTolerance);
+}
+
+TEST(Compile, BatchNormAndDropoutInTestModeTrainLikeEagerSteps) {
+    fx::seed(3);
+    auto model = norm_dropout_mlp();
+    fx::testmode(model);  // running statistics used, no dropout
+    auto data = class_batches(100, {32, 20}, 10);
+    EXPECT_LE(eager_vs_compiled(model, class_loss, data), kTolerance);
+}
+
+TEST(Compile, ForwardMatchesTheModel) {
+    fx::seed(4);
+    auto model = lenet5();
+    auto fwd = fx::compile(model);
+    for (int i = 0; i < 3; ++i) {
+        Tensor x = fx::randn({8, 1, 28, 28});
+        Tensor expected = [&] {
+            fx::NoGrad no_grad;
+            return model(x);
+        }();
+        Tensor y = fwd(x);
+        ASSERT_EQ(y.shape(), expected.shape());
+        auto a = y.to_vector<float>(), b = expected.to_vector<float>();
+        for (std::size_t j = 0; j < a.size(); ++j) EXPECT_NEAR(a[j], b[j], 1e-5);
+    }
+    auto stats = fwd.stats(fx::randn({8, 1, 28, 28}));
+    EXPECT_GT(stats.kernels, 0u);
+    EXPECT_LT(stats.arena_bytes, stats.intermediate_bytes);  // buffers share memory by lifetime
+}
