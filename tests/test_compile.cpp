@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -147,6 +149,79 @@ TEST(Compile, ForwardMatchesTheModel) {
     auto stats = fwd.stats(fx::randn({8, 1, 28, 28}));
     EXPECT_GT(stats.kernels, 0u);
     EXPECT_LT(stats.arena_bytes, stats.intermediate_bytes);  // buffers share memory by lifetime
+}
+
+// ---- plans by shape, a replaced parameter, devices ----
+
+TEST(Compile, EachInputShapeGetsItsOwnPlan) {
+    fx::seed(8);
+    auto model = fx::Chain(fx::Dense(10, 16, fx::relu), fx::Dense(16, 1));
+    Batches data;
+    for (int i = 0; i < 20; ++i) data.emplace_back(fx::randn({i % 3 == 2 ? 5 : 32, 10}), fx::randn({i % 3 == 2 ? 5 : 32, 1}));
+    EXPECT_LE(eager_vs_compiled(model, mse_loss, data), kTolerance);  // the last, smaller batch of each epoch
+}
+
+TEST(Compile, WithoutCacheANewShapeIsAnError) {
+    fx::seed(9);
+    auto model = fx::Chain(fx::Dense(10, 16, fx::relu), fx::Dense(16, 1));
+    auto opt = fx::setup(fx::Adam{}, model);
+    auto step = fx::compile(mse_loss, model, opt, {.cache = false});
+    step(fx::randn({32, 10}), fx::randn({32, 1}));
+    step(fx::randn({32, 10}), fx::randn({32, 1}));
+    try {
+        step(fx::randn({5, 10}), fx::randn({5, 1}));
+        FAIL() << "expected fx::ValueError";
+    } catch (const fx::ValueError& e) {
+        std::string m = e.what();
+        EXPECT_NE(m.find("{5, 10}"), std::string::npos) << m;
+        EXPECT_NE(m.find("{32, 10}"), std::string::npos) << m;
+        EXPECT_NE(m.find("cache"), std::string::npos) << m;
+    }
+}
+
+TEST(Compile, AReplacedParameterIsTracedAgain) {
+    fx::seed(10);
+    auto model = fx::Chain(fx::Dense(10, 16, fx::relu), fx::Dense(16, 1));
+    auto opt = fx::setup(fx::Adam{}, model);
+    auto step = fx::compile(mse_loss, model, opt);
+    Tensor x = fx::randn({32, 10}), y = fx::randn({32, 1});
+    for (int i = 0; i < 3; ++i) step(x, y);
+    Tensor old_weight = std::get<0>(model.layers).weight;
+    Tensor fresh = fx::randn({16, 10}) * 0.1;
+    std::get<0>(model.layers).weight = fresh;  // the user replaces a parameter between steps
+    auto expected = [&] {  // what an eager step computes on the replaced model
+        auto copy = deep_copy(model);
+        fx::NoGrad no_grad;
+        return mse_loss(copy, x, y).item();
+    }();
+    EXPECT_NEAR(step(x, y), expected, 1e-5);
+    Tensor fresh_before = fresh.clone();
+    step(x, y);
+    EXPECT_EQ(std::get<0>(model.layers).weight.data_ptr(), fresh.data_ptr());
+    EXPECT_GT(fx::max(fx::abs(fresh - fresh_before)).item(), 0);  // the new tensor trains
+    auto before = old_weight.to_vector<float>();
+    step(x, y);
+    EXPECT_EQ(old_weight.to_vector<float>(), before);  // the old one is left alone
+}
+
+TEST(Compile, InputsOnAnotherDeviceAreAnError) {
+    if (!fx::functional("TestHost")) GTEST_SKIP() << "the TestHost plugin is not built";
+    fx::Device host{"TestHost", 0};
+    auto model = fx::Chain(fx::Dense(10, 1));
+    auto opt = fx::setup(fx::Descent{}, model);
+    auto step = fx::compile(mse_loss, model, opt);
+    try {
+        step(fx::randn({4, 10}) | host, fx::randn({4, 1}) | host);
+        FAIL() << "expected fx::DeviceError";
+    } catch (const fx::DeviceError& e) {
+        std::string m = e.what();
+        EXPECT_NE(m.find("TestHost:0"), std::string::npos) << m;
+        EXPECT_NE(m.find("CPU"), std::string::npos) << m;
+    }
+    auto moved = model | host;
+    auto opt2 = fx::setup(fx::Descent{}, moved);
+    auto step2 = fx::compile(mse_loss, moved, opt2);
+    EXPECT_THROW(step2(fx::randn({4, 10}) | host, fx::randn({4, 1}) | host), fx::DeviceError);  // CPU only for now
 }
 
 // ---- allocations ----
@@ -304,3 +379,9 @@ TEST(CompileAllocations, LeNet5Replays) {
     report("LeNet-5 step", 100, steps);
 }
 #endif
+
+int main(int argc, char** argv) {
+    setenv("FLUXION_PLUGIN_PATH", FLUXION_TEST_PLUGIN_DIR, 0);  // the TestHost device, for the device errors
+    ::testing::InitGoogleTest(&argc, argv);
+    return RUN_ALL_TESTS();
+}
