@@ -224,6 +224,51 @@ TEST(Compile, InputsOnAnotherDeviceAreAnError) {
     EXPECT_THROW(step2(fx::randn({4, 10}) | host, fx::randn({4, 1}) | host), fx::DeviceError);  // CPU only for now
 }
 
+TEST(Compile, AStepThatKeepsATensorIsRefusedOrRunsEagerly) {
+    fx::seed(11);
+    auto model = fx::Chain(fx::Dense(10, 16, fx::relu), fx::Dense(16, 1));
+    Tensor x = fx::randn({32, 10}), y = fx::randn({32, 1});
+    Tensor saved;
+    auto saving_loss = [&](const auto& m, const Tensor& xb, const Tensor& yb) {
+        Tensor out = m(xb);
+        saved = out.detach();  // a replay would not write this tensor
+        return fx::mse(out, yb);
+    };
+    auto opt = fx::setup(fx::Adam{}, model);
+    auto step = fx::compile(saving_loss, model, opt);
+    try {
+        step(x, y);
+        FAIL() << "expected fx::ValueError";
+    } catch (const fx::ValueError& e) {
+        EXPECT_NE(std::string(e.what()).find("keeps a tensor"), std::string::npos) << e.what();
+    }
+    auto eager_model = deep_copy(model);
+    auto eager_opt = fx::setup(fx::Adam{}, eager_model);
+    eager_opt.params = opt.params;  // the refused step was taken
+    for (auto& s : eager_opt.params) s.state1 = s.state1.clone(), s.state2 = s.state2.clone();
+    auto fallback = fx::compile(saving_loss, model, opt, {.fall_back = true});
+    for (int i = 0; i < 5; ++i) {
+        fallback(x, y);
+        auto [l, g] = fx::withgradient([&](const auto& m) { return fx::mse(m(x), y); }, eager_model);
+        fx::update(eager_opt, eager_model, g);
+    }
+    EXPECT_EQ(max_difference(model, eager_model), 0);
+}
+
+TEST(Compile, TrainRunsCompiledStepsByDefault) {
+    fx::seed(12);
+    auto model = fx::Chain(fx::Dense(10, 16, fx::relu), fx::Dense(16, 1));
+    auto data = regression_batches(10, 16, 10);
+    data.emplace_back(fx::randn({5, 10}), fx::randn({5, 1}));  // the last, smaller batch
+    auto eager = deep_copy(model);
+    auto opt = fx::setup(fx::Adam{}, model), opt_e = fx::setup(fx::Adam{}, eager);
+    auto compiled_history = fx::train(mse_loss, model, data, opt, {.epochs = 3, .progress = false});
+    auto eager_history = fx::train(mse_loss, eager, data, opt_e, {.epochs = 3, .progress = false, .compile = false});
+    ASSERT_EQ(compiled_history.size(), eager_history.size());
+    for (std::size_t i = 0; i < eager_history.size(); ++i) EXPECT_FLOAT_EQ(compiled_history[i], eager_history[i]);
+    EXPECT_EQ(max_difference(model, eager), 0);
+}
+
 // ---- allocations ----
 // Every heap allocation of the process (operator new and the malloc family, from any thread) is
 // counted while `g_counting` is set, by who asked: the kernel libraries (OpenBLAS, oneDNN) or

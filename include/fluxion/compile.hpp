@@ -43,7 +43,9 @@
 namespace fluxion {
 
 struct CompileOptions {
-    bool cache = true;  // one plan per set of input shapes; false: inputs of new shapes are an error
+    bool cache = true;       // one plan per set of input shapes; false: inputs of new shapes are an error
+    bool fall_back = false;  // a step that cannot be replayed (it keeps a tensor it made outside the
+                             // function, ...) runs eagerly from then on instead of raising ValueError
 };
 
 // What the plan for the latest inputs holds.
@@ -64,8 +66,13 @@ public:
     CompiledPlans& operator=(CompiledPlans&&) noexcept;
 
     int find(const Tensor* inputs, std::size_t n) const;  // -1 when none fits
-    // Runs step(inputs) eagerly while recording it; returns the new plan and what step returned.
-    std::pair<int, Tensor> trace(std::vector<Tensor> inputs, const std::function<Tensor(const std::vector<Tensor>&)>& step);
+    // Runs step(inputs) eagerly while recording it. `refused` says why no plan could be made (plan -1).
+    struct Traced {
+        int plan;
+        Tensor output;
+        std::string refused;
+    };
+    Traced trace(std::vector<Tensor> inputs, const std::function<Tensor(const std::vector<Tensor>&)>& step);
     // Inside a trace: the calls so far are phase 0 (the loss and gradients), the rest phase 1.
     static void mark_phase();
     void replay(int plan, const Tensor* inputs, int phase);
@@ -118,13 +125,15 @@ private:
 template <class LossFn, class Model, class Rule> class CompiledStep {
 public:
     CompiledStep(LossFn lossfn, Model& model, OptimiserState<Rule>& opt, CompileOptions options)
-        : lossfn_(std::move(lossfn)), model_(model), opt_(opt), plans_("compiled step", options.cache) {}
+        : lossfn_(std::move(lossfn)), model_(model), opt_(opt), plans_("compiled step", options.cache),
+          fall_back_(options.fall_back) {}
 
     float operator()(const Tensor& x, const Tensor& y) {
         return (*this)(x, y, [](double) {});
     }
     // check(loss) runs before the update (fx::train refuses a NaN there); if it throws, nothing changed.
     template <class Check> float operator()(const Tensor& x, const Tensor& y, Check&& check) {
+        if (eager_) return eager(x, y, check);
         std::array<Tensor, 2> in{x.contiguous(), y.contiguous()};
         if (!identity_.same(model_, opt_)) {
             plans_.clear();
@@ -149,9 +158,17 @@ public:
     }
 
 private:
+    template <class Check> float eager(const Tensor& x, const Tensor& y, Check& check) {
+        auto [l, grads] = withgradient([&](const Model& m) { return lossfn_(m, x, y); }, model_);
+        double value = l.item();
+        check(value);
+        update(opt_, model_, grads);
+        return static_cast<float>(value);
+    }
+
     template <class Check> float trace(const std::array<Tensor, 2>& in, Check& check) {
         double value = 0;
-        auto [p, loss] = plans_.trace({in[0], in[1]}, [&](const std::vector<Tensor>& v) {
+        auto traced = plans_.trace({in[0], in[1]}, [&](const std::vector<Tensor>& v) {
             auto [l, grads] = withgradient([&](const Model& m) { return lossfn_(m, v[0], v[1]); }, model_);
             value = detail::CompiledPlans::read(l);
             check(value);
@@ -161,11 +178,15 @@ private:
         });
         std::size_t active = 0;
         for (const auto& s : opt_.params) active += s.frozen ? 0 : 1;
-        if (plans_.optimiser_steps(p) != active) {
-            plans_.clear();
-            throw ValueError("fx::compile: the step ran " + std::to_string(plans_.optimiser_steps(p)) +
+        if (traced.plan >= 0 && plans_.optimiser_steps(traced.plan) != active) {
+            traced.refused = "fx::compile: the step ran " + std::to_string(plans_.optimiser_steps(traced.plan)) +
                              " optimiser kernels for " + std::to_string(active) +
-                             " trainable tensors; compile steps that update each parameter once");
+                             " trainable tensors; a compiled step updates each parameter once";
+            plans_.clear();
+        }
+        if (!traced.refused.empty()) {  // the traced step itself ran, eagerly, and counts
+            if (!fall_back_) throw ValueError(traced.refused + " (or run it eagerly: CompileOptions{.fall_back = true})");
+            eager_ = true;
         }
         return static_cast<float>(value);
     }
@@ -175,6 +196,7 @@ private:
     OptimiserState<Rule>& opt_;
     detail::CompiledPlans plans_;
     detail::Identity identity_;
+    bool fall_back_, eager_ = false;
 };
 
 template <class Model> class CompiledForward {
@@ -191,7 +213,9 @@ public:
         int p = plans_.find(in.data(), in.size());
         if (p < 0) {
             NoGrad no_grad;
-            return plans_.trace({in[0]}, [&](const std::vector<Tensor>& v) { return model_(v[0]); }).second;
+            auto traced = plans_.trace({in[0]}, [&](const std::vector<Tensor>& v) { return model_(v[0]); });
+            if (!traced.refused.empty()) throw ValueError(traced.refused);
+            return traced.output;
         }
         plans_.replay(p, in.data(), 0);
         return plans_.output(p);

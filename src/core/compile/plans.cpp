@@ -67,11 +67,24 @@ std::size_t place(const std::vector<TracedBuffer>& buffers, std::vector<std::siz
     return arena;
 }
 
-std::unique_ptr<Plan> build(Recorder& rec, const Tensor& out, std::size_t boundary) {
+// Why a recording cannot be replayed, or nothing.
+std::string refusal(Recorder& rec, const Tensor& out) {
     BufferRef oref = rec.resolve(out.data_ptr());
     if (oref.kind != BufferRef::Kind::traced)
-        throw ValueError("fx::compile: the step returns a tensor it did not compute (an input or a tensor of the "
-                         "model); a compiled function must return a new tensor");
+        return "fx::compile: the step returns a tensor it did not compute (an input or a tensor of the model); a "
+               "compiled function must return a new tensor";
+    for (std::size_t i = 0; i < rec.buffers.size(); ++i) {
+        const auto& b = rec.buffers[i];
+        if (i != oref.index && !b.freed && b.first_use >= 0)
+            return "fx::compile: the step keeps a tensor of " + std::to_string(b.bytes) +
+                   " bytes that it computed (saved outside the function?), which a replay would not update; a "
+                   "compiled function may keep only its result";
+    }
+    return {};
+}
+
+std::unique_ptr<Plan> build(Recorder& rec, const Tensor& out, std::size_t boundary) {
+    BufferRef oref = rec.resolve(out.data_ptr());
     auto& buffers = rec.buffers;
     auto ncalls = static_cast<std::int64_t>(rec.calls.size());
     for (std::size_t i = 0; i < buffers.size(); ++i) {
@@ -79,10 +92,6 @@ std::unique_ptr<Plan> build(Recorder& rec, const Tensor& out, std::size_t bounda
         if (i == oref.index) {
             if (b.first_use < 0) b.first_use = 0;
             b.last_use = ncalls;  // read after the step
-        } else if (!b.freed && b.first_use >= 0) {
-            throw ValueError("fx::compile: the step keeps a tensor of " + std::to_string(b.bytes) +
-                             " bytes that it computed (saved outside the function?); a compiled function may keep "
-                             "only its result");
         }
     }
     auto plan = std::make_unique<Plan>();
@@ -159,7 +168,7 @@ void CompiledPlans::check_devices(const Tensor* inputs, std::size_t n, const Dev
                           "(fx::train with .compile = false does)");
 }
 
-std::pair<int, Tensor> CompiledPlans::trace(std::vector<Tensor> inputs,
+CompiledPlans::Traced CompiledPlans::trace(std::vector<Tensor> inputs,
                                             const std::function<Tensor(const std::vector<Tensor>&)>& step) {
     if (!impl_->cache && !impl_->plans.empty()) {
         std::vector<Shape> given;
@@ -173,9 +182,9 @@ std::pair<int, Tensor> CompiledPlans::trace(std::vector<Tensor> inputs,
     Tensor out = step(rec.inputs);
     require_defined(impl_->what.c_str(), out);
     rec.stop();  // what follows (the arena) is not part of the step
-    auto plan = build(rec, out, t_mark);
-    impl_->plans.push_back(std::move(plan));
-    return {static_cast<int>(impl_->plans.size()) - 1, out};
+    if (std::string why = refusal(rec, out); !why.empty()) return {-1, out, why};
+    impl_->plans.push_back(build(rec, out, t_mark));
+    return {static_cast<int>(impl_->plans.size()) - 1, out, {}};
 }
 
 void CompiledPlans::mark_phase() {
