@@ -222,6 +222,8 @@ TEST(Compile, InputsOnAnotherDeviceAreAnError) {
     auto opt2 = fx::setup(fx::Descent{}, moved);
     auto step2 = fx::compile(mse_loss, moved, opt2);
     EXPECT_THROW(step2(fx::randn({4, 10}) | host, fx::randn({4, 1}) | host), fx::DeviceError);  // CPU only for now
+    auto eager_there = fx::compile(mse_loss, moved, opt2, {.fall_back = true});
+    EXPECT_TRUE(std::isfinite(eager_there(fx::randn({4, 10}) | host, fx::randn({4, 1}) | host)));
 }
 
 TEST(Compile, AStepThatKeepsATensorIsRefusedOrRunsEagerly) {

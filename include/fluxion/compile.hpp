@@ -45,7 +45,8 @@ namespace fluxion {
 struct CompileOptions {
     bool cache = true;       // one plan per set of input shapes; false: inputs of new shapes are an error
     bool fall_back = false;  // a step that cannot be replayed (it keeps a tensor it made outside the
-                             // function, ...) runs eagerly from then on instead of raising ValueError
+                             // function, ...; a model on a device other than the CPU, for now) runs
+                             // eagerly instead of raising ValueError or DeviceError
 };
 
 // What the plan for the latest inputs holds.
@@ -138,6 +139,10 @@ public:
         if (!identity_.same(model_, opt_)) {
             plans_.clear();
             identity_.take(model_, opt_);
+        }
+        if (fall_back_ && !identity_.device().is_cpu()) {
+            eager_ = true;
+            return eager(x, y, check);
         }
         plans_.check_devices(in.data(), in.size(), identity_.device());
         int p = plans_.find(in.data(), in.size());

@@ -63,12 +63,6 @@ private:
 
 [[noreturn]] void throw_not_finite(int epoch, std::size_t step, double loss);
 
-template <class Model> bool on_cpu(const Model& model) {
-    bool cpu = true;
-    for_each_tensor(model, [&](const Tensor& t) { cpu = cpu && (!t.defined() || t.device().is_cpu()); });
-    return cpu;
-}
-
 }  // namespace detail
 
 template <class LossFn, class Model, class Data, class Rule>
@@ -80,7 +74,7 @@ std::vector<double> train(LossFn&& lossfn, Model& model, Data&& data, OptimiserS
     std::vector<double> history;
     auto fn = [&lossfn](const Model& m, const auto& x, const auto& y) { return lossfn(m, x, y); };
     std::optional<CompiledStep<decltype(fn), Model, Rule>> compiled;
-    if (options.compile && detail::on_cpu(model)) compiled.emplace(fn, model, opt, CompileOptions{.fall_back = true});
+    if (options.compile) compiled.emplace(fn, model, opt, CompileOptions{.fall_back = true});
     for (int epoch = 1; epoch <= options.epochs; ++epoch) {
         std::size_t step = 0;
         for (auto&& batch : data) {
