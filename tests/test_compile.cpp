@@ -415,15 +415,16 @@ TEST(CompileAllocations, BatchNormAndDropoutReplaysAllocateNothing) {
     EXPECT_EQ(steps.ours, 0);
 }
 
-TEST(CompileAllocations, LeNet5Replays) {
+TEST(CompileAllocations, LeNet5ReplaysAllocateNothing) {
     fx::seed(7);
     auto model = lenet5();
     auto opt = fx::setup(fx::Adam{}, model);
     auto data = class_batches(1, {16, 1, 28, 28}, 10);
     auto [x, y] = data[0];
     auto step = fx::compile(class_loss, model, opt);
-    auto steps = allocations_in(100, [&] { step(x, y); });
+    auto steps = allocations_in(100, [&] { step(x, y); });  // 100: a LeNet-5 step is 30 times an MLP's
     report("LeNet-5 step", 100, steps);
+    EXPECT_EQ(steps.ours, 0);  // oneDNN's memories are bound once per thread; pooling rows are kept
 }
 #endif
 
