@@ -25,7 +25,8 @@
 // non-contiguous input is copied first (that copy allocates).
 // fwd(x) returns a view of the plan's output buffer: it holds the result until the next call with
 // inputs of that shape; clone() it to keep it longer.
-// Compiled steps run on the CPU for now (issue 12); on other devices compile raises DeviceError.
+// Compiled steps run on the CPU for now (issue 12); a model on another device is a DeviceError at
+// the first call, or eager steps with CompileOptions{.fall_back = true} (as fx::train asks).
 #pragma once
 #include <array>
 #include <cstddef>
