@@ -370,9 +370,10 @@ template <class F> Allocations allocations_in(int steps, F&& f) {
     return {g_ours.load(), g_libraries.load()};
 }
 // OpenBLAS's small-matrix kernels and its threaded driver malloc a little per call; that is theirs.
-void report(const char* what, int steps, Allocations a) {
-    std::printf("%s: %ld allocations by fluxion, %ld inside OpenBLAS/oneDNN in %d replayed steps\n", what, a.ours,
-                a.libraries, steps);
+void report(const char* what, int steps, Allocations a, fx::CompileStats s) {
+    std::printf("%s: %zu kernels, arena %zu bytes for %zu bytes of tensors; %ld allocations by fluxion, %ld inside "
+                "OpenBLAS/oneDNN in %d replayed steps\n",
+                what, s.kernels, s.arena_bytes, s.intermediate_bytes, a.ours, a.libraries, steps);
 }
 }  // namespace
 
@@ -395,11 +396,11 @@ TEST(CompileAllocations, MlpReplaysAllocateNothing) {
     Tensor x = fx::randn({128, 100}), y = fx::randn({128, 1});
     auto step = fx::compile(mse_loss, model, opt);
     auto steps = allocations_in(1000, [&] { step(x, y); });
-    report("MLP step", 1000, steps);
+    report("MLP step", 1000, steps, step.stats(x, y));
     EXPECT_EQ(steps.ours, 0);
     auto fwd = fx::compile(model);
     auto forwards = allocations_in(1000, [&] { fwd(x); });
-    report("MLP forward", 1000, forwards);
+    report("MLP forward", 1000, forwards, fwd.stats(x));
     EXPECT_EQ(forwards.ours, 0);
 }
 
@@ -411,7 +412,7 @@ TEST(CompileAllocations, BatchNormAndDropoutReplaysAllocateNothing) {
     auto [x, y] = data[0];
     auto step = fx::compile(class_loss, model, opt);
     auto steps = allocations_in(1000, [&] { step(x, y); });
-    report("BatchNorm + Dropout step", 1000, steps);
+    report("BatchNorm + Dropout step", 1000, steps, step.stats(x, y));
     EXPECT_EQ(steps.ours, 0);
 }
 
@@ -423,7 +424,8 @@ TEST(CompileAllocations, LeNet5ReplaysAllocateNothing) {
     auto [x, y] = data[0];
     auto step = fx::compile(class_loss, model, opt);
     auto steps = allocations_in(100, [&] { step(x, y); });  // 100: a LeNet-5 step is 30 times an MLP's
-    report("LeNet-5 step", 100, steps);
+    report("LeNet-5 step", 100, steps, step.stats(x, y));
+    EXPECT_LT(step.stats(x, y).arena_bytes, step.stats(x, y).intermediate_bytes);  // memory reused by lifetime
     EXPECT_EQ(steps.ours, 0);  // oneDNN's memories are bound once per thread; pooling rows are kept
 }
 #endif
