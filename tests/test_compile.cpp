@@ -257,6 +257,25 @@ TEST(Compile, AStepThatKeepsATensorIsRefusedOrRunsEagerly) {
     EXPECT_EQ(max_difference(model, eager_model), 0);
 }
 
+TEST(Compile, AStepThatFreesATensorItUsedIsRefused) {
+    fx::seed(13);
+    auto model = fx::Chain(fx::Dense(10, 1));
+    Tensor scale = fx::ones({1});
+    auto replacing_loss = [&](const auto& m, const Tensor& xb, const Tensor& yb) {
+        Tensor l = fx::mse(m(xb), yb) * scale;
+        scale = fx::full({1}, 2.0);  // the old scale's memory is freed; a replay would still read it
+        return l;
+    };
+    auto opt = fx::setup(fx::Descent{}, model);
+    auto step = fx::compile(replacing_loss, model, opt);
+    try {
+        step(fx::randn({4, 10}), fx::randn({4, 1}));
+        FAIL() << "expected fx::ValueError";
+    } catch (const fx::ValueError& e) {
+        EXPECT_NE(std::string(e.what()).find("frees a tensor"), std::string::npos) << e.what();
+    }
+}
+
 TEST(Compile, TrainRunsCompiledStepsByDefault) {
     fx::seed(12);
     auto model = fx::Chain(fx::Dense(10, 16, fx::relu), fx::Dense(16, 1));

@@ -14,7 +14,7 @@ Storage::Storage(const backend::Backend* b, Device d, std::size_t n)
 
 Storage::~Storage() {
     if (!ptr) return;
-    if (Recorder* r = active_recorder(); r && device.is_cpu()) r->on_free(ptr);
+    if (Recorder* r = active_recorder(); r && device.is_cpu()) r->on_free(ptr, bytes);
     backend->free(device.index, ptr);
 }
 

@@ -73,6 +73,9 @@ std::string refusal(Recorder& rec, const Tensor& out) {
     if (oref.kind != BufferRef::Kind::traced)
         return "fx::compile: the step returns a tensor it did not compute (an input or a tensor of the model); a "
                "compiled function must return a new tensor";
+    if (rec.freed_fixed)
+        return "fx::compile: the step frees a tensor that existed before it and that its kernels used (a tensor "
+               "replaced inside the function?); a replay would use that memory after it is gone";
     for (std::size_t i = 0; i < rec.buffers.size(); ++i) {
         const auto& b = rec.buffers[i];
         if (i != oref.index && !b.freed && b.first_use >= 0)
@@ -164,8 +167,8 @@ void CompiledPlans::check_devices(const Tensor* inputs, std::size_t n, const Dev
     }
     if (!device.is_cpu())
         throw DeviceError("fx::compile: the model is on " + device.str() +
-                          "; compiled steps run on the CPU for now (issue 12): use eager steps there "
-                          "(fx::train with .compile = false does)");
+                          "; compiled steps run on the CPU for now (issue 12): run eager steps there, or "
+                          "CompileOptions{.fall_back = true} does so");
 }
 
 CompiledPlans::Traced CompiledPlans::trace(std::vector<Tensor> inputs,

@@ -36,9 +36,14 @@ void Recorder::on_alloc(const void* ptr, std::size_t bytes) {
     buffers.push_back({.base = base, .bytes = bytes});
 }
 
-void Recorder::on_free(const void* ptr) {
-    auto it = live_.find(reinterpret_cast<std::uintptr_t>(ptr));
-    if (it == live_.end()) return;  // allocated before the trace
+void Recorder::on_free(const void* ptr, std::size_t bytes) {
+    auto base = reinterpret_cast<std::uintptr_t>(ptr);
+    auto it = live_.find(base);
+    if (it == live_.end()) {  // allocated before the trace
+        for (const auto& r : refs)
+            if (r.kind == BufferRef::Kind::fixed && r.offset >= base && r.offset < base + bytes) freed_fixed = true;
+        return;
+    }
     buffers[it->second].freed = true;
     live_.erase(it);
 }

@@ -52,7 +52,7 @@ public:
     Recorder& operator=(const Recorder&) = delete;
 
     void on_alloc(const void* ptr, std::size_t bytes);
-    void on_free(const void* ptr);
+    void on_free(const void* ptr, std::size_t bytes);
     // Appends a call whose pointer arguments are `ptrs` (after it has run eagerly).
     void record(std::initializer_list<const void*> ptrs, PreparedCall run);
     // Optimiser calls keep their hyper-parameters here, so that replays can advance the step count.
@@ -64,6 +64,9 @@ public:
     std::vector<BufferRef> refs;
     std::vector<TracedBuffer> buffers;
     std::vector<std::unique_ptr<backend::OptimiserStep>> optimiser_steps;  // in recording order
+    // Memory from before the trace that a call used and the step then freed: a replay would use it
+    // after it is gone, so such a step cannot be compiled.
+    bool freed_fixed = false;
 
 private:
     std::map<std::uintptr_t, std::size_t> live_;  // base address -> traced buffer, while allocated
