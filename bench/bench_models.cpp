@@ -8,6 +8,7 @@
 //   wide_train     Dense 784 => 1024 => 1024 => 10 (relu), batch 256 (matmul-bound)
 //   convnet_train  3×32×32 images, Conv 3=>32 => Conv 32=>64 => Conv 64=>128 (3×3, pad 1, relu,
 //                  each followed by MaxPool 2), Dense 2048 => 10, batch 64 (convolution-bound)
+//   *_compiled     the same through fx::compile: a recorded step replayed (CPU only, issue 12)
 #include <benchmark/benchmark.h>
 
 #include <fluxion/fluxion.hpp>
@@ -33,6 +34,14 @@ void mlp_forward(benchmark::State& state, fx::Device dev) {
     for (auto _ : state) sync_and_keep(model(x));
 }
 
+void mlp_forward_compiled(benchmark::State& state, fx::Device dev) {
+    fx::seed(0);
+    const auto model = fx::Chain(fx::Dense(100, 200, fx::relu), fx::Dense(200, 1)) | dev;
+    const fx::Tensor x = fx::randn({128, 100}) | dev;
+    auto fwd = fx::compile(model);
+    for (auto _ : state) sync_and_keep(fwd(x));
+}
+
 // One step as the main job takes it: the loss and gradients, then the optimiser's update in place.
 template <class Model, class Loss>
 void train_steps(benchmark::State& state, Model model, const fx::Tensor& x, const fx::Tensor& y, Loss loss) {
@@ -42,6 +51,14 @@ void train_steps(benchmark::State& state, Model model, const fx::Tensor& x, cons
         fx::update(opt, model, grads);
         sync_and_keep(lv);
     }
+}
+
+template <class Model, class Loss>
+void compiled_steps(benchmark::State& state, Model model, const fx::Tensor& x, const fx::Tensor& y, Loss loss) {
+    auto opt = fx::setup(fx::Adam{.eta = 1e-3}, model);
+    auto step = fx::compile([&](const Model& m, const fx::Tensor& xb, const fx::Tensor& yb) { return loss(m(xb), yb); },
+                            model, opt);
+    for (auto _ : state) benchmark::DoNotOptimize(step(x, y));
 }
 
 auto crossentropy_on(const fx::Tensor& labels, std::int64_t classes) {
@@ -56,21 +73,24 @@ fx::Tensor labels(std::int64_t n, std::int64_t classes, const fx::Device& dev) {
     return fx::tensor(v) | dev;
 }
 
-void mlp_train(benchmark::State& state, fx::Device dev) {
+template <bool compiled> void mlp_train(benchmark::State& state, fx::Device dev) {
     fx::seed(0);
     auto model = fx::Chain(fx::Dense(100, 200, fx::relu), fx::Dense(200, 1)) | dev;
     const fx::Tensor x = fx::randn({128, 100}) | dev, y = fx::randn({128, 1}) | dev;
-    train_steps(state, model, x, y, [](const fx::Tensor& yhat, const fx::Tensor& t) { return fx::mse(yhat, t); });
+    auto mse = [](const fx::Tensor& yhat, const fx::Tensor& t) { return fx::mse(yhat, t); };
+    if constexpr (compiled) compiled_steps(state, model, x, y, mse);
+    else train_steps(state, model, x, y, mse);
 }
 
-void lenet5_train(benchmark::State& state, fx::Device dev) {
+template <bool compiled> void lenet5_train(benchmark::State& state, fx::Device dev) {
     fx::seed(0);
     auto model = fx::Chain(fx::Conv({5, 5}, 1, 6, fx::relu), fx::MaxPool({2, 2}), fx::Conv({5, 5}, 6, 16, fx::relu),
                            fx::MaxPool({2, 2}), fx::Flatten(), fx::Dense(256, 120, fx::relu),
                            fx::Dense(120, 84, fx::relu), fx::Dense(84, 10)) |
                  dev;
     const fx::Tensor x = fx::randn({64, 1, 28, 28}) | dev, y = labels(64, 10, dev);
-    train_steps(state, model, x, y, crossentropy_on(y, 10));
+    if constexpr (compiled) compiled_steps(state, model, x, y, crossentropy_on(y, 10));
+    else train_steps(state, model, x, y, crossentropy_on(y, 10));
 }
 
 void wide_train(benchmark::State& state, fx::Device dev) {
@@ -101,10 +121,15 @@ int register_all() {
             benchmark::RegisterBenchmark((std::string(model) + "/" + dev.type).c_str(), fn, dev)->UseRealTime();
         };
         add("mlp_forward", mlp_forward);
-        add("mlp_train", mlp_train);
-        add("lenet5_train", lenet5_train);
+        add("mlp_train", mlp_train<false>);
+        add("lenet5_train", lenet5_train<false>);
         add("wide_train", wide_train);
         add("convnet_train", convnet_train);
+        if (dev.is_cpu()) {  // compiled steps run on the CPU for now (issue 12)
+            add("mlp_forward_compiled", mlp_forward_compiled);
+            add("mlp_train_compiled", mlp_train<true>);
+            add("lenet5_train_compiled", lenet5_train<true>);
+        }
     }
     return 0;
 }

@@ -148,8 +148,9 @@ def main():
     print(head)
     print("|" + " --- |" * (head.count("|") - 1))
     for case, us in fx.items():
-        cells = [f"{torches[py][case]:.1f}" if case in torches[py] else "–" for py in pythons]
-        best = min((torches[py][case] for py in pythons if case in torches[py]), default=None)
+        same = case.replace("_compiled", "")  # a compiled fluxion step beside the same PyTorch case
+        cells = [f"{torches[py][same]:.1f}" if same in torches[py] else "–" for py in pythons]
+        best = min((torches[py][same] for py in pythons if same in torches[py]), default=None)
         ratio = f"{best / us:.2f}×" if best else "–"
         print(f"| {case} | {us:.1f} | " + " | ".join(cells) + (" | " if cells else "") + f"{ratio} |")
 

@@ -52,25 +52,26 @@ template <class K> std::string key_name(const K& k) {
 }
 
 // The one structural walk: calls leaf(path, tensor) for each tensor reachable from x (X may be
-// const). `only_trainable` follows FLUXION_TRAINABLE where a type declares it.
-template <bool only_trainable, class X, class Leaf>
+// const). `only_trainable` follows FLUXION_TRAINABLE where a type declares it; without `named`
+// every path is empty, so that the walk allocates nothing (compiled steps check their model so).
+template <bool only_trainable, bool named = true, class X, class Leaf>
 void walk(X& x, Leaf&& leaf, const std::string& path) {
     using T = std::remove_const_t<X>;
     if constexpr (std::is_same_v<T, Tensor>) {
         leaf(path, x);
     } else if constexpr (is_tuple<T>::value || is_pair<T>::value) {
         std::size_t i = 0;
-        std::apply([&](auto&... e) { (walk<only_trainable>(e, leaf, join_path(path, std::to_string(i++))), ...); }, x);
+        std::apply([&](auto&... e) { (walk<only_trainable, named>(e, leaf, named ? join_path(path, std::to_string(i++)) : std::string()), ...); }, x);
     } else if constexpr (is_vector<T>::value || is_array<T>::value) {
-        for (std::size_t i = 0; i < x.size(); ++i) walk<only_trainable>(x[i], leaf, join_path(path, std::to_string(i)));
+        for (std::size_t i = 0; i < x.size(); ++i) walk<only_trainable, named>(x[i], leaf, named ? join_path(path, std::to_string(i)) : std::string());
     } else if constexpr (is_map<T>::value) {
-        for (auto& [k, v] : x) walk<only_trainable>(v, leaf, join_path(path, key_name(k)));
+        for (auto& [k, v] : x) walk<only_trainable, named>(v, leaf, named ? join_path(path, key_name(k)) : std::string());
     } else if constexpr (is_optional<T>::value) {
-        if (x) walk<only_trainable>(*x, leaf, path);
+        if (x) walk<only_trainable, named>(*x, leaf, path);
     } else if constexpr (only_trainable && trainable<T>::declared) {
-        trainable<T>::visit(x, [&](const char* name, auto& field) { walk<only_trainable>(field, leaf, join_path(path, name)); });
+        trainable<T>::visit(x, [&](const char* name, auto& field) { walk<only_trainable, named>(field, leaf, named ? join_path(path, name) : std::string()); });
     } else if constexpr (functor<T>::declared) {
-        functor<T>::visit(x, [&](const char* name, auto& field) { walk<only_trainable>(field, leaf, join_path(path, name)); });
+        functor<T>::visit(x, [&](const char* name, auto& field) { walk<only_trainable, named>(field, leaf, named ? join_path(path, name) : std::string()); });
     } else if constexpr (is_plain_leaf<T>) {
         // numbers, strings, enums: nothing to walk
     } else {
@@ -85,6 +86,10 @@ void walk(X& x, Leaf&& leaf, const std::string& path) {
 // f(path, tensor) for every tensor leaf, in declaration order; path is dotted ("layers.0.weight").
 template <class T, class F> void visit_tensors(T& x, F&& f) { detail::walk<false>(x, f, ""); }
 template <class T, class F> void visit_trainable(T& x, F&& f) { detail::walk<true>(x, f, ""); }
+// f(tensor) for every tensor leaf, in the same order, building no paths (allocates nothing).
+template <class T, class F> void for_each_tensor(T& x, F&& f) {
+    detail::walk<false, false>(x, [&](const std::string&, auto& t) { f(t); }, std::string());
+}
 
 // A new value of x's type with f applied to every defined tensor leaf.
 template <class F, class T> T fmap(F&& f, const T& x) {

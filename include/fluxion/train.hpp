@@ -12,6 +12,11 @@
 // redrawn in place (epoch, steps done/total when the data has a size, rate, time left, running mean
 // loss of the epoch); otherwise a plain line every 10 seconds and one per epoch. A loss that is NaN
 // or infinite throws fx::NumericalError naming the epoch and step, before that step changes the model.
+//
+// On the CPU, steps whose batches are pairs of tensors run compiled (fx::compile: the first step of
+// each batch shape is traced, the others replay it without allocating); a loss function that
+// cannot be replayed (it saves tensors outside itself) falls back to eager steps, and so do models
+// on other devices for now (issue 12). `.compile = false` runs every step eagerly.
 #pragma once
 #include <cmath>
 #include <cstddef>
@@ -19,9 +24,11 @@
 #include <iosfwd>
 #include <iterator>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "fluxion/autodiff.hpp"
+#include "fluxion/compile.hpp"
 #include "fluxion/optimisers.hpp"
 #include "fluxion/progress.hpp"
 
@@ -31,6 +38,7 @@ struct TrainOptions {
     int epochs = 1;
     bool progress = true;
     std::ostream* out = nullptr;  // where progress goes: stdout (a bar when it is a terminal) unless set
+    bool compile = true;          // compiled steps where they can run (see above)
 };
 
 namespace detail {
@@ -45,6 +53,9 @@ std::vector<double> train(LossFn&& lossfn, Model& model, Data&& data, OptimiserS
     std::optional<Progress> progress;
     if (options.progress) progress.emplace(ProgressOptions{.epochs = options.epochs, .steps = steps, .out = options.out});
     std::vector<double> history;
+    auto fn = [&lossfn](const Model& m, const auto& x, const auto& y) { return lossfn(m, x, y); };
+    std::optional<CompiledStep<decltype(fn), Model, Rule>> compiled;
+    if (options.compile) compiled.emplace(fn, model, opt, CompileOptions{.fall_back = true});
     for (int epoch = 1; epoch <= options.epochs; ++epoch) {
         std::size_t step = 0;
         for (auto&& batch : data) {
@@ -52,10 +63,23 @@ std::vector<double> train(LossFn&& lossfn, Model& model, Data&& data, OptimiserS
             auto&& [bx, by] = batch;
             const auto& x = bx;
             const auto& y = by;
-            auto [loss, grads] = withgradient([&](const Model& m) { return lossfn(m, x, y); }, model);
-            double value = loss.item();
-            if (!std::isfinite(value)) detail::throw_not_finite(epoch, step, value);
-            update(opt, model, grads);
+            auto finite = [&](double v) {
+                if (!std::isfinite(v)) detail::throw_not_finite(epoch, step, v);
+            };
+            auto eager = [&] {
+                auto [loss, grads] = withgradient([&](const Model& m) { return lossfn(m, x, y); }, model);
+                double v = loss.item();
+                finite(v);
+                update(opt, model, grads);
+                return v;
+            };
+            double value;
+            using X = std::remove_cvref_t<decltype(x)>;
+            using Y = std::remove_cvref_t<decltype(y)>;
+            if constexpr (std::is_same_v<X, Tensor> && std::is_same_v<Y, Tensor>)
+                value = compiled ? static_cast<double>((*compiled)(x, y, finite)) : eager();
+            else
+                value = eager();
             history.push_back(value);
             if (progress) progress->step(epoch, step, value);
         }

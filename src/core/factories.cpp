@@ -1,9 +1,11 @@
 // factories.cpp — creating tensors: constants, ranges, host data, and seeded random numbers.
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <random>
 
+#include "core/compile/recorder.hpp"
 #include "core/dispatch.hpp"
 #include "fluxion/ops.hpp"
 
@@ -16,11 +18,39 @@ std::mt19937_64 g_rng{0x5eedf1u};
 // Uniform doubles in [0, 1) with 53 random bits: the same sequence on every platform.
 double uniform01(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
 
-Tensor from_host(const void* data, const Shape& shape, DType stored, TensorOptions options) {
+void draw_uniform(double* v, std::size_t n) {
+    std::lock_guard lock(g_rng_mutex);
+    for (std::size_t i = 0; i < n; ++i) v[i] = uniform01(g_rng);
+}
+
+void draw_normal(double* v, std::size_t n) {
+    std::lock_guard lock(g_rng_mutex);
+    for (std::size_t i = 0; i < n; i += 2) {  // Box–Muller, two normals per pair of uniforms
+        double u1 = 1.0 - uniform01(g_rng), u2 = uniform01(g_rng);
+        double r = std::sqrt(-2.0 * std::log(u1));
+        v[i] = r * std::cos(2 * M_PI * u2);
+        if (i + 1 < n) v[i + 1] = r * std::sin(2 * M_PI * u2);
+    }
+}
+
+// A CPU tensor of type `stored` filled by write(data), then converted as `options` ask. Under
+// fx::compile the write is recorded and redone at every replay: random numbers are drawn anew.
+Tensor host_tensor(const Shape& shape, DType stored, TensorOptions options, std::function<void(void*)> write) {
     Tensor t = detail::make_tensor(shape, stored, Device{});
-    if (t.numel() > 0) std::memcpy(t.data_ptr(), data, static_cast<std::size_t>(t.numel()) * itemsize(stored));
+    if (t.numel() > 0) detail::host_write(t.data_ptr(), std::move(write));
     if (stored != options.dtype) t = cast(t, options.dtype);
     return t.to(options.device);
+}
+
+Tensor from_host(const void* data, const Shape& shape, DType stored, TensorOptions options) {
+    std::size_t bytes = static_cast<std::size_t>(numel(shape)) * itemsize(stored);
+    if (!detail::active_recorder())
+        return host_tensor(shape, stored, options, [data, bytes](void* dst) { std::memcpy(dst, data, bytes); });
+    // A replay writes the constant again, from a copy: `data` is gone by then.
+    std::vector<char> copy(static_cast<const char*>(data), static_cast<const char*>(data) + bytes);
+    return host_tensor(shape, stored, options, [copy = std::move(copy)](void* dst) {
+        std::memcpy(dst, copy.data(), copy.size());
+    });
 }
 
 }  // namespace
@@ -46,26 +76,13 @@ Tensor ones_like(const Tensor& t) { return ones(t.shape(), {.dtype = t.dtype(), 
 Tensor full_like(const Tensor& t, double value) { return full(t.shape(), value, {.dtype = t.dtype(), .device = t.device()}); }
 
 Tensor rand(const Shape& shape, TensorOptions options) {
-    std::vector<double> v(static_cast<std::size_t>(numel(shape)));
-    {
-        std::lock_guard lock(g_rng_mutex);
-        for (auto& x : v) x = uniform01(g_rng);
-    }
-    return from_host(v.data(), shape, DType::f64, options);
+    auto n = static_cast<std::size_t>(numel(shape));
+    return host_tensor(shape, DType::f64, options, [n](void* dst) { draw_uniform(static_cast<double*>(dst), n); });
 }
 
 Tensor randn(const Shape& shape, TensorOptions options) {
-    std::vector<double> v(static_cast<std::size_t>(numel(shape)));
-    {
-        std::lock_guard lock(g_rng_mutex);
-        for (std::size_t i = 0; i < v.size(); i += 2) {  // Box–Muller, two normals per pair of uniforms
-            double u1 = 1.0 - uniform01(g_rng), u2 = uniform01(g_rng);
-            double r = std::sqrt(-2.0 * std::log(u1));
-            v[i] = r * std::cos(2 * M_PI * u2);
-            if (i + 1 < v.size()) v[i + 1] = r * std::sin(2 * M_PI * u2);
-        }
-    }
-    return from_host(v.data(), shape, DType::f64, options);
+    auto n = static_cast<std::size_t>(numel(shape));
+    return host_tensor(shape, DType::f64, options, [n](void* dst) { draw_normal(static_cast<double*>(dst), n); });
 }
 
 Tensor arange(double start, double stop, double step, TensorOptions options) {

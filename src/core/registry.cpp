@@ -3,6 +3,8 @@
 // vendor names to the devices of the backend that serves them.
 #include "core/registry.hpp"
 
+#include "core/tensor_impl.hpp"
+
 #include "fluxion/error.hpp"
 
 #include <dlfcn.h>
@@ -177,10 +179,10 @@ const VendorDevices* find_vendor_name(const std::string& name) {
 }
 
 const backend::Backend& backend_for(const Device& device) {
-    if (device.type == "CPU") return backend::cpu_backend();
+    if (device.type == "CPU") return traced(backend::cpu_backend());
     if (const auto* e = find_backend(device.type)) {
         if (!e->table || !e->functional) throw DeviceError("device " + device.str() + " is not usable: " + e->why);
-        return *e->table;
+        return traced(*e->table);
     }
     if (const auto* v = find_vendor_name(device.type)) {
         if (!v->served_by) throw DeviceError("device " + device.str() + " is not usable: " + v->why);
@@ -188,7 +190,7 @@ const backend::Backend& backend_for(const Device& device) {
             throw DeviceError("device " + device.str() + " is not usable: " + v->served_by->name + ":" +
                               std::to_string(device.index) + " is not a GPU of vendor " + v->vendor +
                               "; fx::devices(\"" + v->name + "\") lists those that are");
-        return *v->served_by->table;
+        return traced(*v->served_by->table);
     }
     throw DeviceError("unknown device " + device.str() + ": " + unknown_backend(device.type));
 }

@@ -1,15 +1,21 @@
 // storage.cpp — device memory ownership and raw tensor construction.
+#include "core/compile/recorder.hpp"
 #include "core/registry.hpp"
 #include "core/tensor_impl.hpp"
 
 namespace fluxion::detail {
 
-Storage::Storage(const backend::Backend* b, Device d, std::size_t n) : backend(b), device(std::move(d)), bytes(n) {
+// A storage keeps the real table, never the recording one, so that it outlives a trace.
+Storage::Storage(const backend::Backend* b, Device d, std::size_t n)
+    : backend(&untraced(*b)), device(std::move(d)), bytes(n) {
     ptr = backend->alloc(device.index, n);
+    if (Recorder* r = active_recorder(); r && device.is_cpu()) r->on_alloc(ptr, n);
 }
 
 Storage::~Storage() {
-    if (ptr) backend->free(device.index, ptr);
+    if (!ptr) return;
+    if (Recorder* r = active_recorder(); r && device.is_cpu()) r->on_free(ptr, bytes);
+    backend->free(device.index, ptr);
 }
 
 Shape contiguous_strides(const Shape& shape) {

@@ -40,7 +40,18 @@ Tensor make_tensor(const Shape& shape, DType dtype, const Device& device);
 // A new handle on the same storage with another shape/strides/offset (not tracked).
 Tensor make_view(const Tensor& base, const Shape& shape, const Shape& strides, std::int64_t offset);
 
-inline const backend::Backend& backend_of(const Tensor& t) { return *t.impl()->storage->backend; }
+// While fx::compile traces a step on this thread, the CPU table's kernels are reached through a
+// recording table that runs each kernel and records it (src/core/compile/recorder.hpp).
+extern thread_local const backend::Backend* t_recorded_table;   // the table being recorded, else null
+extern thread_local const backend::Backend* t_recording_table;  // the table that records it
+inline const backend::Backend& traced(const backend::Backend& b) {
+    return &b == t_recorded_table ? *t_recording_table : b;
+}
+inline const backend::Backend& untraced(const backend::Backend& b) {
+    return &b == t_recording_table ? *t_recorded_table : b;
+}
+
+inline const backend::Backend& backend_of(const Tensor& t) { return traced(*t.impl()->storage->backend); }
 inline int device_index(const Tensor& t) { return t.device().index; }
 
 }  // namespace fluxion::detail

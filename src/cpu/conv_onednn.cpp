@@ -152,6 +152,31 @@ const Plan* plan_for(ConvPass pass, const Conv2dShape& s) {
     return it->second.get();
 }
 
+// The memories one thread runs a plan with: made on the thread's first call, pointed at the
+// call's buffers every time after, so that a convolution allocates nothing on our side once its
+// shape has been seen (compiled steps replay without allocating).
+struct Bound {
+    memory a, a_copy, b, b_copy, out, out_wanted, pad;
+};
+
+Bound& bound_for(const Plan& plan) {
+    thread_local std::map<const Plan*, Bound> bound;
+    auto it = bound.find(&plan);
+    if (it != bound.end()) return it->second;
+    const auto none = [&](const memory::desc& d) { return memory(d, engine(), nullptr); };
+    return bound
+        .emplace(&plan, Bound{none(plan.a.plain), none(plan.a.wanted), none(plan.b.plain), none(plan.b.wanted),
+                              none(plan.out.plain), none(plan.out.wanted), none(plan.scratchpad)})
+        .first->second;
+}
+
+// primitive.execute without the argument map its C++ wrapper builds.
+void execute(const dnnl::primitive& p, const dnnl::stream& stream, std::initializer_list<dnnl_exec_arg_t> args) {
+    dnnl::error::wrap_c_api(
+        dnnl_primitive_execute(p.get(), stream.get(), static_cast<int>(args.size()), std::data(args)),
+        "could not execute a primitive");
+}
+
 }  // namespace
 
 bool onednn_conv2d(ConvPass pass, const Conv2dShape& s, const float* a, const float* b, float* out) {
@@ -162,20 +187,24 @@ bool onednn_conv2d(ConvPass pass, const Conv2dShape& s, const float* a, const fl
         thread_local dnnl::stream stream(engine());
         const Scratch work(plan->workspace);
         char* base = work.as<char>();
-        const auto input = [&](const Operand& o, const float* data) {
-            memory given(o.plain, engine(), const_cast<float*>(data));
+        Bound& m = bound_for(*plan);
+        const auto input = [&](const Operand& o, memory& given, memory& copy, const float* data) -> memory& {
+            given.set_data_handle(const_cast<float*>(data));
             if (!o.reorder) return given;
-            memory copy(o.wanted, engine(), base + o.offset);
-            o.reorder->execute(stream, given, copy);
+            copy.set_data_handle(base + o.offset);
+            execute(*o.reorder, stream, {{DNNL_ARG_FROM, given.get()}, {DNNL_ARG_TO, copy.get()}});
             return copy;
         };
-        memory ma = input(plan->a, a), mb = input(plan->b, b);
-        memory result(plan->out.plain, engine(), out);
-        memory mo = plan->out.reorder ? memory(plan->out.wanted, engine(), base + plan->out.offset) : result;
-        memory pad(plan->scratchpad, engine(), base + plan->scratchpad_offset);
-        plan->primitive.execute(stream, {{plan->a.arg, ma}, {plan->b.arg, mb}, {plan->out.arg, mo},
-                                         {DNNL_ARG_SCRATCHPAD, pad}});
-        if (plan->out.reorder) plan->out.reorder->execute(stream, mo, result);
+        memory& ma = input(plan->a, m.a, m.a_copy, a);
+        memory& mb = input(plan->b, m.b, m.b_copy, b);
+        m.out.set_data_handle(out);
+        memory& mo = plan->out.reorder ? m.out_wanted : m.out;
+        if (plan->out.reorder) mo.set_data_handle(base + plan->out.offset);
+        m.pad.set_data_handle(base + plan->scratchpad_offset);
+        execute(plan->primitive, stream,
+                {{plan->a.arg, ma.get()}, {plan->b.arg, mb.get()}, {plan->out.arg, mo.get()},
+                 {DNNL_ARG_SCRATCHPAD, m.pad.get()}});
+        if (plan->out.reorder) execute(*plan->out.reorder, stream, {{DNNL_ARG_FROM, mo.get()}, {DNNL_ARG_TO, m.out.get()}});
         stream.wait();
     } catch (const dnnl::error& e) {
         throw Error(std::string("conv2d: oneDNN failed: ") + e.what());

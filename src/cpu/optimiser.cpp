@@ -17,7 +17,9 @@
 namespace fluxion::backend::cpu {
 namespace {
 
-const char* const kRuleNames[] = {"descent", "momentum", "nesterov", "rmsprop", "adam", "adamw"};
+// Whole names, so that a step builds no string unless it fails (compiled steps allocate nothing).
+const char* const kKernelNames[] = {"optimiser_step descent", "optimiser_step momentum", "optimiser_step nesterov",
+                                    "optimiser_step rmsprop",  "optimiser_step adam",     "optimiser_step adamw"};
 
 int states_needed(Optimiser rule) {
     switch (rule) {
@@ -78,14 +80,14 @@ void step(Optimiser rule, int64_t begin, int64_t end, T* p, const T* g, T* s1, T
 void optimiser_step(int device, Optimiser rule, DType t, int64_t n, void* param, const void* grad, void* state1,
                     void* state2, const OptimiserStep* hp) {
     const int states = states_needed(rule);
-    const std::string kernel = std::string("optimiser_step ") + kRuleNames[int(rule)];
+    const char* kernel = kKernelNames[int(rule)];
     if ((states >= 1 && !state1) || (states == 2 && !state2))
-        throw ValueError(kernel + ": the rule needs " + std::to_string(states) +
+        throw ValueError(std::string(kernel) + ": the rule needs " + std::to_string(states) +
                          " state buffer(s) of the parameters' size, but a null buffer was passed");
     if ((rule == Optimiser::adam || rule == Optimiser::adamw) && hp->t < 1)
-        throw ValueError(kernel + ": step count t = " + std::to_string(hp->t) +
+        throw ValueError(std::string(kernel) + ": step count t = " + std::to_string(hp->t) +
                          " must start at 1 (Adam's bias correction divides by 1 - beta^t)");
-    dispatch_float(t, kernel.c_str(), [&](auto tag) {
+    dispatch_float(t, kernel, [&](auto tag) {
         using T = decltype(tag);
         T* p = static_cast<T*>(param);
         const T* g = static_cast<const T*>(grad);

@@ -42,10 +42,20 @@ int64_t covered(const Range& r, int64_t window, int64_t size, int64_t pad) {
 // A mean's divisor: the cells of the window inside the padded input, at least 1.
 int64_t divisor(int64_t height, int64_t width) { return std::max<int64_t>(height * width, 1); }
 
+// A row of n cells owned by the calling thread, kept from call to call: once a shape has been
+// seen, pooling allocates nothing (compiled steps replay without allocating). Slot tells apart
+// the rows one call uses at once.
+template <class T, int Slot>
+T* thread_row(int64_t n) {
+    thread_local std::vector<T> row;
+    if (row.size() < std::size_t(std::max<int64_t>(n, 1))) row.resize(std::size_t(std::max<int64_t>(n, 1)));
+    return row.data();
+}
+
 // The padded width of each output column's window.
-std::vector<int64_t> window_widths(const Pool2dShape& s) {
-    std::vector<int64_t> widths(std::size_t(s.ow));
-    for (int64_t ox = 0; ox < s.ow; ++ox) widths[std::size_t(ox)] = covered(range(ox, s.stride_w, s.pad_w, s.kw, s.w), s.kw, s.w, s.pad_w);
+const int64_t* window_widths(const Pool2dShape& s) {
+    int64_t* widths = thread_row<int64_t, 0>(s.ow);
+    for (int64_t ox = 0; ox < s.ow; ++ox) widths[ox] = covered(range(ox, s.stride_w, s.pad_w, s.kw, s.w), s.kw, s.w, s.pad_w);
     return widths;
 }
 
@@ -64,9 +74,8 @@ void forward(Pool op, const Pool2dShape& s, const T* x, T* y) {
     const int64_t planes = s.n * s.c, hw = s.h * s.w, ohw = s.oh * s.ow;
     const T empty = op == Pool::max ? -std::numeric_limits<T>::infinity() : T(0);
     parallel_for(planes, planes * ohw * s.kh * s.kw > kParallelMin, [&](int64_t first, int64_t last) {
-        std::vector<T> rows(std::size_t(std::max<int64_t>(s.w, 1)));
-        const std::vector<int64_t> widths = window_widths(s);
-        T* r = rows.data();
+        const int64_t* widths = window_widths(s);
+        T* r = thread_row<T, 1>(s.w);
         const int64_t sw = s.stride_w;
         for (int64_t p = first; p < last; ++p) {
             const T* in = x + p * hw;
@@ -92,7 +101,7 @@ void forward(Pool op, const Pool2dShape& s, const T* x, T* y) {
                 }
                 if (op == Pool::mean) {
                     const int64_t height = covered(ry, s.kh, s.h, s.pad_h);
-                    for (int64_t ox = 0; ox < s.ow; ++ox) out[ox] /= T(divisor(height, widths[std::size_t(ox)]));
+                    for (int64_t ox = 0; ox < s.ow; ++ox) out[ox] /= T(divisor(height, widths[ox]));
                 }
             }
         }
@@ -110,11 +119,9 @@ template <class T, int64_t SW>
 void backward(Pool op, const Pool2dShape& s, const T* x, const T* y, const T* gy, T* gx) {
     const int64_t planes = s.n * s.c, hw = s.h * s.w, ohw = s.oh * s.ow, sw = SW ? SW : s.stride_w;
     parallel_for(planes, planes * ohw * s.kh * s.kw > kParallelMin, [&](int64_t first, int64_t last) {
-        const std::vector<int64_t> widths = window_widths(s);
-        std::vector<T> shares(std::size_t(std::max<int64_t>(s.ow, 1)));
-        std::vector<int64_t> picked(std::size_t(std::max<int64_t>(s.ow, 1)));
-        T* share = shares.data();
-        int64_t* at = picked.data();  // per output: the cell that takes the max gradient, or -1
+        const int64_t* widths = window_widths(s);
+        T* share = thread_row<T, 2>(s.ow);
+        int64_t* at = thread_row<int64_t, 3>(s.ow);  // per output: the cell that takes the max gradient, or -1
         for (int64_t p = first; p < last; ++p) {
             const T* in = x + p * hw;
             T* out = gx + p * hw;
@@ -125,7 +132,7 @@ void backward(Pool op, const Pool2dShape& s, const T* x, const T* y, const T* gy
                 const T* m = y + p * ohw + oy * s.ow;
                 if (op == Pool::mean) {
                     const int64_t height = covered(ry, s.kh, s.h, s.pad_h);
-                    for (int64_t ox = 0; ox < s.ow; ++ox) share[ox] = g[ox] / T(divisor(height, widths[std::size_t(ox)]));
+                    for (int64_t ox = 0; ox < s.ow; ++ox) share[ox] = g[ox] / T(divisor(height, widths[ox]));
                 } else {
                     std::fill(at, at + s.ow, int64_t(-1));
                 }

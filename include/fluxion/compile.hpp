@@ -1,0 +1,253 @@
+// fluxion/compile.hpp — compiled steps (DESIGN 3.2): SimpleNNs' preallocated model, made automatic.
+//
+//   auto step = fx::compile(lossfn, model, opt);   // lossfn(m, x, y) returns a one-element tensor
+//   float l = step(xb, yb);                        // one training step: forward, gradient, update
+//   auto fwd = fx::compile(model);
+//   fx::Tensor y = fwd(x);                         // inference
+//
+// The first call with inputs of new shapes runs eagerly (it is a real step) and records every kernel
+// it runs — forward, backward, optimiser — with its static shapes. Everything the step creates is
+// then given a place in one arena, reused by lifetime. Later calls with the same input shapes and
+// element types replay the recorded kernels in a flat loop: no tape, no shape checks, no heap
+// allocation. Each new set of shapes (the last, smaller batch; evaluation batches) gets a plan of
+// its own. The model and the optimiser state stay the tensors the user holds: after compiled steps
+// the model is trained, fx::save saves it, and eager calls see the new values.
+//
+// A trace fixes what the step decided on the host:
+//  - train/test mode (trainmode/testmode before compiling; compile once per mode);
+//  - values read on the host inside the loss function (a branch on a tensor's value);
+//  - optimiser hyper-parameters, except the learning rate (fx::adjust is followed) and the step
+//    count (Adam's bias correction advances at every replay).
+// Random numbers (Dropout) are drawn at every replay from the generator eager code uses, so a
+// compiled run draws the same numbers as an eager one. A model tensor replaced by the user (or a new
+// optimiser state, or a frozen/thawed parameter) is noticed at the next call: every plan is dropped
+// and that call traces again. Inputs must be on the model's device (DeviceError otherwise); a
+// non-contiguous input is copied first (that copy allocates).
+// fwd(x) returns a view of the plan's output buffer: it holds the result until the next call with
+// inputs of that shape; clone() it to keep it longer.
+// Compiled steps run on the CPU for now (issue 12); a model on another device is a DeviceError at
+// the first call, or eager steps with CompileOptions{.fall_back = true} (as fx::train asks).
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fluxion/autodiff.hpp"
+#include "fluxion/functor.hpp"
+#include "fluxion/optimisers.hpp"
+
+namespace fluxion {
+
+struct CompileOptions {
+    bool cache = true;       // one plan per set of input shapes; false: inputs of new shapes are an error
+    bool fall_back = false;  // a step that cannot be replayed (it keeps a tensor it made outside the
+                             // function, ...; a model on a device other than the CPU, for now) runs
+                             // eagerly instead of raising ValueError or DeviceError
+};
+
+// What the plan for the latest inputs holds.
+struct CompileStats {
+    std::size_t kernels = 0;             // recorded calls replayed per step
+    std::size_t arena_bytes = 0;         // one arena for every tensor the step creates
+    std::size_t intermediate_bytes = 0;  // those tensors' sizes added up (what eager steps allocate)
+};
+
+namespace detail {
+
+// The plans of one compiled function, by the shapes and element types of its inputs.
+class CompiledPlans {
+public:
+    CompiledPlans(std::string what, bool cache);
+    ~CompiledPlans();
+    CompiledPlans(CompiledPlans&&) noexcept;
+    CompiledPlans& operator=(CompiledPlans&&) noexcept;
+
+    int find(const Tensor* inputs, std::size_t n) const;  // -1 when none fits
+    // Runs step(inputs) eagerly while recording it. `refused` says why no plan could be made (plan -1).
+    struct Traced {
+        int plan;
+        Tensor output;
+        std::string refused;
+    };
+    Traced trace(std::vector<Tensor> inputs, const std::function<Tensor(const std::vector<Tensor>&)>& step);
+    // Inside a trace: the calls so far are phase 0 (the loss and gradients), the rest phase 1.
+    static void mark_phase();
+    void replay(int plan, const Tensor* inputs, int phase);
+    double value(int plan) const;          // the one-element output, read on the host
+    static double read(const Tensor& t);   // a one-element CPU tensor's value, without running a kernel
+    const Tensor& output(int plan) const;  // a view of the output's buffer
+    std::size_t optimiser_steps(int plan) const;
+    void set_optimiser_step(int plan, std::size_t k, std::int64_t t, double eta);
+    CompileStats stats(int plan) const;
+    void clear();
+    // DeviceError unless every input is on `device`.
+    void check_devices(const Tensor* inputs, std::size_t n, const Device& device) const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+// The tensors a compiled step relies on, to notice one replaced between calls.
+class Identity {
+public:
+    template <class M, class Rule> void take(const M& model, const OptimiserState<Rule>& opt) {
+        held_.clear();
+        frozen_.clear();
+        for_each_tensor(model, [&](const Tensor& t) { held_.push_back(t); });
+        for (const auto& s : opt.params) held_.push_back(s.state1), held_.push_back(s.state2), frozen_.push_back(s.frozen);
+    }
+    template <class M, class Rule> bool same(const M& model, const OptimiserState<Rule>& opt) const {
+        std::size_t i = 0, k = 0;
+        bool same = true;
+        auto check = [&](const Tensor& t) { same = same && i < held_.size() && same_tensor(held_[i++], t); };
+        for_each_tensor(model, check);
+        for (const auto& s : opt.params) {
+            check(s.state1);
+            check(s.state2);
+            same = same && k < frozen_.size() && frozen_[k++] == s.frozen;
+        }
+        return same && i == held_.size() && k == frozen_.size();
+    }
+    Device device() const;  // the model's (CPU when it holds no tensor)
+
+private:
+    static bool same_tensor(const Tensor& a, const Tensor& b);
+    std::vector<Tensor> held_;  // held, so that a replaced tensor's memory is not reused meanwhile
+    std::vector<bool> frozen_;
+};
+
+}  // namespace detail
+
+template <class LossFn, class Model, class Rule> class CompiledStep {
+public:
+    CompiledStep(LossFn lossfn, Model& model, OptimiserState<Rule>& opt, CompileOptions options)
+        : lossfn_(std::move(lossfn)), model_(model), opt_(opt), plans_("compiled step", options.cache),
+          fall_back_(options.fall_back) {}
+
+    float operator()(const Tensor& x, const Tensor& y) {
+        return (*this)(x, y, [](double) {});
+    }
+    // check(loss) runs before the update (fx::train refuses a NaN there); if it throws, nothing changed.
+    template <class Check> float operator()(const Tensor& x, const Tensor& y, Check&& check) {
+        if (eager_) return eager(x, y, check);
+        std::array<Tensor, 2> in{x.contiguous(), y.contiguous()};
+        if (!identity_.same(model_, opt_)) {
+            plans_.clear();
+            identity_.take(model_, opt_);
+        }
+        if (fall_back_ && !identity_.device().is_cpu()) {
+            eager_ = true;
+            return eager(x, y, check);
+        }
+        plans_.check_devices(in.data(), in.size(), identity_.device());
+        int p = plans_.find(in.data(), in.size());
+        if (p < 0) return trace(in, check);
+        plans_.replay(p, in.data(), 0);
+        double value = plans_.value(p);
+        check(value);
+        std::size_t k = 0;
+        double eta = detail::final_rule(opt_.rule).eta;
+        for (auto& s : opt_.params)
+            if (!s.frozen) plans_.set_optimiser_step(p, k++, ++s.t, eta);
+        plans_.replay(p, in.data(), 1);
+        return static_cast<float>(value);
+    }
+    CompileStats stats(const Tensor& x, const Tensor& y) const {
+        std::array<Tensor, 2> in{x, y};
+        return plans_.stats(plans_.find(in.data(), in.size()));
+    }
+
+private:
+    template <class Check> float eager(const Tensor& x, const Tensor& y, Check& check) {
+        auto [l, grads] = withgradient([&](const Model& m) { return lossfn_(m, x, y); }, model_);
+        double value = l.item();
+        check(value);
+        update(opt_, model_, grads);
+        return static_cast<float>(value);
+    }
+
+    template <class Check> float trace(const std::array<Tensor, 2>& in, Check& check) {
+        double value = 0;
+        auto traced = plans_.trace({in[0], in[1]}, [&](const std::vector<Tensor>& v) {
+            auto [l, grads] = withgradient([&](const Model& m) { return lossfn_(m, v[0], v[1]); }, model_);
+            value = detail::CompiledPlans::read(l);
+            check(value);
+            detail::CompiledPlans::mark_phase();
+            update(opt_, model_, grads);
+            return l;
+        });
+        std::size_t active = 0;
+        for (const auto& s : opt_.params) active += s.frozen ? 0 : 1;
+        if (traced.plan >= 0 && plans_.optimiser_steps(traced.plan) != active) {
+            traced.refused = "fx::compile: the step ran " + std::to_string(plans_.optimiser_steps(traced.plan)) +
+                             " optimiser kernels for " + std::to_string(active) +
+                             " trainable tensors; a compiled step updates each parameter once";
+            plans_.clear();
+        }
+        if (!traced.refused.empty()) {  // the traced step itself ran, eagerly, and counts
+            if (!fall_back_) throw ValueError(traced.refused + " (or run it eagerly: CompileOptions{.fall_back = true})");
+            eager_ = true;
+        }
+        return static_cast<float>(value);
+    }
+
+    LossFn lossfn_;
+    Model& model_;
+    OptimiserState<Rule>& opt_;
+    detail::CompiledPlans plans_;
+    detail::Identity identity_;
+    bool fall_back_, eager_ = false;
+};
+
+template <class Model> class CompiledForward {
+public:
+    CompiledForward(const Model& model, CompileOptions options) : model_(model), plans_("compiled model", options.cache) {}
+
+    Tensor operator()(const Tensor& x) {
+        std::array<Tensor, 1> in{x.contiguous()};
+        if (!identity_.same(model_, none_)) {
+            plans_.clear();
+            identity_.take(model_, none_);
+        }
+        plans_.check_devices(in.data(), in.size(), identity_.device());
+        int p = plans_.find(in.data(), in.size());
+        if (p < 0) {
+            NoGrad no_grad;
+            auto traced = plans_.trace({in[0]}, [&](const std::vector<Tensor>& v) { return model_(v[0]); });
+            if (!traced.refused.empty()) throw ValueError(traced.refused);
+            return traced.output;
+        }
+        plans_.replay(p, in.data(), 0);
+        return plans_.output(p);
+    }
+    CompileStats stats(const Tensor& x) const {
+        std::array<Tensor, 1> in{x};
+        return plans_.stats(plans_.find(in.data(), in.size()));
+    }
+
+private:
+    const Model& model_;
+    OptimiserState<Descent> none_;
+    detail::CompiledPlans plans_;
+    detail::Identity identity_;
+};
+
+// A training step: lossfn(model, x, y) -> loss, its gradient, and opt's update of model.
+template <class LossFn, class Model, class Rule>
+CompiledStep<std::decay_t<LossFn>, Model, Rule> compile(LossFn&& lossfn, Model& model, OptimiserState<Rule>& opt,
+                                                        CompileOptions options = {}) {
+    return {std::forward<LossFn>(lossfn), model, opt, options};
+}
+
+// Inference: model(x).
+template <class Model> CompiledForward<Model> compile(const Model& model, CompileOptions options = {}) {
+    return {model, options};
+}
+
+}  // namespace fluxion

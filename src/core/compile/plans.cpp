@@ -1,0 +1,245 @@
+// plans.cpp — from a recording to a replayable plan: every buffer the step created gets a place in
+// one arena (greedy by size, sharing space between buffers whose lifetimes do not overlap), every
+// recorded pointer is resolved once, and a replay is a loop over the prepared calls.
+#include <algorithm>
+#include <limits>
+
+#include "core/compile/recorder.hpp"
+#include "core/dispatch.hpp"
+#include "core/tensor_impl.hpp"
+#include "fluxion/compile.hpp"
+
+namespace fluxion::detail {
+namespace {
+
+constexpr std::size_t kAlignment = 64;
+constexpr std::size_t kNoMark = std::numeric_limits<std::size_t>::max();
+thread_local std::size_t t_mark = kNoMark;
+
+std::size_t aligned(std::size_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; }
+
+struct Plan {
+    std::vector<Shape> shapes;
+    std::vector<DType> dtypes;
+    std::vector<RecordedCall> calls;
+    std::size_t boundary = 0;  // calls [0, boundary) are phase 0
+    std::vector<void*> ptrs;   // every call's pointer arguments, resolved
+    struct InputSlot {
+        std::size_t at, input;
+        std::uintptr_t offset;
+    };
+    std::vector<InputSlot> inputs;  // entries of ptrs set from each replay's inputs
+    std::vector<std::unique_ptr<backend::OptimiserStep>> optimiser_steps;
+    Tensor arena, output;
+    CompileStats stats;
+};
+
+// Offsets in the arena for buffers live over [first, last] calls; returns the arena's size.
+std::size_t place(const std::vector<TracedBuffer>& buffers, std::vector<std::size_t>& offset, std::size_t& total) {
+    std::vector<std::size_t> order;
+    for (std::size_t i = 0; i < buffers.size(); ++i)
+        if (buffers[i].first_use >= 0) order.push_back(i);
+    std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return buffers[a].bytes > buffers[b].bytes; });
+    std::vector<std::size_t> placed;
+    std::size_t arena = 0;
+    total = 0;
+    for (auto i : order) {
+        const auto& b = buffers[i];
+        std::size_t size = aligned(std::max<std::size_t>(b.bytes, 1));
+        total += b.bytes;
+        // Intervals taken by buffers alive at the same time, lowest first; the first gap that fits wins.
+        std::vector<std::pair<std::size_t, std::size_t>> taken;
+        for (auto j : placed) {
+            const auto& o = buffers[j];
+            if (o.first_use <= b.last_use && b.first_use <= o.last_use)
+                taken.emplace_back(offset[j], offset[j] + aligned(std::max<std::size_t>(o.bytes, 1)));
+        }
+        std::sort(taken.begin(), taken.end());
+        std::size_t at = 0;
+        for (auto [lo, hi] : taken) {
+            if (at + size <= lo) break;
+            at = std::max(at, hi);
+        }
+        offset[i] = at;
+        arena = std::max(arena, at + size);
+        placed.push_back(i);
+    }
+    return arena;
+}
+
+// Why a recording cannot be replayed, or nothing.
+std::string refusal(Recorder& rec, const Tensor& out) {
+    BufferRef oref = rec.resolve(out.data_ptr());
+    if (oref.kind != BufferRef::Kind::traced)
+        return "fx::compile: the step returns a tensor it did not compute (an input or a tensor of the model); a "
+               "compiled function must return a new tensor";
+    if (rec.freed_fixed)
+        return "fx::compile: the step frees a tensor that existed before it and that its kernels used (a tensor "
+               "replaced inside the function?); a replay would use that memory after it is gone";
+    for (std::size_t i = 0; i < rec.buffers.size(); ++i) {
+        const auto& b = rec.buffers[i];
+        if (i != oref.index && !b.freed && b.first_use >= 0)
+            return "fx::compile: the step keeps a tensor of " + std::to_string(b.bytes) +
+                   " bytes that it computed (saved outside the function?), which a replay would not update; a "
+                   "compiled function may keep only its result";
+    }
+    return {};
+}
+
+std::unique_ptr<Plan> build(Recorder& rec, const Tensor& out, std::size_t boundary) {
+    BufferRef oref = rec.resolve(out.data_ptr());
+    auto& buffers = rec.buffers;
+    auto ncalls = static_cast<std::int64_t>(rec.calls.size());
+    for (std::size_t i = 0; i < buffers.size(); ++i) {
+        auto& b = buffers[i];
+        if (i == oref.index) {
+            if (b.first_use < 0) b.first_use = 0;
+            b.last_use = ncalls;  // read after the step
+        }
+    }
+    auto plan = std::make_unique<Plan>();
+    for (const auto& t : rec.inputs) plan->shapes.push_back(t.shape()), plan->dtypes.push_back(t.dtype());
+    std::vector<std::size_t> offset(buffers.size(), 0);
+    std::size_t total = 0;
+    std::size_t arena = place(buffers, offset, total);
+    plan->stats = {rec.calls.size(), arena, total};
+    plan->calls = std::move(rec.calls);
+    plan->boundary = boundary == kNoMark ? plan->calls.size() : boundary;
+    plan->optimiser_steps = std::move(rec.optimiser_steps);
+    plan->arena = make_tensor({static_cast<std::int64_t>(arena)}, DType::u8, Device{});
+    auto* base = static_cast<char*>(plan->arena.data_ptr());
+    plan->ptrs.resize(rec.refs.size());
+    for (std::size_t i = 0; i < rec.refs.size(); ++i) {
+        const auto& r = rec.refs[i];
+        switch (r.kind) {
+            case BufferRef::Kind::fixed: plan->ptrs[i] = reinterpret_cast<void*>(r.offset); break;
+            case BufferRef::Kind::traced: plan->ptrs[i] = base + offset[r.index] + r.offset; break;
+            case BufferRef::Kind::input: plan->inputs.push_back({i, r.index, r.offset}); break;
+        }
+    }
+    auto impl = std::make_shared<TensorImpl>();
+    impl->storage = plan->arena.impl()->storage;
+    impl->shape = out.shape();
+    impl->strides = out.strides();
+    impl->dtype = out.dtype();
+    impl->offset = static_cast<std::int64_t>((offset[oref.index] + oref.offset) / itemsize(out.dtype()));
+    plan->output = Tensor(std::move(impl));
+    return plan;
+}
+
+std::string shapes_of(const std::vector<Shape>& shapes) {
+    std::string s;
+    for (const auto& sh : shapes) s += (s.empty() ? "" : ", ") + to_string(sh);
+    return s;
+}
+
+}  // namespace
+
+struct CompiledPlans::Impl {
+    std::string what;
+    bool cache;
+    std::vector<std::unique_ptr<Plan>> plans;
+};
+
+CompiledPlans::CompiledPlans(std::string what, bool cache) : impl_(std::make_unique<Impl>(Impl{std::move(what), cache, {}})) {}
+CompiledPlans::~CompiledPlans() = default;
+CompiledPlans::CompiledPlans(CompiledPlans&&) noexcept = default;
+CompiledPlans& CompiledPlans::operator=(CompiledPlans&&) noexcept = default;
+
+int CompiledPlans::find(const Tensor* inputs, std::size_t n) const {
+    for (std::size_t p = 0; p < impl_->plans.size(); ++p) {
+        const Plan& plan = *impl_->plans[p];
+        bool fits = plan.shapes.size() == n;
+        for (std::size_t i = 0; fits && i < n; ++i)
+            fits = inputs[i].shape() == plan.shapes[i] && inputs[i].dtype() == plan.dtypes[i];
+        if (fits) return static_cast<int>(p);
+    }
+    return -1;
+}
+
+void CompiledPlans::check_devices(const Tensor* inputs, std::size_t n, const Device& device) const {
+    for (std::size_t i = 0; i < n; ++i) {
+        require_defined(impl_->what.c_str(), inputs[i]);
+        if (!(inputs[i].device() == device))
+            throw DeviceError(impl_->what + ": input " + std::to_string(i + 1) + " is on " + inputs[i].device().str() +
+                              " but the model is on " + device.str() + "; move the input with | " +
+                              (device.is_cpu() ? std::string("fx::cpu") : "dev"));
+    }
+    if (!device.is_cpu())
+        throw DeviceError("fx::compile: the model is on " + device.str() +
+                          "; compiled steps run on the CPU for now (issue 12): run eager steps there, or "
+                          "CompileOptions{.fall_back = true} does so");
+}
+
+CompiledPlans::Traced CompiledPlans::trace(std::vector<Tensor> inputs,
+                                            const std::function<Tensor(const std::vector<Tensor>&)>& step) {
+    if (!impl_->cache && !impl_->plans.empty()) {
+        std::vector<Shape> given;
+        for (const auto& t : inputs) given.push_back(t.shape());
+        throw ValueError(impl_->what + ": inputs of shapes " + shapes_of(given) + ", but it was compiled for " +
+                         shapes_of(impl_->plans[0]->shapes) +
+                         " and caching is off (CompileOptions{.cache = false}); turn it on, or compile one per shape");
+    }
+    Recorder rec(std::move(inputs));
+    t_mark = kNoMark;
+    Tensor out = step(rec.inputs);
+    require_defined(impl_->what.c_str(), out);
+    rec.stop();  // what follows (the arena) is not part of the step
+    if (std::string why = refusal(rec, out); !why.empty()) return {-1, out, why};
+    impl_->plans.push_back(build(rec, out, t_mark));
+    return {static_cast<int>(impl_->plans.size()) - 1, out, {}};
+}
+
+void CompiledPlans::mark_phase() {
+    if (Recorder* r = active_recorder()) t_mark = r->calls.size();
+}
+
+void CompiledPlans::replay(int p, const Tensor* inputs, int phase) {
+    Plan& plan = *impl_->plans[static_cast<std::size_t>(p)];
+    for (const auto& s : plan.inputs) plan.ptrs[s.at] = static_cast<char*>(inputs[s.input].data_ptr()) + s.offset;
+    std::size_t begin = phase == 0 ? 0 : plan.boundary, end = phase == 0 ? plan.boundary : plan.calls.size();
+    void* const* ptrs = plan.ptrs.data();
+    for (std::size_t c = begin; c < end; ++c) plan.calls[c].run(ptrs + plan.calls[c].first);
+}
+
+double CompiledPlans::read(const Tensor& t) {
+    if (t.numel() != 1 || !t.device().is_cpu())
+        throw ShapeError("fx::compile: the step returned " + summary(t) + "; a training step returns a one-element loss");
+    switch (t.dtype()) {
+        case DType::f32: return *t.data<float>();
+        case DType::f64: return *t.data<double>();
+        default: throw DTypeError(std::string("fx::compile: the loss is ") + name(t.dtype()) + "; it must be f32 or f64");
+    }
+}
+
+double CompiledPlans::value(int p) const { return read(impl_->plans[static_cast<std::size_t>(p)]->output); }
+const Tensor& CompiledPlans::output(int p) const { return impl_->plans[static_cast<std::size_t>(p)]->output; }
+
+std::size_t CompiledPlans::optimiser_steps(int p) const {
+    return impl_->plans[static_cast<std::size_t>(p)]->optimiser_steps.size();
+}
+
+void CompiledPlans::set_optimiser_step(int p, std::size_t k, std::int64_t t, double eta) {
+    auto& hp = *impl_->plans[static_cast<std::size_t>(p)]->optimiser_steps[k];
+    hp.t = t;
+    hp.eta = eta;
+}
+
+CompileStats CompiledPlans::stats(int p) const {
+    return p < 0 ? CompileStats{} : impl_->plans[static_cast<std::size_t>(p)]->stats;
+}
+
+void CompiledPlans::clear() { impl_->plans.clear(); }
+
+bool Identity::same_tensor(const Tensor& a, const Tensor& b) {
+    if (a.defined() != b.defined()) return false;
+    return !a.defined() || (a.data_ptr() == b.data_ptr() && a.numel() == b.numel() && a.dtype() == b.dtype());
+}
+
+Device Identity::device() const {
+    for (const auto& t : held_)
+        if (t.defined()) return t.device();
+    return Device{};
+}
+
+}  // namespace fluxion::detail

@@ -1,0 +1,95 @@
+// recorder.cpp — which buffer a pointer belongs to, and the lifetimes of traced memory.
+#include "core/compile/recorder.hpp"
+
+#include "core/tensor_impl.hpp"
+
+namespace fluxion::detail {
+
+thread_local const backend::Backend* t_recorded_table = nullptr;
+thread_local const backend::Backend* t_recording_table = nullptr;
+
+namespace {
+thread_local Recorder* t_recorder = nullptr;
+}  // namespace
+
+Recorder* active_recorder() { return t_recorder; }
+
+Recorder::Recorder(std::vector<Tensor> in) : inputs(std::move(in)) {
+    if (t_recorder) throw ValueError("fx::compile: a step is already being traced on this thread; compiled steps do not nest");
+    t_recorder = this;
+    t_recorded_table = &backend::cpu_backend();
+    t_recording_table = &recording_table();
+}
+
+Recorder::~Recorder() { stop(); }
+
+void Recorder::stop() {
+    if (t_recorder != this) return;
+    t_recorder = nullptr;
+    t_recorded_table = nullptr;
+    t_recording_table = nullptr;
+}
+
+void Recorder::on_alloc(const void* ptr, std::size_t bytes) {
+    auto base = reinterpret_cast<std::uintptr_t>(ptr);
+    live_[base] = buffers.size();
+    buffers.push_back({.base = base, .bytes = bytes});
+}
+
+void Recorder::on_free(const void* ptr, std::size_t bytes) {
+    auto base = reinterpret_cast<std::uintptr_t>(ptr);
+    auto it = live_.find(base);
+    if (it == live_.end()) {  // allocated before the trace
+        for (const auto& r : refs)
+            if (r.kind == BufferRef::Kind::fixed && r.offset >= base && r.offset < base + bytes) freed_fixed = true;
+        return;
+    }
+    buffers[it->second].freed = true;
+    live_.erase(it);
+}
+
+BufferRef Recorder::resolve(const void* ptr) const {
+    auto p = reinterpret_cast<std::uintptr_t>(ptr);
+    if (!ptr) return {};
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+        // Inputs are contiguous; a replay's inputs may sit elsewhere in their storage.
+        auto base = reinterpret_cast<std::uintptr_t>(inputs[i].data_ptr());
+        auto bytes = static_cast<std::uintptr_t>(inputs[i].numel()) * itemsize(inputs[i].dtype());
+        if (p >= base && p < base + bytes) return {BufferRef::Kind::input, i, p - base};
+    }
+    auto it = live_.upper_bound(p);
+    if (it != live_.begin()) {
+        --it;
+        const auto& b = buffers[it->second];
+        if (p < b.base + b.bytes || (p == b.base && b.bytes == 0)) return {BufferRef::Kind::traced, it->second, p - b.base};
+    }
+    return {BufferRef::Kind::fixed, 0, p};
+}
+
+void Recorder::record(std::initializer_list<const void*> ptrs, PreparedCall run) {
+    auto at = static_cast<std::int64_t>(calls.size());
+    RecordedCall call{std::move(run), refs.size(), ptrs.size()};
+    for (const void* p : ptrs) {
+        BufferRef r = resolve(p);
+        if (r.kind == BufferRef::Kind::traced) {
+            auto& b = buffers[r.index];
+            if (b.first_use < 0) b.first_use = at;
+            b.last_use = at;
+        }
+        refs.push_back(r);
+    }
+    calls.push_back(std::move(call));
+}
+
+backend::OptimiserStep* Recorder::keep(const backend::OptimiserStep& hp) {
+    optimiser_steps.push_back(std::make_unique<backend::OptimiserStep>(hp));
+    return optimiser_steps.back().get();
+}
+
+void host_write(void* dst, std::function<void(void*)> write) {
+    write(dst);
+    if (Recorder* r = active_recorder())
+        r->record({dst}, [write = std::move(write)](void* const* p) { write(p[0]); });
+}
+
+}  // namespace fluxion::detail

@@ -1,0 +1,85 @@
+// recorder.hpp — tracing one step for fx::compile (DESIGN 3.2). While a Recorder is active on a
+// thread, the CPU table's kernels run through a recording table (recording_table.cpp): each kernel
+// runs as usual and is also kept as a prepared call, its pointer arguments written down as
+// references to buffers: a step input, memory allocated during the trace, or a fixed address
+// (parameters, optimiser state, anything that existed before the trace and outlives it).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "fluxion/tensor.hpp"
+
+namespace fluxion::detail {
+
+// Where one pointer argument of a recorded call points.
+struct BufferRef {
+    enum class Kind : std::uint8_t { fixed, input, traced };
+    Kind kind = Kind::fixed;
+    std::size_t index = 0;   // the input's or the traced buffer's number
+    std::uintptr_t offset = 0;  // bytes from the buffer's start; the address itself when fixed
+};
+
+// A kernel with its arguments bound; it takes its pointers, in recording order, from `ptrs`.
+using PreparedCall = std::function<void(void* const* ptrs)>;
+
+struct RecordedCall {
+    PreparedCall run;
+    std::size_t first = 0;  // its pointer arguments are refs[first, first + count)
+    std::size_t count = 0;
+};
+
+// Memory allocated while tracing; the calls that touch it give its lifetime.
+struct TracedBuffer {
+    std::uintptr_t base = 0;
+    std::size_t bytes = 0;
+    std::int64_t first_use = -1, last_use = -1;  // call indices
+    bool freed = false;
+};
+
+class Recorder {
+public:
+    // Starts recording the kernels this thread runs on the CPU; `inputs` are the step's arguments.
+    explicit Recorder(std::vector<Tensor> inputs);
+    ~Recorder();  // stops recording
+    void stop();  // stops recording; what was recorded stays
+    Recorder(const Recorder&) = delete;
+    Recorder& operator=(const Recorder&) = delete;
+
+    void on_alloc(const void* ptr, std::size_t bytes);
+    void on_free(const void* ptr, std::size_t bytes);
+    // Appends a call whose pointer arguments are `ptrs` (after it has run eagerly).
+    void record(std::initializer_list<const void*> ptrs, PreparedCall run);
+    // Optimiser calls keep their hyper-parameters here, so that replays can advance the step count.
+    backend::OptimiserStep* keep(const backend::OptimiserStep& hp);
+    BufferRef resolve(const void* ptr) const;
+
+    std::vector<Tensor> inputs;
+    std::vector<RecordedCall> calls;
+    std::vector<BufferRef> refs;
+    std::vector<TracedBuffer> buffers;
+    std::vector<std::unique_ptr<backend::OptimiserStep>> optimiser_steps;  // in recording order
+    // Memory from before the trace that a call used and the step then freed: a replay would use it
+    // after it is gone, so such a step cannot be compiled.
+    bool freed_fixed = false;
+
+private:
+    std::map<std::uintptr_t, std::size_t> live_;  // base address -> traced buffer, while allocated
+};
+
+// The recorder active on this thread, or null.
+Recorder* active_recorder();
+
+// Records a write to host memory made outside the backend (data generated on the host), so that
+// a replay redoes it: `write(dst)` runs now and at every replay. Without a trace, only runs it.
+void host_write(void* dst, std::function<void(void*)> write);
+
+// The table that runs a real table's kernels and records them (recording_table.cpp).
+const backend::Backend& recording_table();
+
+}  // namespace fluxion::detail

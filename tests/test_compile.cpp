@@ -1,0 +1,456 @@
+// test_compile.cpp — fx::compile: compiled and eager steps train a model to the same parameters,
+// inference matches the model, and what a trace must notice (new shapes, a replaced parameter,
+// inputs on another device).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "fluxion/fluxion.hpp"
+
+namespace fx = fluxion;
+using fx::Tensor;
+
+namespace {
+
+using Batches = std::vector<std::tuple<Tensor, Tensor>>;
+
+template <class M> M deep_copy(const M& m) {
+    return fx::fmap([](const Tensor& t) { return t.clone(); }, m);
+}
+
+// The largest difference between two models' tensors (parameters and running statistics alike),
+// relative to the larger magnitude of the two.
+template <class M> double max_difference(const M& a, const M& b) {
+    std::vector<Tensor> ta, tb;
+    fx::for_each_tensor(a, [&](const Tensor& t) { ta.push_back(t); });
+    fx::for_each_tensor(b, [&](const Tensor& t) { tb.push_back(t); });
+    EXPECT_EQ(ta.size(), tb.size());
+    double worst = 0;
+    for (std::size_t i = 0; i < ta.size(); ++i) {
+        auto va = ta[i].to_vector<float>(), vb = tb[i].to_vector<float>();
+        for (std::size_t j = 0; j < va.size(); ++j)
+            worst = std::max(worst, std::abs(double(va[j]) - vb[j]) / std::max(1.0, std::abs(double(va[j]))));
+    }
+    return worst;
+}
+
+Batches regression_batches(int steps, int batch, int in) {
+    Batches out;
+    for (int i = 0; i < steps; ++i) out.emplace_back(fx::randn({batch, in}), fx::randn({batch, 1}));
+    return out;
+}
+
+Batches class_batches(int steps, const fx::Shape& x_shape, int classes) {
+    Batches out;
+    for (int i = 0; i < steps; ++i) {
+        std::vector<std::int64_t> labels(static_cast<std::size_t>(x_shape[0]));
+        for (std::size_t j = 0; j < labels.size(); ++j) labels[j] = static_cast<std::int64_t>((i * 7 + j * 3) % classes);
+        out.emplace_back(fx::randn(x_shape), fx::tensor(labels));
+    }
+    return out;
+}
+
+// Trains copies of `model` for every batch, eagerly and compiled, from the same random state;
+// returns the largest relative difference between the two trained models.
+template <class M, class Loss> double eager_vs_compiled(const M& model, const Loss& loss, const Batches& data) {
+    M eager = deep_copy(model), compiled = deep_copy(model);
+    auto opt_e = fx::setup(fx::Adam{.eta = 1e-3}, eager);
+    auto opt_c = fx::setup(fx::Adam{.eta = 1e-3}, compiled);
+    fx::seed(7);
+    std::vector<double> loss_e, loss_c;
+    for (const auto& [x, y] : data) {
+        auto [l, g] = fx::withgradient([&](const M& m) { return loss(m, x, y); }, eager);
+        fx::update(opt_e, eager, g);
+        loss_e.push_back(l.item());
+    }
+    fx::seed(7);
+    auto step = fx::compile(loss, compiled, opt_c);
+    for (const auto& [x, y] : data) loss_c.push_back(step(x, y));
+    for (std::size_t i = 0; i < loss_e.size(); ++i) EXPECT_NEAR(loss_e[i], loss_c[i], 1e-4 * (1 + std::abs(loss_e[i])));
+    EXPECT_EQ(opt_e.params[0].t, opt_c.params[0].t);
+    double difference = max_difference(eager, compiled);
+    std::printf("largest relative difference after %zu steps: %.3g\n", data.size(), difference);
+    return difference;
+}
+
+auto mse_loss = [](const auto& m, const Tensor& x, const Tensor& y) { return fx::mse(m(x), y); };
+auto class_loss = [](const auto& m, const Tensor& x, const Tensor& y) {
+    return fx::logitcrossentropy(m(x), fx::onehot(y, 10));
+};
+
+auto lenet5() {
+    return fx::Chain(fx::Conv({5, 5}, 1, 6, fx::relu), fx::MaxPool({2, 2}), fx::Conv({5, 5}, 6, 16, fx::relu),
+                     fx::MaxPool({2, 2}), fx::Flatten(), fx::Dense(256, 120, fx::relu), fx::Dense(120, 84, fx::relu),
+                     fx::Dense(84, 10));
+}
+
+auto norm_dropout_mlp() {
+    return fx::Chain(fx::Dense(20, 32), fx::BatchNorm(32, fx::relu), fx::Dropout(0.3), fx::Dense(32, 10));
+}
+
+// Same kernels in the same order on the same data: the tolerance only allows for summation order
+// inside the kernel libraries, which may differ with the buffers' alignment.
+// Measured here: 0 (bit-identical) for all four.
+constexpr double kTolerance = 1e-5;
+
+}  // namespace
+
+TEST(Compile, MlpTrainsLikeEagerSteps) {
+    fx::seed(0);
+    auto model = fx::Chain(fx::Dense(100, 200, fx::relu), fx::Dense(200, 1));
+    auto data = regression_batches(100, 32, 100);
+    EXPECT_LE(eager_vs_compiled(model, mse_loss, data), kTolerance);
+}
+
+TEST(Compile, LeNet5TrainsLikeEagerSteps) {
+    fx::seed(1);
+    auto model = lenet5();
+    auto data = class_batches(100, {16, 1, 28, 28}, 10);
+    EXPECT_LE(eager_vs_compiled(model, class_loss, data), kTolerance);
+}
+
+TEST(Compile, BatchNormAndDropoutTrainLikeEagerSteps) {
+    fx::seed(2);
+    auto model = norm_dropout_mlp();
+    auto data = class_batches(100, {32, 20}, 10);
+    // Dropout draws fresh masks at every replay, from the generator the eager steps use.
+    EXPECT_LE(eager_vs_compiled(model, class_loss, data), kTolerance);
+}
+
+TEST(Compile, BatchNormAndDropoutInTestModeTrainLikeEagerSteps) {
+    fx::seed(3);
+    auto model = norm_dropout_mlp();
+    fx::testmode(model);  // running statistics used, no dropout
+    auto data = class_batches(100, {32, 20}, 10);
+    EXPECT_LE(eager_vs_compiled(model, class_loss, data), kTolerance);
+}
+
+TEST(Compile, ForwardMatchesTheModel) {
+    fx::seed(4);
+    auto model = lenet5();
+    auto fwd = fx::compile(model);
+    for (int i = 0; i < 3; ++i) {
+        Tensor x = fx::randn({8, 1, 28, 28});
+        Tensor expected = [&] {
+            fx::NoGrad no_grad;
+            return model(x);
+        }();
+        Tensor y = fwd(x);
+        ASSERT_EQ(y.shape(), expected.shape());
+        auto a = y.to_vector<float>(), b = expected.to_vector<float>();
+        for (std::size_t j = 0; j < a.size(); ++j) EXPECT_NEAR(a[j], b[j], 1e-5);
+    }
+    auto stats = fwd.stats(fx::randn({8, 1, 28, 28}));
+    EXPECT_GT(stats.kernels, 0u);
+    EXPECT_LT(stats.arena_bytes, stats.intermediate_bytes);  // buffers share memory by lifetime
+}
+
+// ---- plans by shape, a replaced parameter, devices ----
+
+TEST(Compile, EachInputShapeGetsItsOwnPlan) {
+    fx::seed(8);
+    auto model = fx::Chain(fx::Dense(10, 16, fx::relu), fx::Dense(16, 1));
+    Batches data;
+    for (int i = 0; i < 20; ++i) data.emplace_back(fx::randn({i % 3 == 2 ? 5 : 32, 10}), fx::randn({i % 3 == 2 ? 5 : 32, 1}));
+    EXPECT_LE(eager_vs_compiled(model, mse_loss, data), kTolerance);  // the last, smaller batch of each epoch
+}
+
+TEST(Compile, WithoutCacheANewShapeIsAnError) {
+    fx::seed(9);
+    auto model = fx::Chain(fx::Dense(10, 16, fx::relu), fx::Dense(16, 1));
+    auto opt = fx::setup(fx::Adam{}, model);
+    auto step = fx::compile(mse_loss, model, opt, {.cache = false});
+    step(fx::randn({32, 10}), fx::randn({32, 1}));
+    step(fx::randn({32, 10}), fx::randn({32, 1}));
+    try {
+        step(fx::randn({5, 10}), fx::randn({5, 1}));
+        FAIL() << "expected fx::ValueError";
+    } catch (const fx::ValueError& e) {
+        std::string m = e.what();
+        EXPECT_NE(m.find("{5, 10}"), std::string::npos) << m;
+        EXPECT_NE(m.find("{32, 10}"), std::string::npos) << m;
+        EXPECT_NE(m.find("cache"), std::string::npos) << m;
+    }
+}
+
+TEST(Compile, AReplacedParameterIsTracedAgain) {
+    fx::seed(10);
+    auto model = fx::Chain(fx::Dense(10, 16, fx::relu), fx::Dense(16, 1));
+    auto opt = fx::setup(fx::Adam{}, model);
+    auto step = fx::compile(mse_loss, model, opt);
+    Tensor x = fx::randn({32, 10}), y = fx::randn({32, 1});
+    for (int i = 0; i < 3; ++i) step(x, y);
+    Tensor old_weight = std::get<0>(model.layers).weight;
+    Tensor fresh = fx::randn({16, 10}) * 0.1;
+    std::get<0>(model.layers).weight = fresh;  // the user replaces a parameter between steps
+    auto expected = [&] {  // what an eager step computes on the replaced model
+        auto copy = deep_copy(model);
+        fx::NoGrad no_grad;
+        return mse_loss(copy, x, y).item();
+    }();
+    EXPECT_NEAR(step(x, y), expected, 1e-5);
+    Tensor fresh_before = fresh.clone();
+    step(x, y);
+    EXPECT_EQ(std::get<0>(model.layers).weight.data_ptr(), fresh.data_ptr());
+    EXPECT_GT(fx::max(fx::abs(fresh - fresh_before)).item(), 0);  // the new tensor trains
+    auto before = old_weight.to_vector<float>();
+    step(x, y);
+    EXPECT_EQ(old_weight.to_vector<float>(), before);  // the old one is left alone
+}
+
+TEST(Compile, InputsOnAnotherDeviceAreAnError) {
+    if (!fx::functional("TestHost")) GTEST_SKIP() << "the TestHost plugin is not built";
+    fx::Device host{"TestHost", 0};
+    auto model = fx::Chain(fx::Dense(10, 1));
+    auto opt = fx::setup(fx::Descent{}, model);
+    auto step = fx::compile(mse_loss, model, opt);
+    try {
+        step(fx::randn({4, 10}) | host, fx::randn({4, 1}) | host);
+        FAIL() << "expected fx::DeviceError";
+    } catch (const fx::DeviceError& e) {
+        std::string m = e.what();
+        EXPECT_NE(m.find("TestHost:0"), std::string::npos) << m;
+        EXPECT_NE(m.find("CPU"), std::string::npos) << m;
+    }
+    auto moved = model | host;
+    auto opt2 = fx::setup(fx::Descent{}, moved);
+    auto step2 = fx::compile(mse_loss, moved, opt2);
+    EXPECT_THROW(step2(fx::randn({4, 10}) | host, fx::randn({4, 1}) | host), fx::DeviceError);  // CPU only for now
+    auto eager_there = fx::compile(mse_loss, moved, opt2, {.fall_back = true});
+    EXPECT_TRUE(std::isfinite(eager_there(fx::randn({4, 10}) | host, fx::randn({4, 1}) | host)));
+}
+
+TEST(Compile, AStepThatKeepsATensorIsRefusedOrRunsEagerly) {
+    fx::seed(11);
+    auto model = fx::Chain(fx::Dense(10, 16, fx::relu), fx::Dense(16, 1));
+    Tensor x = fx::randn({32, 10}), y = fx::randn({32, 1});
+    Tensor saved;
+    auto saving_loss = [&](const auto& m, const Tensor& xb, const Tensor& yb) {
+        Tensor out = m(xb);
+        saved = out.detach();  // a replay would not write this tensor
+        return fx::mse(out, yb);
+    };
+    auto opt = fx::setup(fx::Adam{}, model);
+    auto step = fx::compile(saving_loss, model, opt);
+    try {
+        step(x, y);
+        FAIL() << "expected fx::ValueError";
+    } catch (const fx::ValueError& e) {
+        EXPECT_NE(std::string(e.what()).find("keeps a tensor"), std::string::npos) << e.what();
+    }
+    auto eager_model = deep_copy(model);
+    auto eager_opt = fx::setup(fx::Adam{}, eager_model);
+    eager_opt.params = opt.params;  // the refused step was taken
+    for (auto& s : eager_opt.params) s.state1 = s.state1.clone(), s.state2 = s.state2.clone();
+    auto fallback = fx::compile(saving_loss, model, opt, {.fall_back = true});
+    for (int i = 0; i < 5; ++i) {
+        fallback(x, y);
+        auto [l, g] = fx::withgradient([&](const auto& m) { return fx::mse(m(x), y); }, eager_model);
+        fx::update(eager_opt, eager_model, g);
+    }
+    EXPECT_EQ(max_difference(model, eager_model), 0);
+}
+
+TEST(Compile, AStepThatFreesATensorItUsedIsRefused) {
+    fx::seed(13);
+    auto model = fx::Chain(fx::Dense(10, 1));
+    Tensor scale = fx::ones({1});
+    auto replacing_loss = [&](const auto& m, const Tensor& xb, const Tensor& yb) {
+        Tensor l = fx::mse(m(xb), yb) * scale;
+        scale = fx::full({1}, 2.0);  // the old scale's memory is freed; a replay would still read it
+        return l;
+    };
+    auto opt = fx::setup(fx::Descent{}, model);
+    auto step = fx::compile(replacing_loss, model, opt);
+    try {
+        step(fx::randn({4, 10}), fx::randn({4, 1}));
+        FAIL() << "expected fx::ValueError";
+    } catch (const fx::ValueError& e) {
+        EXPECT_NE(std::string(e.what()).find("frees a tensor"), std::string::npos) << e.what();
+    }
+}
+
+TEST(Compile, TrainRunsCompiledStepsByDefault) {
+    fx::seed(12);
+    auto model = fx::Chain(fx::Dense(10, 16, fx::relu), fx::Dense(16, 1));
+    auto data = regression_batches(10, 16, 10);
+    data.emplace_back(fx::randn({5, 10}), fx::randn({5, 1}));  // the last, smaller batch
+    auto eager = deep_copy(model);
+    auto opt = fx::setup(fx::Adam{}, model), opt_e = fx::setup(fx::Adam{}, eager);
+    auto compiled_history = fx::train(mse_loss, model, data, opt, {.epochs = 3, .progress = false});
+    auto eager_history = fx::train(mse_loss, eager, data, opt_e, {.epochs = 3, .progress = false, .compile = false});
+    ASSERT_EQ(compiled_history.size(), eager_history.size());
+    for (std::size_t i = 0; i < eager_history.size(); ++i) EXPECT_FLOAT_EQ(compiled_history[i], eager_history[i]);
+    EXPECT_EQ(max_difference(model, eager), 0);
+}
+
+// ---- allocations ----
+// Every heap allocation of the process (operator new and the malloc family, from any thread) is
+// counted while `g_counting` is set, by who asked: the kernel libraries (OpenBLAS, oneDNN) or
+// anything else (fluxion, the C++ library, the test). AddressSanitizer owns malloc: skipped there.
+#if !defined(__SANITIZE_ADDRESS__)
+#include <dlfcn.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace {
+std::atomic<bool> g_counting{false};
+std::atomic<long> g_ours{0}, g_libraries{0};
+
+bool in_kernel_library(void* caller) {
+    Dl_info info;
+    if (!dladdr(caller, &info) || !info.dli_fname) return false;
+    return std::strstr(info.dli_fname, "libopenblas") || std::strstr(info.dli_fname, "libdnnl");
+}
+
+void counted(void* caller) {
+    if (!g_counting.load(std::memory_order_relaxed)) return;
+    (in_kernel_library(caller) ? g_libraries : g_ours).fetch_add(1, std::memory_order_relaxed);
+}
+}  // namespace
+
+extern "C" {
+void* __libc_malloc(std::size_t);
+void* __libc_calloc(std::size_t, std::size_t);
+void* __libc_realloc(void*, std::size_t);
+void* __libc_memalign(std::size_t, std::size_t);
+void* malloc(std::size_t n) {
+    counted(__builtin_return_address(0));
+    return __libc_malloc(n);
+}
+void* calloc(std::size_t n, std::size_t size) {
+    counted(__builtin_return_address(0));
+    return __libc_calloc(n, size);
+}
+void* realloc(void* p, std::size_t n) {
+    counted(__builtin_return_address(0));
+    return __libc_realloc(p, n);
+}
+void* aligned_alloc(std::size_t alignment, std::size_t n) {
+    counted(__builtin_return_address(0));
+    return __libc_memalign(alignment, n);
+}
+int posix_memalign(void** p, std::size_t alignment, std::size_t n) {
+    counted(__builtin_return_address(0));
+    *p = __libc_memalign(alignment, n);
+    return *p ? 0 : ENOMEM;
+}
+}
+
+namespace {
+void* allocate(std::size_t n, std::size_t alignment, void* caller) {
+    counted(caller);
+    void* p = alignment <= alignof(std::max_align_t) ? __libc_malloc(n) : __libc_memalign(alignment, n);
+    if (!p) throw std::bad_alloc();
+    return p;
+}
+}  // namespace
+
+void* operator new(std::size_t n) { return allocate(n, 0, __builtin_return_address(0)); }
+void* operator new[](std::size_t n) { return allocate(n, 0, __builtin_return_address(0)); }
+void* operator new(std::size_t n, std::align_val_t a) {
+    return allocate(n, static_cast<std::size_t>(a), __builtin_return_address(0));
+}
+void* operator new[](std::size_t n, std::align_val_t a) {
+    return allocate(n, static_cast<std::size_t>(a), __builtin_return_address(0));
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+
+namespace {
+// Allocations made by `steps` calls of f after two warm-up calls (the trace and a first replay).
+struct Allocations {
+    long ours, libraries;
+};
+template <class F> Allocations allocations_in(int steps, F&& f) {
+    f();
+    f();
+    g_ours = 0;
+    g_libraries = 0;
+    g_counting = true;
+    for (int i = 0; i < steps; ++i) f();
+    g_counting = false;
+    return {g_ours.load(), g_libraries.load()};
+}
+// OpenBLAS's small-matrix kernels and its threaded driver malloc a little per call; that is theirs.
+void report(const char* what, int steps, Allocations a, fx::CompileStats s) {
+    std::printf("%s: %zu kernels, arena %zu bytes for %zu bytes of tensors; %ld allocations by fluxion, %ld inside "
+                "OpenBLAS/oneDNN in %d replayed steps\n",
+                what, s.kernels, s.arena_bytes, s.intermediate_bytes, a.ours, a.libraries, steps);
+}
+}  // namespace
+
+TEST(CompileAllocations, CountingHookSeesEagerSteps) {
+    fx::seed(5);
+    auto model = fx::Chain(fx::Dense(100, 200, fx::relu), fx::Dense(200, 1));
+    auto opt = fx::setup(fx::Adam{}, model);
+    Tensor x = fx::randn({128, 100}), y = fx::randn({128, 1});
+    auto eager = allocations_in(10, [&] {
+        auto [l, g] = fx::withgradient([&](const auto& m) { return mse_loss(m, x, y); }, model);
+        fx::update(opt, model, g);
+    });
+    EXPECT_GT(eager.ours, 10 * 20);  // the hook works: an eager step allocates its tensors and its tape
+}
+
+TEST(CompileAllocations, MlpReplaysAllocateNothing) {
+    fx::seed(5);
+    auto model = fx::Chain(fx::Dense(100, 200, fx::relu), fx::Dense(200, 1));
+    auto opt = fx::setup(fx::Adam{}, model);
+    Tensor x = fx::randn({128, 100}), y = fx::randn({128, 1});
+    auto step = fx::compile(mse_loss, model, opt);
+    auto steps = allocations_in(1000, [&] { step(x, y); });
+    report("MLP step", 1000, steps, step.stats(x, y));
+    EXPECT_EQ(steps.ours, 0);
+    auto fwd = fx::compile(model);
+    auto forwards = allocations_in(1000, [&] { fwd(x); });
+    report("MLP forward", 1000, forwards, fwd.stats(x));
+    EXPECT_EQ(forwards.ours, 0);
+}
+
+TEST(CompileAllocations, BatchNormAndDropoutReplaysAllocateNothing) {
+    fx::seed(6);
+    auto model = norm_dropout_mlp();
+    auto opt = fx::setup(fx::Adam{}, model);
+    auto data = class_batches(1, {32, 20}, 10);
+    auto [x, y] = data[0];
+    auto step = fx::compile(class_loss, model, opt);
+    auto steps = allocations_in(1000, [&] { step(x, y); });
+    report("BatchNorm + Dropout step", 1000, steps, step.stats(x, y));
+    EXPECT_EQ(steps.ours, 0);
+}
+
+TEST(CompileAllocations, LeNet5ReplaysAllocateNothing) {
+    fx::seed(7);
+    auto model = lenet5();
+    auto opt = fx::setup(fx::Adam{}, model);
+    auto data = class_batches(1, {16, 1, 28, 28}, 10);
+    auto [x, y] = data[0];
+    auto step = fx::compile(class_loss, model, opt);
+    auto steps = allocations_in(100, [&] { step(x, y); });  // 100: a LeNet-5 step is 30 times an MLP's
+    report("LeNet-5 step", 100, steps, step.stats(x, y));
+    EXPECT_LT(step.stats(x, y).arena_bytes, step.stats(x, y).intermediate_bytes);  // memory reused by lifetime
+    EXPECT_EQ(steps.ours, 0);  // oneDNN's memories are bound once per thread; pooling rows are kept
+}
+#endif
+
+int main(int argc, char** argv) {
+    setenv("FLUXION_PLUGIN_PATH", FLUXION_TEST_PLUGIN_DIR, 0);  // the TestHost device, for the device errors
+    ::testing::InitGoogleTest(&argc, argv);
+    return RUN_ALL_TESTS();
+}
