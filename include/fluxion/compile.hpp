@@ -1,4 +1,5 @@
-// fluxion/compile.hpp — compiled steps (DESIGN 3.2): SimpleNNs' preallocated model, made automatic.
+// fluxion/compile.hpp — compiled steps (docs/ARCHITECTURE.md, "Compiled steps"): SimpleNNs'
+// preallocated model, made automatic.
 //
 //   auto step = fx::compile(lossfn, model, opt);   // lossfn(m, x, y) returns a one-element tensor
 //   float l = step(xb, yb);                        // one training step: forward, gradient, update

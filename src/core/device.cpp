@@ -1,5 +1,6 @@
-// device.cpp — device selection by priority (DESIGN 3.1, 3.4), Flux's vendor names, capability
-// queries, printing, synchronisation, allowscalar. The preference file is preferences.cpp's.
+// device.cpp — device selection by priority (docs/ARCHITECTURE.md, "Devices and plugins"),
+// Flux's vendor names, capability queries, printing, synchronisation, allowscalar. The preference
+// file is preferences.cpp's.
 #include <algorithm>
 #include <atomic>
 #include <cstdio>

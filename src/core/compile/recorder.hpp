@@ -1,8 +1,9 @@
-// recorder.hpp — tracing one step for fx::compile (DESIGN 3.2). While a Recorder is active on a
-// thread, the CPU table's kernels run through a recording table (recording_table.cpp): each kernel
-// runs as usual and is also kept as a prepared call, its pointer arguments written down as
-// references to buffers: a step input, memory allocated during the trace, or a fixed address
-// (parameters, optimiser state, anything that existed before the trace and outlives it).
+// recorder.hpp — tracing one step for fx::compile (docs/ARCHITECTURE.md, "Compiled steps"). While a
+// Recorder is active on a thread, the CPU table's kernels run through a recording table
+// (recording_table.cpp): each kernel runs as usual and is also kept as a prepared call, its pointer
+// arguments written down as references to buffers: a step input, memory allocated during the trace,
+// or a fixed address (parameters, optimiser state, anything that existed before the trace and
+// outlives it).
 #pragma once
 #include <cstddef>
 #include <cstdint>
