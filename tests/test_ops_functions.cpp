@@ -127,7 +127,8 @@ double sample_std(const Tensor& t) {
 }  // namespace
 
 // Shapes with fan_in = 200·9 = 1800 and fan_out = 100·9 = 900 (docs/ARCHITECTURE.md,
-// "Conventions"): each initialiser's bound or standard deviation from its formula in init.hpp, over 180,000 draws.
+// "Conventions"): each initialiser's bound or standard deviation from its formula in init.hpp, over
+// 180,000 draws.
 TEST(Initialisers, SpreadsFollowTheFans) {
     const fx::Shape shape{100, 200, 3, 3};
     const double fan_in = 1800, fan_out = 900;
