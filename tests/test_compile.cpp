@@ -257,6 +257,42 @@ TEST(Compile, AStepThatKeepsATensorIsRefusedOrRunsEagerly) {
     EXPECT_EQ(max_difference(model, eager_model), 0);
 }
 
+// A modifier whose work is not a backend kernel (here: host arithmetic on a read-back value, as
+// distributed::AverageGradients' MPI allreduce is) would be skipped by a replay: compile refuses the
+// optimiser, and with .fall_back (as fx::train asks) every step runs eagerly.
+struct HalveOnTheHost {
+    static constexpr bool replayable = false;
+    void modify(std::vector<Tensor>& grads, const std::vector<Tensor>&) const {
+        for (auto& g : grads) g = fx::tensor(g.to_vector<float>(), g.shape()) * 0.5f;
+    }
+};
+
+TEST(Compile, AnOptimiserWithHostWorkIsRefusedOrRunsEagerly) {
+    static_assert(!fx::replayable<fx::OptimiserChain<HalveOnTheHost, fx::Adam>>());
+    static_assert(fx::replayable<fx::OptimiserChain<fx::ClipNorm, fx::Adam>>());
+    fx::seed(12);
+    auto model = fx::Chain(fx::Dense(10, 16, fx::relu), fx::Dense(16, 1));
+    Tensor x = fx::randn({32, 10}), y = fx::randn({32, 1});
+    auto eager_model = deep_copy(model);
+    auto opt = fx::setup(fx::OptimiserChain(HalveOnTheHost{}, fx::Adam{.eta = 1e-2}), model);
+    auto eager_opt = fx::setup(fx::OptimiserChain(HalveOnTheHost{}, fx::Adam{.eta = 1e-2}), eager_model);
+    auto step = fx::compile(mse_loss, model, opt);
+    try {
+        step(x, y);
+        FAIL() << "expected fx::ValueError";
+    } catch (const fx::ValueError& e) {
+        EXPECT_NE(std::string(e.what()).find("outside the backend's kernels"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(max_difference(model, eager_model), 0) << "a refused step changed the model";
+    auto fallback = fx::compile(mse_loss, model, opt, {.fall_back = true});
+    for (int i = 0; i < 5; ++i) {
+        fallback(x, y);
+        auto [l, g] = fx::withgradient([&](const auto& m) { return fx::mse(m(x), y); }, eager_model);
+        fx::update(eager_opt, eager_model, g);
+    }
+    EXPECT_EQ(max_difference(model, eager_model), 0);
+}
+
 TEST(Compile, AStepThatFreesATensorItUsedIsRefused) {
     fx::seed(13);
     auto model = fx::Chain(fx::Dense(10, 1));

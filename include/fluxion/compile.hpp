@@ -136,6 +136,13 @@ public:
     }
     // check(loss) runs before the update (fx::train refuses a NaN there); if it throws, nothing changed.
     template <class Check> float operator()(const Tensor& x, const Tensor& y, Check&& check) {
+        if constexpr (!replayable<Rule>()) {
+            if (!fall_back_)
+                throw ValueError("fx::compile: the optimiser does work outside the backend's kernels (e.g. "
+                                 "distributed::AverageGradients' allreduce), which a replay would skip; run it "
+                                 "eagerly (CompileOptions{.fall_back = true}, or fx::train)");
+            return eager(x, y, check);
+        }
         if (eager_) return eager(x, y, check);
         std::array<Tensor, 2> in{x.contiguous(), y.contiguous()};
         if (!identity_.same(model_, opt_)) {

@@ -131,6 +131,7 @@ template <class Rule> OptimiserState<Rule> broadcast(const OptimiserState<Rule>&
 // bucketed allreduce), so every process takes the same step and the replicas stay identical. Put
 // it first in the chain, before modifiers such as ClipNorm that must see the global gradient.
 struct AverageGradients {
+    static constexpr bool replayable = false;  // MPI between kernels: compiled steps run it eagerly
     std::size_t bucket_bytes = default_bucket_bytes;
     void modify(std::vector<Tensor>& grads, const std::vector<Tensor>& params) const;
 };

@@ -85,6 +85,15 @@ template <class R>
 inline constexpr bool is_modifier = requires(const R& r, std::vector<Tensor>& g) { r.modify(g, g); };
 }  // namespace detail
 
+// Whether fx::compile can replay a rule or modifier: true unless the type says
+// `static constexpr bool replayable = false;` — work done outside the backend's kernels (an MPI
+// allreduce, host arithmetic on read-back values), which a traced step cannot record. fx::compile
+// refuses such an optimiser, and fx::train runs its steps eagerly.
+template <class R> constexpr bool replayable() {
+    if constexpr (requires { R::replayable; }) return R::replayable;
+    else return true;
+}
+
 // Modifiers in the order they apply, then one rule.
 template <class... Parts> struct OptimiserChain {
     static_assert(sizeof...(Parts) > 0, "fluxion: OptimiserChain needs at least a rule");
@@ -101,6 +110,7 @@ template <class... Parts> struct OptimiserChain {
     }
     const auto& rule() const { return std::get<sizeof...(Parts) - 1>(parts); }
     auto& rule() { return std::get<sizeof...(Parts) - 1>(parts); }
+    static constexpr bool replayable = (fluxion::replayable<Parts>() && ...);
 };
 
 // The rule (or chain) and one ParamState per trainable tensor, in the model's declaration order.
