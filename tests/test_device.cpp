@@ -4,6 +4,7 @@
 // of vendor AMD here) this binary sees TestHostHigh (priority 10) and TestHostBroken (20, never
 // functional), built from the same source (tests/CMakeLists.txt).
 #include <gtest/gtest.h>
+#include <unistd.h>  // getpid
 
 #include <algorithm>
 #include <cstdlib>
@@ -189,9 +190,11 @@ TEST(Device, SupportsSaysWhatADeviceLacksAndWhy) {
     EXPECT_THROW(fx::supports(fx::Device{"TestHostBroken", 0}, fx::Op::fill, fx::DType::f32), fx::DeviceError);
 }
 
-// A temporary working directory holding LocalPreferences.toml with `text`, for one test.
+// A temporary working directory holding LocalPreferences.toml with `text`, for one test. One per
+// process: ctest runs these tests in parallel processes, which must not share the file.
 struct PreferenceFolder {
-    std::filesystem::path dir = std::filesystem::temp_directory_path() / "fluxion_pref_test";
+    std::filesystem::path dir =
+        std::filesystem::temp_directory_path() / ("fluxion_pref_test_" + std::to_string(getpid()));
     std::filesystem::path old = std::filesystem::current_path();
     explicit PreferenceFolder(const std::string& text) {
         std::filesystem::remove_all(dir);
