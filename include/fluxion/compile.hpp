@@ -26,8 +26,9 @@
 // non-contiguous input is copied first (that copy allocates).
 // fwd(x) returns a view of the plan's output buffer: it holds the result until the next call with
 // inputs of that shape; clone() it to keep it longer.
-// Compiled steps run on the CPU for now (issue 12); a model on another device is a DeviceError at
-// the first call, or eager steps with CompileOptions{.fall_back = true} (as fx::train asks).
+// Compiled steps run on every device: a replay calls the device's kernels from the plan, with the
+// step's intermediates in one arena on the device and its host-side work (random numbers) in one on
+// the host. Work on a third device inside the step is not followed (run such a step eagerly).
 #pragma once
 #include <array>
 #include <cstddef>
@@ -47,8 +48,7 @@ namespace fluxion {
 struct CompileOptions {
     bool cache = true;       // one plan per set of input shapes; false: inputs of new shapes are an error
     bool fall_back = false;  // a step that cannot be replayed (it keeps a tensor it made outside the
-                             // function, ...; a model on a device other than the CPU, for now) runs
-                             // eagerly instead of raising ValueError or DeviceError
+                             // function, ...) runs eagerly instead of raising ValueError
 };
 
 // What the plan for the latest inputs holds.
@@ -75,7 +75,8 @@ public:
         Tensor output;
         std::string refused;
     };
-    Traced trace(std::vector<Tensor> inputs, const std::function<Tensor(const std::vector<Tensor>&)>& step);
+    Traced trace(std::vector<Tensor> inputs, const Device& device,
+                 const std::function<Tensor(const std::vector<Tensor>&)>& step);
     // Inside a trace: the calls so far are phase 0 (the loss and gradients), the rest phase 1.
     static void mark_phase();
     void replay(int plan, const Tensor* inputs, int phase);
@@ -86,7 +87,7 @@ public:
     void set_optimiser_step(int plan, std::size_t k, std::int64_t t, double eta);
     CompileStats stats(int plan) const;
     void clear();
-    // DeviceError unless every input is on `device`.
+    // DeviceError unless every input is on `device` (the model's).
     void check_devices(const Tensor* inputs, std::size_t n, const Device& device) const;
 
 private:
@@ -149,10 +150,6 @@ public:
             plans_.clear();
             identity_.take(model_, opt_);
         }
-        if (fall_back_ && !identity_.device().is_cpu()) {
-            eager_ = true;
-            return eager(x, y, check);
-        }
         plans_.check_devices(in.data(), in.size(), identity_.device());
         int p = plans_.find(in.data(), in.size());
         if (p < 0) return trace(in, check);
@@ -182,7 +179,7 @@ private:
 
     template <class Check> float trace(const std::array<Tensor, 2>& in, Check& check) {
         double value = 0;
-        auto traced = plans_.trace({in[0], in[1]}, [&](const std::vector<Tensor>& v) {
+        auto traced = plans_.trace({in[0], in[1]}, identity_.device(), [&](const std::vector<Tensor>& v) {
             auto [l, grads] = withgradient([&](const Model& m) { return lossfn_(m, v[0], v[1]); }, model_);
             value = detail::CompiledPlans::read(l);
             check(value);
@@ -227,7 +224,7 @@ public:
         int p = plans_.find(in.data(), in.size());
         if (p < 0) {
             NoGrad no_grad;
-            auto traced = plans_.trace({in[0]}, [&](const std::vector<Tensor>& v) { return model_(v[0]); });
+            auto traced = plans_.trace({in[0]}, identity_.device(), [&](const std::vector<Tensor>& v) { return model_(v[0]); });
             if (!traced.refused.empty()) throw ValueError(traced.refused);
             return traced.output;
         }

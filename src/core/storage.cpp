@@ -9,12 +9,14 @@ namespace fluxion::detail {
 Storage::Storage(const backend::Backend* b, Device d, std::size_t n)
     : backend(&untraced(*b)), device(std::move(d)), bytes(n) {
     ptr = backend->alloc(device.index, n);
-    if (Recorder* r = active_recorder(); r && device.is_cpu()) r->on_alloc(ptr, n);
+    if (Recorder* r = active_recorder())
+        if (int space = r->space_of(device); space >= 0) r->on_alloc(space, ptr, n);
 }
 
 Storage::~Storage() {
     if (!ptr) return;
-    if (Recorder* r = active_recorder(); r && device.is_cpu()) r->on_free(ptr, bytes);
+    if (Recorder* r = active_recorder())
+        if (int space = r->space_of(device); space >= 0) r->on_free(space, ptr, bytes);
     backend->free(device.index, ptr);
 }
 

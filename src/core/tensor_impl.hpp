@@ -40,15 +40,18 @@ Tensor make_tensor(const Shape& shape, DType dtype, const Device& device);
 // A new handle on the same storage with another shape/strides/offset (not tracked).
 Tensor make_view(const Tensor& base, const Shape& shape, const Shape& strides, std::int64_t offset);
 
-// While fx::compile traces a step on this thread, the CPU table's kernels are reached through a
-// recording table that runs each kernel and records it (src/core/compile/recorder.hpp).
-extern thread_local const backend::Backend* t_recorded_table;   // the table being recorded, else null
-extern thread_local const backend::Backend* t_recording_table;  // the table that records it
+// While fx::compile traces a step on this thread, the kernels of the CPU's table and of the model's
+// device's table are reached through recording tables that run each kernel and record it
+// (src/core/compile/recorder.hpp). Slot 1 is null when the model is on the CPU.
+extern thread_local const backend::Backend* t_recorded_table[2];   // the tables being recorded, else null
+extern thread_local const backend::Backend* t_recording_table[2];  // the tables that record them
 inline const backend::Backend& traced(const backend::Backend& b) {
-    return &b == t_recorded_table ? *t_recording_table : b;
+    if (&b == t_recorded_table[0]) return *t_recording_table[0];
+    return &b == t_recorded_table[1] ? *t_recording_table[1] : b;
 }
 inline const backend::Backend& untraced(const backend::Backend& b) {
-    return &b == t_recording_table ? *t_recorded_table : b;
+    if (&b == t_recording_table[0]) return *t_recorded_table[0];
+    return &b == t_recording_table[1] ? *t_recorded_table[1] : b;
 }
 
 inline const backend::Backend& backend_of(const Tensor& t) { return traced(*t.impl()->storage->backend); }

@@ -1,7 +1,9 @@
 // plans.cpp — from a recording to a replayable plan: every buffer the step created gets a place in
-// one arena (greedy by size, sharing space between buffers whose lifetimes do not overlap), every
-// recorded pointer is resolved once, and a replay is a loop over the prepared calls.
+// one arena per memory space, the host's and the device's (greedy by size, sharing space between
+// buffers whose lifetimes do not overlap), every recorded pointer is resolved once, and a replay is
+// a loop over the prepared calls.
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
 #include "core/compile/recorder.hpp"
@@ -30,19 +32,20 @@ struct Plan {
     };
     std::vector<InputSlot> inputs;  // entries of ptrs set from each replay's inputs
     std::vector<std::unique_ptr<backend::OptimiserStep>> optimiser_steps;
-    Tensor arena, output;
+    Tensor arena[2], output;  // per space
     CompileStats stats;
 };
 
-// Offsets in the arena for buffers live over [first, last] calls; returns the arena's size.
-std::size_t place(const std::vector<TracedBuffer>& buffers, std::vector<std::size_t>& offset, std::size_t& total) {
+// Offsets in the arena of `space` for its buffers live over [first, last] calls; returns the arena's
+// size and adds the buffers' sizes to `total`.
+std::size_t place(int space, const std::vector<TracedBuffer>& buffers, std::vector<std::size_t>& offset,
+                  std::size_t& total) {
     std::vector<std::size_t> order;
     for (std::size_t i = 0; i < buffers.size(); ++i)
-        if (buffers[i].first_use >= 0) order.push_back(i);
+        if (buffers[i].first_use >= 0 && buffers[i].space == space) order.push_back(i);
     std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return buffers[a].bytes > buffers[b].bytes; });
     std::vector<std::size_t> placed;
     std::size_t arena = 0;
-    total = 0;
     for (auto i : order) {
         const auto& b = buffers[i];
         std::size_t size = aligned(std::max<std::size_t>(b.bytes, 1));
@@ -68,8 +71,10 @@ std::size_t place(const std::vector<TracedBuffer>& buffers, std::vector<std::siz
 }
 
 // Why a recording cannot be replayed, or nothing.
+int space_of_output(const Recorder& rec, const Tensor& out) { return std::max(rec.space_of(out.device()), 0); }
+
 std::string refusal(Recorder& rec, const Tensor& out) {
-    BufferRef oref = rec.resolve(out.data_ptr());
+    BufferRef oref = rec.resolve(space_of_output(rec, out), out.data_ptr());
     if (oref.kind != BufferRef::Kind::traced)
         return "fx::compile: the step returns a tensor it did not compute (an input or a tensor of the model); a "
                "compiled function must return a new tensor";
@@ -87,7 +92,7 @@ std::string refusal(Recorder& rec, const Tensor& out) {
 }
 
 std::unique_ptr<Plan> build(Recorder& rec, const Tensor& out, std::size_t boundary) {
-    BufferRef oref = rec.resolve(out.data_ptr());
+    BufferRef oref = rec.resolve(space_of_output(rec, out), out.data_ptr());
     auto& buffers = rec.buffers;
     auto ncalls = static_cast<std::int64_t>(rec.calls.size());
     for (std::size_t i = 0; i < buffers.size(); ++i) {
@@ -101,24 +106,30 @@ std::unique_ptr<Plan> build(Recorder& rec, const Tensor& out, std::size_t bounda
     for (const auto& t : rec.inputs) plan->shapes.push_back(t.shape()), plan->dtypes.push_back(t.dtype());
     std::vector<std::size_t> offset(buffers.size(), 0);
     std::size_t total = 0;
-    std::size_t arena = place(buffers, offset, total);
-    plan->stats = {rec.calls.size(), arena, total};
+    std::size_t arena[2] = {place(kHost, buffers, offset, total), place(kDevice, buffers, offset, total)};
+    plan->stats = {rec.calls.size(), arena[0] + arena[1], total};
     plan->calls = std::move(rec.calls);
     plan->boundary = boundary == kNoMark ? plan->calls.size() : boundary;
     plan->optimiser_steps = std::move(rec.optimiser_steps);
-    plan->arena = make_tensor({static_cast<std::int64_t>(arena)}, DType::u8, Device{});
-    auto* base = static_cast<char*>(plan->arena.data_ptr());
+    char* base[2] = {nullptr, nullptr};
+    for (int s : {kHost, kDevice}) {
+        if (arena[s] == 0) continue;
+        plan->arena[s] = make_tensor({static_cast<std::int64_t>(arena[s])}, DType::u8, s == kHost ? Device{} : rec.device);
+        base[s] = static_cast<char*>(plan->arena[s].data_ptr());
+    }
     plan->ptrs.resize(rec.refs.size());
     for (std::size_t i = 0; i < rec.refs.size(); ++i) {
         const auto& r = rec.refs[i];
         switch (r.kind) {
             case BufferRef::Kind::fixed: plan->ptrs[i] = reinterpret_cast<void*>(r.offset); break;
-            case BufferRef::Kind::traced: plan->ptrs[i] = base + offset[r.index] + r.offset; break;
+            case BufferRef::Kind::traced:
+                plan->ptrs[i] = base[buffers[r.index].space] + offset[r.index] + r.offset;
+                break;
             case BufferRef::Kind::input: plan->inputs.push_back({i, r.index, r.offset}); break;
         }
     }
     auto impl = std::make_shared<TensorImpl>();
-    impl->storage = plan->arena.impl()->storage;
+    impl->storage = plan->arena[buffers[oref.index].space].impl()->storage;
     impl->shape = out.shape();
     impl->strides = out.strides();
     impl->dtype = out.dtype();
@@ -165,13 +176,9 @@ void CompiledPlans::check_devices(const Tensor* inputs, std::size_t n, const Dev
                               " but the model is on " + device.str() + "; move the input with | " +
                               (device.is_cpu() ? std::string("fx::cpu") : "dev"));
     }
-    if (!device.is_cpu())
-        throw DeviceError("fx::compile: the model is on " + device.str() +
-                          "; compiled steps run on the CPU for now (issue 12): run eager steps there, or "
-                          "CompileOptions{.fall_back = true} does so");
 }
 
-CompiledPlans::Traced CompiledPlans::trace(std::vector<Tensor> inputs,
+CompiledPlans::Traced CompiledPlans::trace(std::vector<Tensor> inputs, const Device& device,
                                             const std::function<Tensor(const std::vector<Tensor>&)>& step) {
     if (!impl_->cache && !impl_->plans.empty()) {
         std::vector<Shape> given;
@@ -180,7 +187,7 @@ CompiledPlans::Traced CompiledPlans::trace(std::vector<Tensor> inputs,
                          shapes_of(impl_->plans[0]->shapes) +
                          " and caching is off (CompileOptions{.cache = false}); turn it on, or compile one per shape");
     }
-    Recorder rec(std::move(inputs));
+    Recorder rec(std::move(inputs), device);
     t_mark = kNoMark;
     Tensor out = step(rec.inputs);
     require_defined(impl_->what.c_str(), out);
@@ -202,14 +209,19 @@ void CompiledPlans::replay(int p, const Tensor* inputs, int phase) {
     for (std::size_t c = begin; c < end; ++c) plan.calls[c].run(ptrs + plan.calls[c].first);
 }
 
+// On a device the value is copied through the real table: inside a trace that copy is a read on the
+// host, not a kernel of the step.
 double CompiledPlans::read(const Tensor& t) {
-    if (t.numel() != 1 || !t.device().is_cpu())
+    if (t.numel() != 1)
         throw ShapeError("fx::compile: the step returned " + summary(t) + "; a training step returns a one-element loss");
-    switch (t.dtype()) {
-        case DType::f32: return *t.data<float>();
-        case DType::f64: return *t.data<double>();
-        default: throw DTypeError(std::string("fx::compile: the loss is ") + name(t.dtype()) + "; it must be f32 or f64");
-    }
+    if (t.dtype() != DType::f32 && t.dtype() != DType::f64)
+        throw DTypeError(std::string("fx::compile: the loss is ") + name(t.dtype()) + "; it must be f32 or f64");
+    double d = 0;
+    float f = 0;
+    void* dst = t.dtype() == DType::f32 ? static_cast<void*>(&f) : static_cast<void*>(&d);
+    if (t.device().is_cpu()) std::memcpy(dst, t.data_ptr(), itemsize(t.dtype()));
+    else untraced(backend_of(t)).copy_to_host(t.device().index, dst, t.data_ptr(), itemsize(t.dtype()));
+    return t.dtype() == DType::f32 ? double(f) : d;
 }
 
 double CompiledPlans::value(int p) const { return read(impl_->plans[static_cast<std::size_t>(p)]->output); }

@@ -1,9 +1,10 @@
 // recorder.hpp — tracing one step for fx::compile (docs/ARCHITECTURE.md, "Compiled steps"). While a
-// Recorder is active on a thread, the CPU table's kernels run through a recording table
-// (recording_table.cpp): each kernel runs as usual and is also kept as a prepared call, its pointer
-// arguments written down as references to buffers: a step input, memory allocated during the trace,
-// or a fixed address (parameters, optimiser state, anything that existed before the trace and
-// outlives it).
+// Recorder is active on a thread, the kernels of two tables run through recording tables
+// (recording_table.cpp): the CPU's (host-side work such as random numbers) and the table of the
+// model's device when that is not the CPU. Each kernel runs as usual and is also kept as a prepared
+// call, its pointer arguments written down as references to buffers: a step input, memory allocated
+// during the trace, or a fixed address (parameters, optimiser state, anything that existed before the
+// trace and outlives it). Memory is told apart by space: the host's, and the device's.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -35,8 +36,12 @@ struct RecordedCall {
     std::size_t count = 0;
 };
 
+// The two memory spaces of a trace: the host's, and the model's device's (the same when that is the CPU).
+enum Space : int { kHost = 0, kDevice = 1 };
+
 // Memory allocated while tracing; the calls that touch it give its lifetime.
 struct TracedBuffer {
+    int space = kHost;
     std::uintptr_t base = 0;
     std::size_t bytes = 0;
     std::int64_t first_use = -1, last_use = -1;  // call indices
@@ -45,22 +50,32 @@ struct TracedBuffer {
 
 class Recorder {
 public:
-    // Starts recording the kernels this thread runs on the CPU; `inputs` are the step's arguments.
-    explicit Recorder(std::vector<Tensor> inputs);
+    // Starts recording the kernels this thread runs on the CPU and on `device`; `inputs` are the
+    // step's arguments, on `device`.
+    Recorder(std::vector<Tensor> inputs, const Device& device);
     ~Recorder();  // stops recording
     void stop();  // stops recording; what was recorded stays
     Recorder(const Recorder&) = delete;
     Recorder& operator=(const Recorder&) = delete;
 
-    void on_alloc(const void* ptr, std::size_t bytes);
-    void on_free(const void* ptr, std::size_t bytes);
-    // Appends a call whose pointer arguments are `ptrs` (after it has run eagerly).
-    void record(std::initializer_list<const void*> ptrs, PreparedCall run);
+    // The space of memory on `device`, or -1 for a device the trace does not follow.
+    int space_of(const Device& device) const;
+    void on_alloc(int space, const void* ptr, std::size_t bytes);
+    void on_free(int space, const void* ptr, std::size_t bytes);
+    // Appends a call whose pointer arguments are `ptrs`, all in `space` (after it has run eagerly).
+    void record(int space, std::initializer_list<const void*> ptrs, PreparedCall run);
+    struct Pointer {
+        const void* ptr;
+        int space;
+    };
+    // The same for a call whose arguments lie in different spaces (copies between host and device).
+    void record(std::initializer_list<Pointer> ptrs, PreparedCall run);
     // Optimiser calls keep their hyper-parameters here, so that replays can advance the step count.
     backend::OptimiserStep* keep(const backend::OptimiserStep& hp);
-    BufferRef resolve(const void* ptr) const;
+    BufferRef resolve(int space, const void* ptr) const;
 
     std::vector<Tensor> inputs;
+    Device device;  // the inputs' and the model's
     std::vector<RecordedCall> calls;
     std::vector<BufferRef> refs;
     std::vector<TracedBuffer> buffers;
@@ -70,7 +85,9 @@ public:
     bool freed_fixed = false;
 
 private:
-    std::map<std::uintptr_t, std::size_t> live_;  // base address -> traced buffer, while allocated
+    void add_ref(std::int64_t call, int space, const void* ptr);
+    std::map<std::uintptr_t, std::size_t> live_[2];  // per space: base address -> traced buffer, while allocated
+    backend::Backend tables_[2];                     // the recording tables (recording_table.cpp)
 };
 
 // The recorder active on this thread, or null.
@@ -80,7 +97,7 @@ Recorder* active_recorder();
 // a replay redoes it: `write(dst)` runs now and at every replay. Without a trace, only runs it.
 void host_write(void* dst, std::function<void(void*)> write);
 
-// The table that runs a real table's kernels and records them (recording_table.cpp).
-const backend::Backend& recording_table();
+// The table that runs `real`'s kernels and records them, their memory in `space` (recording_table.cpp).
+backend::Backend recording_table(int space, const backend::Backend& real);
 
 }  // namespace fluxion::detail
