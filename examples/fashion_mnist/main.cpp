@@ -38,6 +38,7 @@ struct Options {
     std::string model = "lenet5";
     std::optional<std::int64_t> limit;  // training images used
     fs::path out = ".";
+    bool eager = false;  // eager steps instead of compiled ones
 };
 
 const char* const kUsage = R"(usage: fashion_mnist [options]
@@ -50,6 +51,7 @@ Trains a CNN on Fashion-MNIST and saves fashion_mnist.safetensors and fashion_mn
   --model NAME      lenet5 (default) or seed_cnn (the SimpleNNs seed's smaller CNN)
   --limit N         train on the first N training images only (quick runs)
   --out DIR         where the two files go (default: the working directory)
+  --eager           eager training steps (default: compiled with fx::compile)
   --help            this text
 
 The data is read from $FLUXION_DATA, else /usr/share/datasets/fashion-mnist.
@@ -74,6 +76,10 @@ std::optional<Options> parse(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         const std::string flag = argv[i];
         if (flag == "--help" || flag == "-h") return std::nullopt;
+        if (flag == "--eager") {
+            o.eager = true;
+            continue;
+        }
         static const std::string kFlags[] = {"--epochs", "--batchsize", "--device", "--model", "--limit", "--out"};
         if (std::find(std::begin(kFlags), std::end(kFlags), flag) == std::end(kFlags))
             throw std::invalid_argument("unknown option: " + flag);
@@ -161,7 +167,11 @@ template <class Model> int run(Model model, const Options& o, const fx::Device& 
         return fx::logitcrossentropy(m(x), fx::onehot(y, kClasses));
     };
     // One training step: the gradient of the loss, then the optimiser's update; returns the loss.
-    auto train_step = [&](const fx::Tensor& x, const fx::Tensor& y) {
+    // Compiled: the first step of each batch shape is traced, the others replay it without a tape or
+    // allocations (eager steps where a step cannot be replayed: fall_back).
+    auto compiled = fx::compile(lossfn, model, opt, {.fall_back = true});
+    auto train_step = [&](const fx::Tensor& x, const fx::Tensor& y) -> double {
+        if (!o.eager) return compiled(x, y);
         auto [loss, grads] = fx::withgradient([&](const Model& m) { return lossfn(m, x, y); }, model);
         fx::update(opt, model, grads);
         return loss.item();
