@@ -6,6 +6,7 @@
 // fx::ShapeError naming itself, the shape it got and the shape it expects.
 #pragma once
 #include "fluxion/layers/activation.hpp"
+#include "fluxion/layers/attention.hpp"
 #include "fluxion/layers/chain.hpp"
 #include "fluxion/layers/combinators.hpp"
 #include "fluxion/layers/conv.hpp"
