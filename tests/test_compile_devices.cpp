@@ -64,6 +64,40 @@ TEST(CompileDevices, ForwardMatchesTheModel) {
     }
 }
 
+// Vulkan records each phase (loss and gradients; the update) once and resubmits the recording; a
+// device without recorded submissions (TestHost) replays call by call.
+TEST(CompileDevices, VulkanReplaysEachPhaseAsOneRecordedSubmission) {
+    for (const auto& d : fx::testing::other_devices(fx::DType::f32)) {
+        fx::seed(25);
+        auto model = fx::Chain(fx::Dense(10, 16, fx::relu), fx::Dropout(0.2), fx::Dense(16, 1)) | d;
+        auto opt = fx::setup(fx::Adam{}, model);
+        auto step = fx::compile(mse_loss, model, opt);
+        Tensor x = fx::randn({8, 10}) | d, y = fx::randn({8, 1}) | d;
+        for (int i = 0; i < 3; ++i) step(x, y);
+        EXPECT_EQ(step.stats(x, y).recorded, d.type == "Vulkan") << d.str();
+        EXPECT_GT(step.stats(x, y).kernels, 0u) << d.str();
+    }
+}
+
+// A step that reads a device result into host memory mid-step (the loss computed on the host)
+// cannot be one submission: it replays call by call, and still trains as eager steps do.
+TEST(CompileDevices, AStepThatReadsResultsOnTheHostReplaysCallByCall) {
+    for (const auto& d : fx::testing::other_devices(fx::DType::f32)) {
+        fx::seed(26);
+        auto host_loss = [](const auto& m, const Tensor& x, const Tensor& y) {
+            return fx::mse(m(x) | fx::cpu, y | fx::cpu);
+        };
+        auto model = fx::Chain(fx::Dense(10, 16, fx::relu), fx::Dense(16, 1));
+        EXPECT_LE(eager_vs_compiled(model, host_loss, regression_batches(10, 8, 10), d), kTolerance) << d.str();
+        auto there = model | d;
+        auto opt = fx::setup(fx::Adam{}, there);
+        auto step = fx::compile(host_loss, there, opt);
+        Tensor x = fx::randn({8, 10}) | d, y = fx::randn({8, 1}) | d;
+        step(x, y);
+        EXPECT_FALSE(step.stats(x, y).recorded) << d.str();
+    }
+}
+
 TEST(CompileDevices, InputsOnTheCpuAreAnErrorNamingBothDevices) {
     for (const auto& d : fx::testing::other_devices(fx::DType::f32)) {
         auto model = fx::Chain(fx::Dense(10, 1)) | d;

@@ -56,6 +56,7 @@ struct CompileStats {
     std::size_t kernels = 0;             // recorded calls replayed per step
     std::size_t arena_bytes = 0;         // one arena for every tensor the step creates
     std::size_t intermediate_bytes = 0;  // those tensors' sizes added up (what eager steps allocate)
+    bool recorded = false;               // the device replays each phase as one recorded submission
 };
 
 namespace detail {

@@ -15,7 +15,7 @@
 
 namespace fluxion::backend {
 
-inline constexpr int kAbiVersion = 2;
+inline constexpr int kAbiVersion = 3;
 inline constexpr int kMaxDims = 8;
 
 enum class Unary : int {
@@ -161,6 +161,21 @@ struct Backend {
     // ---- optimisers: one fused step over n parameters; state buffers as the rule needs (else null) ----
     void (*optimiser_step)(int device, Optimiser rule, DType t, std::int64_t n, void* param, const void* grad,
                            void* state1, void* state2, const OptimiserStep* hp);
+
+    // ---- recorded submissions (optional; null where a backend has none) ----
+    // fx::compile replays a plan's device work as one recorded submission where these exist (one
+    // Vulkan command buffer; a CUDA graph would fit the same entries). Between capture_begin and
+    // capture_end the device records the kernels and copies it is given instead of running them;
+    // capture_end returns the recording (null after an error: then nothing stays recorded).
+    // capture_run waits for earlier work, reads the host memory of the recorded copy_from_host
+    // calls again (the same addresses), the optimiser steps' hyper-parameters again (the same
+    // OptimiserStep objects), submits the recording and waits until it has run. A recording may
+    // not contain copy_to_host. Memory a recorded kernel used (its own scratch included) must
+    // outlive the recording.
+    void (*capture_begin)(int device);
+    void* (*capture_end)(int device);
+    void (*capture_run)(int device, void* recording);
+    void (*capture_free)(int device, void* recording);
 };
 
 // What a plugin exports (extern "C"): returns its table, or null if `abi_version` does not match.

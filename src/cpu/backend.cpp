@@ -175,6 +175,11 @@ const Backend& cpu_backend() {
             .softmax = cpu::softmax,
             .softmax_backward = cpu::softmax_backward,
             .optimiser_step = cpu::optimiser_step,
+            // A compiled replay on the CPU is already a loop of direct calls: nothing to record.
+            .capture_begin = nullptr,
+            .capture_end = nullptr,
+            .capture_run = nullptr,
+            .capture_free = nullptr,
         };
     }();
     return table;

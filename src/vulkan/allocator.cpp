@@ -125,6 +125,13 @@ void* allocate(int device, std::size_t bytes) {
     return reinterpret_cast<void*>(base);
 }
 
+void release_scratch(int device, void* ptr) {
+    std::lock_guard lock(plugin_mutex());
+    Stream& s = stream(context(device));
+    if (s.capturing()) s.keep(ptr);
+    else deallocate(device, ptr);
+}
+
 void deallocate(int device, void* ptr) {
     if (!ptr) return;
     std::lock_guard lock(plugin_mutex());

@@ -27,12 +27,16 @@ MemoryStats memory_stats(int device);
 // Waits for the device's queue, then gives every cached (free) block back to the driver.
 void empty_cache(int device);
 
+// Returns scratch memory to the cache, or, while the device's stream captures, to the recording
+// that uses it (freed with the recording).
+void release_scratch(int device, void* ptr);
+
 // Device memory for the duration of one call (column buffers). Returning it to the cache at the end
 // of the scope is safe while kernels using it are still queued (see above).
 class Scratch {
 public:
     Scratch(int device, std::size_t bytes) : device_(device), ptr_(allocate(device, bytes)) {}
-    ~Scratch() { deallocate(device_, ptr_); }
+    ~Scratch() { release_scratch(device_, ptr_); }
     Scratch(const Scratch&) = delete;
     Scratch& operator=(const Scratch&) = delete;
     void* get() const { return ptr_; }

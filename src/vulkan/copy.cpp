@@ -3,8 +3,10 @@
 // again on return), a download submits the batch and waits for it.
 #include <algorithm>
 #include <cstring>
+#include <string>
 #include <vector>
 
+#include "fluxion/error.hpp"
 #include "vulkan/allocator.hpp"
 #include "vulkan/context.hpp"
 #include "vulkan/kernels.hpp"
@@ -34,6 +36,8 @@ void copy_from_host(int device, void* dst, const void* src, std::size_t bytes) {
         const std::size_t size = std::min(s.capacity(), bytes - done);
         const Staged staged = s.stage(size);
         std::memcpy(staged.host, from + done, size);
+        // A recording reads the same host memory again before each submission.
+        if (s.capturing()) s.on_run([host = staged.host, src = from + done, size] { std::memcpy(host, src, size); });
         record_copy(s, staged.buffer, staged.offset, to.buffer, to.offset + done, size);
         done += size;
     }
@@ -44,6 +48,8 @@ void copy_to_host(int device, void* dst, const void* src, std::size_t bytes) {
     std::lock_guard lock(plugin_mutex());
     Context& ctx = context(device);
     Stream& s = stream(ctx);
+    if (s.capturing())
+        throw ValueError("copy_to_host on " + ctx.label() + ": a recorded submission cannot read results on the host");
     const Resolved from = resolve(device, src, bytes, "copy_to_host");
     auto* to = static_cast<char*>(dst);
     for (std::size_t done = 0; done < bytes;) {

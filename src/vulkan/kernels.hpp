@@ -23,6 +23,12 @@ bool functional(char* why, std::size_t why_size);
 int device_count();
 void synchronize(int device);
 
+// capture.cpp
+void capture_begin(int device);
+void* capture_end(int device);
+void capture_run(int device, void* recording);
+void capture_free(int device, void* recording);
+
 // capabilities.cpp
 void device_properties(int device, backend::DeviceProperties* out);
 bool supports(int device, backend::Op op, DType t, char* why, std::size_t why_size);

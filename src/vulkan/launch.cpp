@@ -35,14 +35,17 @@ std::uint32_t Launch::groups(std::int64_t n) const {
     return std::uint32_t(std::min<std::int64_t>(want, ctx_.properties.limits.maxComputeWorkGroupCount[0]));
 }
 
-void Launch::run(const std::string& variant, std::uint32_t x, std::uint32_t y, std::uint32_t z,
-                 std::initializer_list<std::uint32_t> constants, std::uint32_t local_x) {
+void ParamBlock::throw_too_large() {
+    throw ValueError("Vulkan: a kernel's parameter block exceeds 256 bytes");
+}
+
+void* Launch::run(const std::string& variant, std::uint32_t x, std::uint32_t y, std::uint32_t z,
+                  std::initializer_list<std::uint32_t> constants, std::uint32_t local_x) {
     std::vector<std::uint32_t> values{local_x ? local_x : ctx_.workgroup_size};
     values.insert(values.end(), constants.begin(), constants.end());
     const int bindings = int(buffers_.size()) + 1;
     const Pipeline* p = &pipeline(ctx_, variant, bindings, values, op_);
     Stream& s = stream(ctx_);
-    params_.resize(std::max<std::size_t>(16, (params_.size() + 15) / 16 * 16));
     const Staged staged = s.stage(params_.size());
     std::memcpy(staged.host, params_.data(), params_.size());
     std::vector<VkDescriptorBufferInfo> infos{{staged.buffer, staged.offset, params_.size()}};
@@ -61,6 +64,7 @@ void Launch::run(const std::string& variant, std::uint32_t x, std::uint32_t y, s
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->pipeline);
     ctx_.push_descriptor_set(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, std::uint32_t(writes.size()), writes.data());
     vkCmdDispatch(cmd, x, y, z);
+    return staged.host;
 }
 
 std::string suffix(DType t, const Context& ctx, const char* op) {

@@ -3,6 +3,7 @@
 // stream. A buffer is bound at its offset rounded down to minStorageBufferOffsetAlignment; the rest
 // is an element offset the shader adds, returned by buffer() for the parameter block.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -18,6 +19,26 @@
 
 namespace fluxion::vulkan {
 
+// A kernel's parameter block (binding 0, std430 scalars), built without heap allocation so that a
+// recording can rebuild it before each submission.
+class ParamBlock {
+public:
+    // Appends a scalar at its natural alignment (std430).
+    template <class T> void param(T value) {
+        const std::size_t at = (size_ + sizeof(T) - 1) / sizeof(T) * sizeof(T);
+        if (at + sizeof(T) > sizeof(bytes_)) throw_too_large();
+        std::memcpy(bytes_ + at, &value, sizeof(T));
+        size_ = at + sizeof(T);
+    }
+    const char* data() const { return bytes_; }
+    std::size_t size() const { return std::max<std::size_t>(16, (size_ + 15) / 16 * 16); }  // whole 16-byte rows
+
+private:
+    [[noreturn]] static void throw_too_large();
+    char bytes_[256] = {};
+    std::size_t size_ = 0;
+};
+
 class Launch {
 public:
     Launch(int device, const char* op);
@@ -27,23 +48,21 @@ public:
     // `itemsize` from the bound start.
     std::int32_t buffer(const void* ptr, std::size_t bytes, std::size_t itemsize, bool write);
     // Appends a scalar to the parameter block at its natural alignment (std430).
-    template <class T> void param(T value) {
-        const std::size_t at = (params_.size() + sizeof(T) - 1) / sizeof(T) * sizeof(T);
-        params_.resize(at + sizeof(T));
-        std::memcpy(params_.data() + at, &value, sizeof(T));
-    }
+    template <class T> void param(T value) { params_.param(value); }
+    ParamBlock& params() { return params_; }
     // Workgroups for a grid-stride loop over n elements with the context's 1-D workgroup.
     std::uint32_t groups(std::int64_t n) const;
     // Records the dispatch of `variant` (fluxion::DTypeError when it was not built). Constant 0 is
-    // the workgroup size; `constants` follow from 1.
-    void run(const std::string& variant, std::uint32_t x, std::uint32_t y = 1, std::uint32_t z = 1,
-             std::initializer_list<std::uint32_t> constants = {}, std::uint32_t local_x = 0);
+    // the workgroup size; `constants` follow from 1. Returns where the parameter block was staged
+    // (host-visible; a recording may rewrite it before each submission).
+    void* run(const std::string& variant, std::uint32_t x, std::uint32_t y = 1, std::uint32_t z = 1,
+              std::initializer_list<std::uint32_t> constants = {}, std::uint32_t local_x = 0);
 
 private:
     std::lock_guard<std::recursive_mutex> lock_;
     const char* op_;
     Context& ctx_;
-    std::vector<char> params_;
+    ParamBlock params_;
     std::vector<VkDescriptorBufferInfo> buffers_;
     std::vector<Access> accesses_;
 };

@@ -1,6 +1,7 @@
 // optimiser.cpp — one fused optimiser step over n parameters (shader optimiser.comp); the update
 // rules are the CPU backend's (src/cpu/optimiser.cpp).
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "fluxion/error.hpp"
@@ -31,25 +32,37 @@ void optimiser_step(int device, Optimiser rule, DType t, std::int64_t n, void* p
     // Unused state slots are bound to the parameters, which the rule then never reads through them.
     const std::int32_t off2 = launch.buffer(state1 ? state1 : param, bytes, size, true);
     const std::int32_t off3 = launch.buffer(state2 ? state2 : param, bytes, size, true);
-    launch.param(std::int32_t(n));
-    launch.param(std::int32_t(rule));
-    launch.param(off0);
-    launch.param(off1);
-    launch.param(off2);
-    launch.param(off3);
-    const double values[] = {hp->eta,
-                             hp->rho,
-                             hp->beta1,
-                             hp->beta2,
-                             hp->epsilon,
-                             adam ? 1 - std::pow(hp->beta1, double(hp->t)) : 1.0,
-                             adam ? 1 - std::pow(hp->beta2, double(hp->t)) : 1.0,
-                             rule == Optimiser::adamw ? 1 - hp->eta * hp->decay : 1.0};
-    for (double v : values) {
-        if (t == DType::f64) launch.param(v);
-        else launch.param(float(v));
-    }
-    launch.run("optimiser_" + type, launch.groups(n));
+    // The parameter block, from the hyper-parameters; a recording builds it again before each
+    // submission (fx::compile advances the step count and follows the learning rate).
+    auto block = [=](ParamBlock& p) {
+        p.param(std::int32_t(n));
+        p.param(std::int32_t(rule));
+        p.param(off0);
+        p.param(off1);
+        p.param(off2);
+        p.param(off3);
+        const double values[] = {hp->eta,
+                                 hp->rho,
+                                 hp->beta1,
+                                 hp->beta2,
+                                 hp->epsilon,
+                                 adam ? 1 - std::pow(hp->beta1, double(hp->t)) : 1.0,
+                                 adam ? 1 - std::pow(hp->beta2, double(hp->t)) : 1.0,
+                                 rule == Optimiser::adamw ? 1 - hp->eta * hp->decay : 1.0};
+        for (double v : values) {
+            if (t == DType::f64) p.param(v);
+            else p.param(float(v));
+        }
+    };
+    block(launch.params());
+    void* staged = launch.run("optimiser_" + type, launch.groups(n));
+    Stream& s = stream(launch.ctx());
+    if (s.capturing())
+        s.on_run([block, staged] {
+            ParamBlock p;
+            block(p);
+            std::memcpy(staged, p.data(), p.size());
+        });
 }
 
 }  // namespace fluxion::vulkan

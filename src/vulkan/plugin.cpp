@@ -43,6 +43,10 @@ constexpr backend::Backend kTable{
     .softmax = softmax,
     .softmax_backward = softmax_backward,
     .optimiser_step = optimiser_step,
+    .capture_begin = capture_begin,
+    .capture_end = capture_end,
+    .capture_run = capture_run,
+    .capture_free = capture_free,
 };
 
 }  // namespace

@@ -3,11 +3,19 @@
 // or the staging memory of the batch is full; the host then waits on the batch's fence. Between
 // two commands a memory barrier is recorded only when the second touches a buffer the first wrote,
 // or writes one the first read (buffer granularity), so independent kernels may overlap.
+//
+// A stream can also capture (fx::compile's recorded submissions): between begin_capture and
+// end_capture, commands go to a command buffer of their own and staging memory comes from the
+// recording's own host-visible buffer, so that the recording can be submitted again and again;
+// what must be redone on the host before each submission (re-reading the host source of an
+// upload, recomputing an optimiser's parameters) is registered with on_run.
 #pragma once
 #include <vulkan/vulkan.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <set>
 #include <vector>
 
@@ -27,6 +35,30 @@ struct Staged {
     void* host;
 };
 
+// Commands recorded into one command buffer, with the buffers touched since its last barrier.
+struct Commands {
+    VkCommandBuffer cmd = VK_NULL_HANDLE;
+    bool recording = false;
+    std::set<VkBuffer> read, written;
+};
+
+// Host-visible memory for storage-buffer reads and transfers, mapped.
+struct HostBuffer {
+    VkBuffer buffer = VK_NULL_HANDLE;
+    VkDeviceMemory memory = VK_NULL_HANDLE;
+    char* host = nullptr;
+};
+
+// A captured submission: its commands, its own staging memory (parameter blocks, uploads), what
+// the host redoes before each submission, and the scratch memory its kernels use.
+struct Recording {
+    Commands commands;
+    HostBuffer staging;
+    std::size_t used = 0;
+    std::vector<std::function<void()>> on_run;
+    std::vector<void*> kept;
+};
+
 class Stream {
 public:
     explicit Stream(Context& ctx);
@@ -34,23 +66,39 @@ public:
     // The command buffer, begun, after the barrier the accesses need.
     VkCommandBuffer record(const std::vector<Access>& accesses);
     // `bytes` of staging memory aligned for storage buffers; submits and waits for the batch
-    // first when the batch's staging memory is full. `bytes` is at most capacity().
+    // first when the batch's staging memory is full (while capturing: fluxion::ValueError when the
+    // recording's is). `bytes` is at most capacity().
     Staged stage(std::size_t bytes);
     std::size_t capacity() const { return capacity_; }
-    // Submits the batch (if any) and waits until the device has run it.
+    // Submits the batch (if any) and waits until the device has run it. A capture in progress
+    // is not submitted.
     void finish();
 
+    // ---- capturing ----
+    void begin_capture();
+    std::unique_ptr<Recording> end_capture();  // null if nothing was captured
+    bool capturing() const { return capture_ != nullptr; }
+    // While capturing: f runs before every submission of the recording (ignored otherwise).
+    void on_run(std::function<void()> f);
+    // While capturing: device memory (a kernel's scratch) the recording uses; freed with it.
+    void keep(void* device_ptr);
+    // Finishes the batch, runs the recording's host work, submits it and waits.
+    void run(Recording& r);
+    void free(std::unique_ptr<Recording> r);
+
 private:
+    void submit_and_wait(VkCommandBuffer cmd);
+    Commands& current();
+
     Context& ctx_;
     VkCommandPool pool_ = VK_NULL_HANDLE;
-    VkCommandBuffer cmd_ = VK_NULL_HANDLE;
+    Commands batch_;
     VkFence fence_ = VK_NULL_HANDLE;
-    bool recording_ = false;
-    std::set<VkBuffer> read_, written_;  // since the last barrier
     VkBuffer staging_ = VK_NULL_HANDLE;
     VkDeviceMemory staging_memory_ = VK_NULL_HANDLE;
     char* staging_host_ = nullptr;
     std::size_t capacity_ = 0, used_ = 0;
+    std::unique_ptr<Recording> capture_;
 };
 
 Stream& stream(Context& ctx);

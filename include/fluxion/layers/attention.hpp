@@ -26,9 +26,9 @@ namespace fluxion {
 
 // Positions that take no attention (PyTorch's convention: true means "masked").
 struct AttentionMasks {
-    Tensor key_padding;  // bool {N, S} (or {S} for one sample): true for the keys to ignore
-    Tensor mask;         // bool {L, S}: true where query l may not attend to key s
-    bool causal = false; // query l attends only to keys s <= l (needs L == S)
+    Tensor key_padding = {};  // bool {N, S} (or {S} for one sample): true for the keys to ignore
+    Tensor mask = {};         // bool {L, S}: true where query l may not attend to key s
+    bool causal = false;      // query l attends only to keys s <= l (needs L == S)
 };
 
 struct MultiHeadAttentionOptions {

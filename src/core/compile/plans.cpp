@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "core/compile/recorder.hpp"
 #include "core/dispatch.hpp"
+#include "core/registry.hpp"
 #include "core/tensor_impl.hpp"
 #include "fluxion/compile.hpp"
 
@@ -34,6 +36,21 @@ struct Plan {
     std::vector<std::unique_ptr<backend::OptimiserStep>> optimiser_steps;
     Tensor arena[2], output;  // per space
     CompileStats stats;
+    // Where the device records submissions: the inputs' fixed places on the device, and each
+    // phase's device calls as one recording (freed before the memory it uses).
+    std::vector<Tensor> input_slots;
+    struct Recordings {
+        const backend::Backend* table = nullptr;
+        int device = 0;
+        void* phase[2] = {nullptr, nullptr};
+        Recordings() = default;
+        Recordings(const Recordings&) = delete;
+        Recordings& operator=(const Recordings&) = delete;
+        ~Recordings() {
+            for (void* r : phase)
+                if (r) table->capture_free(device, r);
+        }
+    } recorded;
 };
 
 // Offsets in the arena of `space` for its buffers live over [first, last] calls; returns the arena's
@@ -91,7 +108,17 @@ std::string refusal(Recorder& rec, const Tensor& out) {
     return {};
 }
 
-std::unique_ptr<Plan> build(Recorder& rec, const Tensor& out, std::size_t boundary) {
+// Whether the device can record the plan's device calls as submissions (record_submissions).
+bool recordable(const Recorder& rec) {
+    if (rec.device.is_cpu() || !untraced(backend_for(rec.device)).capture_begin) return false;
+    for (const auto& c : rec.calls)
+        if (c.download) return false;
+    return true;
+}
+
+// `recorded`: the host's calls of a phase will all run before its device calls, so host memory
+// is not shared between buffers (a later host call would overwrite what a device call still reads).
+std::unique_ptr<Plan> build(Recorder& rec, const Tensor& out, std::size_t boundary, bool recorded) {
     BufferRef oref = rec.resolve(space_of_output(rec, out), out.data_ptr());
     auto& buffers = rec.buffers;
     auto ncalls = static_cast<std::int64_t>(rec.calls.size());
@@ -101,6 +128,7 @@ std::unique_ptr<Plan> build(Recorder& rec, const Tensor& out, std::size_t bounda
             if (b.first_use < 0) b.first_use = 0;
             b.last_use = ncalls;  // read after the step
         }
+        if (recorded && b.space == kHost && b.first_use >= 0) b.last_use = ncalls;
     }
     auto plan = std::make_unique<Plan>();
     for (const auto& t : rec.inputs) plan->shapes.push_back(t.shape()), plan->dtypes.push_back(t.dtype());
@@ -136,6 +164,36 @@ std::unique_ptr<Plan> build(Recorder& rec, const Tensor& out, std::size_t bounda
     impl->offset = static_cast<std::int64_t>((offset[oref.index] + oref.offset) / itemsize(out.dtype()));
     plan->output = Tensor(std::move(impl));
     return plan;
+}
+
+// Records each phase's device calls as one submission (where recordable: Vulkan): the inputs get
+// fixed places on the device, copied in at each replay. If the device fails to record, the plan
+// replays call by call.
+void record_submissions(Plan& plan, const Device& device) {
+    const backend::Backend& table = untraced(backend_for(device));
+    for (std::size_t i = 0; i < plan.shapes.size(); ++i)
+        plan.input_slots.push_back(make_tensor(plan.shapes[i], plan.dtypes[i], device));
+    for (const auto& slot : plan.inputs)
+        plan.ptrs[slot.at] = static_cast<char*>(plan.input_slots[slot.input].data_ptr()) + slot.offset;
+    plan.recorded.table = &table;
+    plan.recorded.device = device.index;
+    void* const* ptrs = plan.ptrs.data();
+    for (int phase : {0, 1}) {
+        std::size_t begin = phase == 0 ? 0 : plan.boundary, end = phase == 0 ? plan.boundary : plan.calls.size();
+        table.capture_begin(device.index);
+        try {
+            for (std::size_t c = begin; c < end; ++c)
+                if (plan.calls[c].space == kDevice) plan.calls[c].run(ptrs + plan.calls[c].first);
+        } catch (const Error&) {  // the plan replays call by call
+            if (void* r = table.capture_end(device.index)) table.capture_free(device.index, r);
+            for (void*& r : plan.recorded.phase)
+                if (r) table.capture_free(device.index, std::exchange(r, nullptr));
+            plan.input_slots.clear();
+            return;
+        }
+        plan.recorded.phase[phase] = table.capture_end(device.index);
+    }
+    plan.stats.recorded = true;
 }
 
 std::string shapes_of(const std::vector<Shape>& shapes) {
@@ -193,7 +251,9 @@ CompiledPlans::Traced CompiledPlans::trace(std::vector<Tensor> inputs, const Dev
     require_defined(impl_->what.c_str(), out);
     rec.stop();  // what follows (the arena) is not part of the step
     if (std::string why = refusal(rec, out); !why.empty()) return {-1, out, why};
-    impl_->plans.push_back(build(rec, out, t_mark));
+    const bool recorded = recordable(rec);
+    impl_->plans.push_back(build(rec, out, t_mark, recorded));
+    if (recorded) record_submissions(*impl_->plans.back(), device);
     return {static_cast<int>(impl_->plans.size()) - 1, out, {}};
 }
 
@@ -203,9 +263,22 @@ void CompiledPlans::mark_phase() {
 
 void CompiledPlans::replay(int p, const Tensor* inputs, int phase) {
     Plan& plan = *impl_->plans[static_cast<std::size_t>(p)];
-    for (const auto& s : plan.inputs) plan.ptrs[s.at] = static_cast<char*>(inputs[s.input].data_ptr()) + s.offset;
     std::size_t begin = phase == 0 ? 0 : plan.boundary, end = phase == 0 ? plan.boundary : plan.calls.size();
     void* const* ptrs = plan.ptrs.data();
+    if (void* recording = plan.recorded.phase[phase]) {
+        // The host's calls first (they only make data for the device), then one submission.
+        const backend::Backend& table = *plan.recorded.table;
+        const int d = plan.recorded.device;
+        if (phase == 0)
+            for (std::size_t i = 0; i < plan.input_slots.size(); ++i)
+                table.copy_device(d, plan.input_slots[i].data_ptr(), d, inputs[i].data_ptr(),
+                                  static_cast<std::size_t>(inputs[i].numel()) * itemsize(inputs[i].dtype()));
+        for (std::size_t c = begin; c < end; ++c)
+            if (plan.calls[c].space == kHost) plan.calls[c].run(ptrs + plan.calls[c].first);
+        table.capture_run(d, recording);
+        return;
+    }
+    for (const auto& s : plan.inputs) plan.ptrs[s.at] = static_cast<char*>(inputs[s.input].data_ptr()) + s.offset;
     for (std::size_t c = begin; c < end; ++c) plan.calls[c].run(ptrs + plan.calls[c].first);
 }
 

@@ -79,14 +79,14 @@ BufferRef Recorder::resolve(int space, const void* ptr) const {
 
 void Recorder::record(int space, std::initializer_list<const void*> ptrs, PreparedCall run) {
     auto at = static_cast<std::int64_t>(calls.size());
-    RecordedCall call{std::move(run), refs.size(), ptrs.size()};
+    RecordedCall call{std::move(run), refs.size(), ptrs.size(), space};
     for (const void* p : ptrs) add_ref(at, space, p);
     calls.push_back(std::move(call));
 }
 
-void Recorder::record(std::initializer_list<Pointer> ptrs, PreparedCall run) {
+void Recorder::record(int space, std::initializer_list<Pointer> ptrs, PreparedCall run, bool download) {
     auto at = static_cast<std::int64_t>(calls.size());
-    RecordedCall call{std::move(run), refs.size(), ptrs.size()};
+    RecordedCall call{std::move(run), refs.size(), ptrs.size(), space, download};
     for (const auto& p : ptrs) add_ref(at, p.space, p.ptr);
     calls.push_back(std::move(call));
 }

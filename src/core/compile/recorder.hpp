@@ -27,6 +27,9 @@ struct BufferRef {
     std::uintptr_t offset = 0;  // bytes from the buffer's start; the address itself when fixed
 };
 
+// The two memory spaces of a trace: the host's, and the model's device's (the same when that is the CPU).
+enum Space : int { kHost = 0, kDevice = 1 };
+
 // A kernel with its arguments bound; it takes its pointers, in recording order, from `ptrs`.
 using PreparedCall = std::function<void(void* const* ptrs)>;
 
@@ -34,10 +37,9 @@ struct RecordedCall {
     PreparedCall run;
     std::size_t first = 0;  // its pointer arguments are refs[first, first + count)
     std::size_t count = 0;
+    int space = 0;          // whose table it calls: the host's (kHost) or the device's (kDevice)
+    bool download = false;  // a copy from the device to host memory
 };
-
-// The two memory spaces of a trace: the host's, and the model's device's (the same when that is the CPU).
-enum Space : int { kHost = 0, kDevice = 1 };
 
 // Memory allocated while tracing; the calls that touch it give its lifetime.
 struct TracedBuffer {
@@ -68,8 +70,8 @@ public:
         const void* ptr;
         int space;
     };
-    // The same for a call whose arguments lie in different spaces (copies between host and device).
-    void record(std::initializer_list<Pointer> ptrs, PreparedCall run);
+    // The same for a copy of `space`'s table whose arguments lie in both spaces.
+    void record(int space, std::initializer_list<Pointer> ptrs, PreparedCall run, bool download = false);
     // Optimiser calls keep their hyper-parameters here, so that replays can advance the step count.
     backend::OptimiserStep* keep(const backend::OptimiserStep& hp);
     BufferRef resolve(int space, const void* ptr) const;

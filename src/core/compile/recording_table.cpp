@@ -165,7 +165,7 @@ template <int S> struct Recording {
                 R->copy_from_host(d, p[0], data.data(), data.size());
             });
         } else {
-            rec().record({{dst, S}, {src, kHost}}, [R = real(), d, bytes](void* const* p) {
+            rec().record(S, {{dst, S}, {src, kHost}}, [R = real(), d, bytes](void* const* p) {
                 R->copy_from_host(d, p[0], p[1], bytes);
             });
         }
@@ -177,9 +177,9 @@ template <int S> struct Recording {
     static void copy_to_host(int d, void* dst, const void* src, std::size_t bytes) {
         real()->copy_to_host(d, dst, src, bytes);
         if (rec().resolve(kHost, dst).kind == BufferRef::Kind::fixed) return;
-        rec().record({{dst, kHost}, {src, S}}, [R = real(), d, bytes](void* const* p) {
-            R->copy_to_host(d, p[0], p[1], bytes);
-        });
+        rec().record(
+            S, {{dst, kHost}, {src, S}},
+            [R = real(), d, bytes](void* const* p) { R->copy_to_host(d, p[0], p[1], bytes); }, true);
     }
 
     static void copy_device(int dd, void* dst, int sd, const void* src, std::size_t bytes) {
@@ -217,8 +217,9 @@ template <int S> struct Recording {
 
 // Entries not replaced here pass through unrecorded: a kernel added to the table must be added here
 // too, or compiled steps would silently skip it.
-// (ABI 2 added priority, device_properties and supports: none of them is a kernel.)
-static_assert(sizeof(Backend) == 32 * sizeof(void*), "the backend table changed: record its new kernels here");
+// (ABI 2 added priority, device_properties and supports, ABI 3 the capture entries: none of them
+// is a kernel.)
+static_assert(sizeof(Backend) == 36 * sizeof(void*), "the backend table changed: record its new kernels here");
 
 }  // namespace
 
