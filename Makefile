@@ -28,8 +28,10 @@ sanitize: setup
 	cmake --build build/dev -j$(JOBS)
 	cd build/dev && ctest --output-on-failure -j$(JOBS) --timeout 1800
 
-# Side-by-side benchmarks against PyTorch; figures go to BENCHMARKS.md by hand.
+# Side-by-side benchmarks against PyTorch (Debian's, and the current one from pip) and JAX (pip);
+# figures go to BENCHMARKS.md by hand.
 bench: setup
+	python3 -c 'import torch, jax' 2>/dev/null || python3 -m pip install --quiet torch 'jax[cpu]'
 	cmake --preset bench | { grep "^-- fluxion:" || true; }
 	cmake --build build/bench -j$(JOBS)
 	python3 bench/compare.py build/bench

@@ -8,7 +8,7 @@
 //   wide_train     Dense 784 => 1024 => 1024 => 10 (relu), batch 256 (matmul-bound)
 //   convnet_train  3×32×32 images, Conv 3=>32 => Conv 32=>64 => Conv 64=>128 (3×3, pad 1, relu,
 //                  each followed by MaxPool 2), Dense 2048 => 10, batch 64 (convolution-bound)
-//   *_compiled     the same through fx::compile: a recorded step replayed (CPU only, issue 12)
+//   *_compiled     the same through fx::compile: a recorded step replayed
 #include <benchmark/benchmark.h>
 
 #include <fluxion/fluxion.hpp>
@@ -113,9 +113,13 @@ void convnet_train(benchmark::State& state, fx::Device dev) {
 }
 
 int register_all() {
+    // Every functional GPU's first device; devices that run on the CPU (lavapipe) are not timed.
     std::vector<fx::Device> devices{fx::Device{}};
-    for (const auto& name : fx::supported_devices())
-        if (name != "CPU" && fx::functional(name)) devices.push_back(fx::Device{name, 0});
+    for (const auto& name : fx::supported_devices()) {
+        if (name == "CPU" || name == "AMDGPU" || name == "Metal" || !fx::functional(name)) continue;
+        const auto infos = fx::devices(name);
+        if (!infos.empty() && infos[0].kind != fx::DeviceKind::cpu) devices.push_back(infos[0].device);
+    }
     for (const auto& dev : devices) {
         auto add = [&](const char* model, void (*fn)(benchmark::State&, fx::Device)) {
             benchmark::RegisterBenchmark((std::string(model) + "/" + dev.type).c_str(), fn, dev)->UseRealTime();
@@ -125,11 +129,9 @@ int register_all() {
         add("lenet5_train", lenet5_train<false>);
         add("wide_train", wide_train);
         add("convnet_train", convnet_train);
-        if (dev.is_cpu()) {  // compiled steps run on the CPU for now (issue 12)
-            add("mlp_forward_compiled", mlp_forward_compiled);
-            add("mlp_train_compiled", mlp_train<true>);
-            add("lenet5_train_compiled", lenet5_train<true>);
-        }
+        add("mlp_forward_compiled", mlp_forward_compiled);
+        add("mlp_train_compiled", mlp_train<true>);
+        add("lenet5_train_compiled", lenet5_train<true>);
     }
     return 0;
 }

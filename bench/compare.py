@@ -1,6 +1,7 @@
-"""Runs fluxion's model benchmarks (bench/bench_models.cpp) and the same models in PyTorch on this
-machine, in one run, and prints the medians side by side as a Markdown table, with the ratio
-PyTorch time / fluxion time (above 1: fluxion is faster) against the fastest PyTorch found.
+"""Runs fluxion's model benchmarks (bench/bench_models.cpp) and the same models in PyTorch and in JAX
+(jit, bench/jax_models.py) on this machine, in one run, and prints the medians side by side as a
+Markdown table, with the ratio reference time / fluxion time (above 1: fluxion is faster) against
+the fastest reference found.
 
 usage: python3 bench/compare.py [BUILD_DIR] [ROUNDS]        (default build/bench, 3 rounds)
 
@@ -124,6 +125,21 @@ def torch_times(py, threads):
     return json.loads(r.stdout)
 
 
+def jax_interpreter():
+    """The first python3 on PATH if it has JAX, else None (the JAX column is then left out)."""
+    py = shutil.which("python3")
+    if py and subprocess.run([py, "-c", "import jax"], capture_output=True).returncode == 0:
+        return py
+    print(f"({py} has no JAX: pip install 'jax[cpu]' adds its column)", file=sys.stderr)
+    return None
+
+
+def jax_times(py, threads):
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jax_models.py")
+    r = subprocess.run([py, script, str(threads)], check=True, capture_output=True, text=True)
+    return json.loads(r.stdout)
+
+
 def lowest(a, b):
     """Per case, the lower of two {case: µs} maps."""
     return {k: min(v, b.get(k, v)) for k, v in a.items()} if a else dict(b)
@@ -135,25 +151,32 @@ def main():
     threads = int(os.environ.get("FLUXION_NUM_THREADS", os.cpu_count()))
     os.environ["FLUXION_NUM_THREADS"] = str(threads)
     pythons = torch_interpreters()
-    fx, torches, versions = {}, {py: {} for py in pythons}, {}
+    jax_py = jax_interpreter()
+    fx, torches, versions, jaxes = {}, {py: {} for py in pythons}, {}, {}
     for _ in range(rounds):
         fx = lowest(fx, fluxion_times(build))
         for py in pythons:
             t = torch_times(py, threads)
             versions[py] = t["version"]
             torches[py] = lowest(torches[py], t["times"])
+        if jax_py:
+            t = jax_times(jax_py, threads)
+            versions["jax"] = t["version"]
+            jaxes = lowest(jaxes, t["times"])
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, {threads} threads; "
           f"µs per call, the lowest median of {rounds} rounds\n")
-    head = "| case | fluxion |" + "".join(f" PyTorch {versions[py]} |" for py in pythons) + " ratio |"
+    others = [(f"PyTorch {versions[py]}", torches[py]) for py in pythons]
+    if jax_py:
+        others.append((f"JAX {versions['jax']} jit", jaxes))
+    head = "| case | fluxion |" + "".join(f" {name} |" for name, _ in others) + " ratio |"
     print(head)
     print("|" + " --- |" * (head.count("|") - 1))
     for case, us in fx.items():
-        same = case.replace("_compiled", "")  # a compiled fluxion step beside the same PyTorch case
-        cells = [f"{torches[py][same]:.1f}" if same in torches[py] else "–" for py in pythons]
-        best = min((torches[py][same] for py in pythons if same in torches[py]), default=None)
+        same = case.replace("_compiled", "")  # a compiled fluxion step beside the same reference case
+        cells = [f"{times[same]:.1f}" if same in times else "–" for _, times in others]
+        best = min((times[same] for _, times in others if same in times), default=None)
         ratio = f"{best / us:.2f}×" if best else "–"
         print(f"| {case} | {us:.1f} | " + " | ".join(cells) + (" | " if cells else "") + f"{ratio} |")
-
 
 if __name__ == "__main__":
     main()

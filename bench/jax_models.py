@@ -1,0 +1,162 @@
+"""The models of bench/bench_models.cpp in JAX, each step compiled whole by jax.jit (XLA on the CPU):
+the reference for fluxion's compiled steps. Prints {"version": ..., "times": {case/CPU: µs}} as JSON.
+
+usage: python3 bench/jax_models.py THREADS      (run by bench/compare.py)
+
+Plain JAX, no Flax or Optax: layers in PyTorch's layouts (Linear weight {out, in}, Conv OIHW,
+NCHW images) and Adam written out, so that each step does the work of the PyTorch and fluxion ones.
+"""
+import json
+import os
+import statistics
+import sys
+import time
+
+threads = int(sys.argv[1]) if len(sys.argv) > 1 else os.cpu_count()
+# XLA's CPU backend uses every core; one thread is the only other count it takes (set before import).
+if threads == 1:
+    os.environ["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+from jax import lax  # noqa: E402
+
+key = jax.random.PRNGKey(0)
+
+
+def normal(shape, scale):
+    global key
+    key, sub = jax.random.split(key)
+    return jax.random.normal(sub, shape, jnp.float32) * scale
+
+
+def dense_params(i, o):
+    return {"w": normal((o, i), (2.0 / (i + o)) ** 0.5), "b": jnp.zeros((o,), jnp.float32)}
+
+
+def conv_params(i, o, k):
+    return {"w": normal((o, i, k, k), (2.0 / (i * k * k)) ** 0.5), "b": jnp.zeros((o,), jnp.float32)}
+
+
+def dense(p, x):
+    return x @ p["w"].T + p["b"]
+
+
+def conv(p, x, pad):
+    y = lax.conv_general_dilated(x, p["w"], (1, 1), [(pad, pad), (pad, pad)],
+                                 dimension_numbers=("NCHW", "OIHW", "NCHW"))
+    return y + p["b"][None, :, None, None]
+
+
+def maxpool2(x):
+    return lax.reduce_window(x, -jnp.inf, lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID")
+
+
+def mlp_init():
+    return [dense_params(100, 200), dense_params(200, 1)]
+
+
+def mlp(p, x):
+    return dense(p[1], jax.nn.relu(dense(p[0], x)))
+
+
+def lenet5_init():
+    return [conv_params(1, 6, 5), conv_params(6, 16, 5), dense_params(256, 120), dense_params(120, 84),
+            dense_params(84, 10)]
+
+
+def lenet5(p, x):
+    x = maxpool2(jax.nn.relu(conv(p[0], x, 0)))
+    x = maxpool2(jax.nn.relu(conv(p[1], x, 0)))
+    x = x.reshape(x.shape[0], -1)
+    x = jax.nn.relu(dense(p[2], x))
+    x = jax.nn.relu(dense(p[3], x))
+    return dense(p[4], x)
+
+
+def wide_init():
+    return [dense_params(784, 1024), dense_params(1024, 1024), dense_params(1024, 10)]
+
+
+def wide(p, x):
+    return dense(p[2], jax.nn.relu(dense(p[1], jax.nn.relu(dense(p[0], x)))))
+
+
+def convnet_init():
+    return [conv_params(3, 32, 3), conv_params(32, 64, 3), conv_params(64, 128, 3), dense_params(2048, 10)]
+
+
+def convnet(p, x):
+    for layer in p[:3]:
+        x = maxpool2(jax.nn.relu(conv(layer, x, 1)))
+    return dense(p[3], x.reshape(x.shape[0], -1))
+
+
+def mse(out, y):
+    return jnp.mean((out - y) ** 2)
+
+
+def crossentropy(logits, labels):
+    return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), labels[:, None], axis=1))
+
+
+def train(model, params, x, y, loss):
+    """One jitted step: forward, loss, gradient and Adam (lr 1e-3), as the other frameworks do."""
+    m = jax.tree_util.tree_map(jnp.zeros_like, params)
+    v = jax.tree_util.tree_map(jnp.zeros_like, params)
+    state = [params, m, v, jnp.int32(0)]
+
+    @jax.jit
+    def step(p, m, v, t, x, y):
+        l, g = jax.value_and_grad(lambda q: loss(model(q, x), y))(p)
+        t = t + 1
+        b1, b2, eta, eps = 0.9, 0.999, 1e-3, 1e-8
+        m = jax.tree_util.tree_map(lambda a, b: b1 * a + (1 - b1) * b, m, g)
+        v = jax.tree_util.tree_map(lambda a, b: b2 * a + (1 - b2) * b * b, v, g)
+        c1, c2 = 1 - b1 ** t, 1 - b2 ** t
+        p = jax.tree_util.tree_map(lambda q, a, b: q - eta * (a / c1) / (jnp.sqrt(b / c2) + eps), p, m, v)
+        return p, m, v, t, l
+
+    def run():
+        state[0], state[1], state[2], state[3], l = step(*state, x, y)
+        return l
+    return run
+
+
+def forward(model, params, x):
+    f = jax.jit(model)
+    return lambda: f(params, x)
+
+
+def median_us(run):
+    t0 = time.perf_counter()
+    n = 0
+    while n < 10 or time.perf_counter() - t0 < 0.5:  # warm-up, compilation included
+        run().block_until_ready()
+        n += 1
+    per_batch = max(1, int(n / (time.perf_counter() - t0) * 0.2))  # batches of about 0.2 s
+    times = []
+    for _ in range(10):
+        t0 = time.perf_counter()
+        for _ in range(per_batch):
+            run().block_until_ready()
+        times.append((time.perf_counter() - t0) / per_batch)
+    return statistics.median(times) * 1e6
+
+
+def main():
+    r = normal
+    labels = lambda n: jnp.arange(n) % 10  # noqa: E731
+    cases = {
+        "mlp_forward": forward(mlp, mlp_init(), r((128, 100), 1.0)),
+        "mlp_train": train(mlp, mlp_init(), r((128, 100), 1.0), r((128, 1), 1.0), mse),
+        "lenet5_train": train(lenet5, lenet5_init(), r((64, 1, 28, 28), 1.0), labels(64), crossentropy),
+        "wide_train": train(wide, wide_init(), r((256, 784), 1.0), labels(256), crossentropy),
+        "convnet_train": train(convnet, convnet_init(), r((64, 3, 32, 32), 1.0), labels(64), crossentropy),
+    }
+    times = {name + "/CPU": median_us(run) for name, run in cases.items()}
+    print(json.dumps({"version": jax.__version__, "times": times}))
+
+
+if __name__ == "__main__":
+    main()
