@@ -11,6 +11,7 @@
 #include <tuple>
 #include <vector>
 
+#include "allocation_counting.hpp"
 #include "compile_cases.hpp"
 #include "fluxion/fluxion.hpp"
 
@@ -247,104 +248,11 @@ TEST(Compile, TrainRunsCompiledStepsByDefault) {
     EXPECT_EQ(max_difference(model, eager), 0);
 }
 
-// ---- allocations ----
-// Every heap allocation of the process (operator new and the malloc family, from any thread) is
-// counted while `g_counting` is set, by who asked: the kernel libraries (OpenBLAS, oneDNN) or
-// anything else (fluxion, the C++ library, the test). AddressSanitizer owns malloc: skipped there.
+// ---- allocations (tests/allocation_counting.cpp counts them) ----
 #if !defined(__SANITIZE_ADDRESS__)
-#include <dlfcn.h>
-
-#include <atomic>
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
-#include <new>
-
 namespace {
-std::atomic<bool> g_counting{false};
-std::atomic<long> g_ours{0}, g_libraries{0};
-
-bool in_kernel_library(void* caller) {
-    Dl_info info;
-    if (!dladdr(caller, &info) || !info.dli_fname) return false;
-    return std::strstr(info.dli_fname, "libopenblas") || std::strstr(info.dli_fname, "libdnnl");
-}
-
-void counted(void* caller) {
-    if (!g_counting.load(std::memory_order_relaxed)) return;
-    (in_kernel_library(caller) ? g_libraries : g_ours).fetch_add(1, std::memory_order_relaxed);
-}
-}  // namespace
-
-extern "C" {
-void* __libc_malloc(std::size_t);
-void* __libc_calloc(std::size_t, std::size_t);
-void* __libc_realloc(void*, std::size_t);
-void* __libc_memalign(std::size_t, std::size_t);
-void* malloc(std::size_t n) {
-    counted(__builtin_return_address(0));
-    return __libc_malloc(n);
-}
-void* calloc(std::size_t n, std::size_t size) {
-    counted(__builtin_return_address(0));
-    return __libc_calloc(n, size);
-}
-void* realloc(void* p, std::size_t n) {
-    counted(__builtin_return_address(0));
-    return __libc_realloc(p, n);
-}
-void* aligned_alloc(std::size_t alignment, std::size_t n) {
-    counted(__builtin_return_address(0));
-    return __libc_memalign(alignment, n);
-}
-int posix_memalign(void** p, std::size_t alignment, std::size_t n) {
-    counted(__builtin_return_address(0));
-    *p = __libc_memalign(alignment, n);
-    return *p ? 0 : ENOMEM;
-}
-}
-
-namespace {
-void* allocate(std::size_t n, std::size_t alignment, void* caller) {
-    counted(caller);
-    void* p = alignment <= alignof(std::max_align_t) ? __libc_malloc(n) : __libc_memalign(alignment, n);
-    if (!p) throw std::bad_alloc();
-    return p;
-}
-}  // namespace
-
-void* operator new(std::size_t n) { return allocate(n, 0, __builtin_return_address(0)); }
-void* operator new[](std::size_t n) { return allocate(n, 0, __builtin_return_address(0)); }
-void* operator new(std::size_t n, std::align_val_t a) {
-    return allocate(n, static_cast<std::size_t>(a), __builtin_return_address(0));
-}
-void* operator new[](std::size_t n, std::align_val_t a) {
-    return allocate(n, static_cast<std::size_t>(a), __builtin_return_address(0));
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-
-namespace {
-// Allocations made by `steps` calls of f after two warm-up calls (the trace and a first replay).
-struct Allocations {
-    long ours, libraries;
-};
-template <class F> Allocations allocations_in(int steps, F&& f) {
-    f();
-    f();
-    g_ours = 0;
-    g_libraries = 0;
-    g_counting = true;
-    for (int i = 0; i < steps; ++i) f();
-    g_counting = false;
-    return {g_ours.load(), g_libraries.load()};
-}
+using allocation_counting::Allocations;
+template <class F> Allocations allocations_in(int steps, F&& f) { return allocation_counting::in(steps, f); }
 // OpenBLAS's small-matrix kernels and its threaded driver malloc a little per call; that is theirs.
 void report(const char* what, int steps, Allocations a, fx::CompileStats s) {
     std::printf("%s: %zu kernels, arena %zu bytes for %zu bytes of tensors; %ld allocations by fluxion, %ld inside "

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "allocation_counting.hpp"
 #include "compile_cases.hpp"
 #include "fluxion/fluxion.hpp"
 #include "other_devices.hpp"
@@ -97,6 +98,25 @@ TEST(CompileDevices, AStepThatReadsResultsOnTheHostReplaysCallByCall) {
         EXPECT_FALSE(step.stats(x, y).recorded) << d.str();
     }
 }
+
+#if !defined(__SANITIZE_ADDRESS__)
+// Replays allocate nothing on the host either: not fluxion, not the plugin (the driver and the
+// validation layer may; that is theirs, and reported).
+TEST(CompileDevices, ReplaysAllocateNothing) {
+    for (const auto& d : fx::testing::other_devices(fx::DType::f32)) {
+        fx::seed(27);
+        auto model = fx::Chain(fx::Dense(10, 16, fx::relu), fx::Dropout(0.2), fx::Dense(16, 1)) | d;
+        auto opt = fx::setup(fx::Adam{}, model);
+        auto step = fx::compile(mse_loss, model, opt);
+        Tensor x = fx::randn({8, 10}) | d, y = fx::randn({8, 1}) | d;
+        auto a = allocation_counting::in(200, [&] { step(x, y); });
+        std::printf("%s: %ld allocations by fluxion and its plugin, %ld by the driver and libraries in 200 replayed "
+                    "steps (recorded submissions: %s)\n",
+                    d.str().c_str(), a.ours, a.libraries, step.stats(x, y).recorded ? "yes" : "no");
+        EXPECT_EQ(a.ours, 0) << d.str();
+    }
+}
+#endif
 
 TEST(CompileDevices, InputsOnTheCpuAreAnErrorNamingBothDevices) {
     for (const auto& d : fx::testing::other_devices(fx::DType::f32)) {

@@ -60,7 +60,7 @@ void* Launch::run(const std::string& variant, std::uint32_t x, std::uint32_t y, 
         writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
         writes[i].pBufferInfo = &infos[i];
     }
-    VkCommandBuffer cmd = s.record(accesses);
+    VkCommandBuffer cmd = s.record(accesses.data(), accesses.size());
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->pipeline);
     ctx_.push_descriptor_set(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, std::uint32_t(writes.size()), writes.data());
     vkCmdDispatch(cmd, x, y, z);

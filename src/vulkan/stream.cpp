@@ -2,6 +2,7 @@
 // recordings and their submission.
 #include "vulkan/stream.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -73,6 +74,8 @@ Stream::Stream(Context& ctx) : ctx_(ctx) {
     pool.queueFamilyIndex = ctx.queue_family;
     FLUXION_VK_CHECK(vkCreateCommandPool(ctx.device, &pool, nullptr, &pool_));
     batch_.cmd = command_buffer(ctx, pool_);
+    batch_.read.reserve(64);
+    batch_.written.reserve(64);
     VkFenceCreateInfo fence{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     FLUXION_VK_CHECK(vkCreateFence(ctx.device, &fence, nullptr, &fence_));
     capacity_ = kStagingBytes;
@@ -84,7 +87,7 @@ Stream::Stream(Context& ctx) : ctx_(ctx) {
 
 Commands& Stream::current() { return capture_ ? capture_->commands : batch_; }
 
-VkCommandBuffer Stream::record(const std::vector<Access>& accesses) {
+VkCommandBuffer Stream::record(const Access* accesses, std::size_t n) {
     Commands& c = current();
     if (!c.recording) {
         VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
@@ -92,14 +95,19 @@ VkCommandBuffer Stream::record(const std::vector<Access>& accesses) {
         FLUXION_VK_CHECK(vkBeginCommandBuffer(c.cmd, &begin));
         c.recording = true;
     }
+    auto has = [](const std::vector<VkBuffer>& v, VkBuffer b) { return std::find(v.begin(), v.end(), b) != v.end(); };
     bool hazard = false;
-    for (const Access& a : accesses) hazard = hazard || c.written.count(a.buffer) || (a.write && c.read.count(a.buffer));
+    for (std::size_t i = 0; i < n; ++i)
+        hazard = hazard || has(c.written, accesses[i].buffer) || (accesses[i].write && has(c.read, accesses[i].buffer));
     if (hazard) {
         full_barrier(c.cmd);
         c.read.clear();
         c.written.clear();
     }
-    for (const Access& a : accesses) (a.write ? c.written : c.read).insert(a.buffer);
+    for (std::size_t i = 0; i < n; ++i) {
+        auto& list = accesses[i].write ? c.written : c.read;
+        if (!has(list, accesses[i].buffer)) list.push_back(accesses[i].buffer);
+    }
     return c.cmd;
 }
 

@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <set>
+#include <initializer_list>
 #include <vector>
 
 #include "vulkan/context.hpp"
@@ -35,11 +35,12 @@ struct Staged {
     void* host;
 };
 
-// Commands recorded into one command buffer, with the buffers touched since its last barrier.
+// Commands recorded into one command buffer, with the buffers touched since its last barrier
+// (a few at a time: flat lists, whose capacity stays, so that recording allocates nothing).
 struct Commands {
     VkCommandBuffer cmd = VK_NULL_HANDLE;
     bool recording = false;
-    std::set<VkBuffer> read, written;
+    std::vector<VkBuffer> read, written;
 };
 
 // Host-visible memory for storage-buffer reads and transfers, mapped.
@@ -64,7 +65,8 @@ public:
     explicit Stream(Context& ctx);
 
     // The command buffer, begun, after the barrier the accesses need.
-    VkCommandBuffer record(const std::vector<Access>& accesses);
+    VkCommandBuffer record(const Access* accesses, std::size_t n);
+    VkCommandBuffer record(std::initializer_list<Access> accesses) { return record(accesses.begin(), accesses.size()); }
     // `bytes` of staging memory aligned for storage buffers; submits and waits for the batch
     // first when the batch's staging memory is full (while capturing: fluxion::ValueError when the
     // recording's is). `bytes` is at most capacity().

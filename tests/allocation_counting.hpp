@@ -1,0 +1,25 @@
+// allocation_counting.hpp — heap allocations made while a piece of code runs, told apart by who
+// made them (allocation_counting.cpp replaces malloc and operator new for the whole test program;
+// link it into the tests that use this header). Not available under AddressSanitizer.
+#pragma once
+
+namespace allocation_counting {
+
+struct Allocations {
+    long ours;       // fluxion, the C++ library, the test
+    long libraries;  // OpenBLAS, oneDNN, the Vulkan loader, driver and validation layer
+};
+
+void start();
+Allocations stop();
+
+// Allocations made by `steps` calls of f after two warm-up calls (a trace and a first replay).
+template <class F> Allocations in(int steps, F&& f) {
+    f();
+    f();
+    start();
+    for (int i = 0; i < steps; ++i) f();
+    return stop();
+}
+
+}  // namespace allocation_counting
