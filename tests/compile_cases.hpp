@@ -48,7 +48,8 @@ inline Batches class_batches(int steps, const fx::Shape& x_shape, int classes) {
     Batches out;
     for (int i = 0; i < steps; ++i) {
         std::vector<std::int64_t> labels(static_cast<std::size_t>(x_shape[0]));
-        for (std::size_t j = 0; j < labels.size(); ++j) labels[j] = static_cast<std::int64_t>((i * 7 + j * 3) % classes);
+        for (std::size_t j = 0; j < labels.size(); ++j)
+            labels[j] = static_cast<std::int64_t>((i * 7 + j * 3) % classes);
         out.emplace_back(fx::randn(x_shape), fx::tensor(labels));
     }
     return out;

@@ -110,9 +110,10 @@ TEST(CompileDevices, ReplaysAllocateNothing) {
         auto step = fx::compile(mse_loss, model, opt);
         Tensor x = fx::randn({8, 10}) | d, y = fx::randn({8, 1}) | d;
         auto a = allocation_counting::in(200, [&] { step(x, y); });
-        std::printf("%s: %ld allocations by fluxion and its plugin, %ld by the driver and libraries in 200 replayed "
-                    "steps (recorded submissions: %s)\n",
-                    d.str().c_str(), a.ours, a.libraries, step.stats(x, y).recorded ? "yes" : "no");
+        std::printf(
+            "%s: %ld allocations by fluxion and its plugin, %ld by the driver and libraries in 200 replayed "
+            "steps (recorded submissions: %s)\n",
+            d.str().c_str(), a.ours, a.libraries, step.stats(x, y).recorded ? "yes" : "no");
         EXPECT_EQ(a.ours, 0) << d.str();
     }
 }
@@ -144,7 +145,8 @@ TEST(CompileDevices, TrainCompilesThereLikeEagerTraining) {
         auto eager = deep_copy(model);
         auto opt = fx::setup(fx::Adam{}, model), opt_e = fx::setup(fx::Adam{}, eager);
         auto compiled_history = fx::train(mse_loss, model, data, opt, {.epochs = 2, .progress = false});
-        auto eager_history = fx::train(mse_loss, eager, data, opt_e, {.epochs = 2, .progress = false, .compile = false});
+        auto eager_history =
+            fx::train(mse_loss, eager, data, opt_e, {.epochs = 2, .progress = false, .compile = false});
         ASSERT_EQ(compiled_history.size(), eager_history.size());
         for (std::size_t i = 0; i < eager_history.size(); ++i)
             EXPECT_FLOAT_EQ(compiled_history[i], eager_history[i]) << d.str();

@@ -14,6 +14,7 @@
 #include <regex>
 #include <string>
 
+#include "fluxion/device.hpp"
 #include "fluxion/io.hpp"
 
 namespace fx = fluxion;
@@ -28,13 +29,14 @@ struct Result {
 
 fs::path example(const std::string& name) { return fs::path(FLUXION_BINARY_DIR) / "bin" / name; }
 
-Result run(const std::string& name, const std::string& arguments = "") {
+// `environment`: assignments put before the program ("NAME=value ...").
+Result run(const std::string& name, const std::string& arguments = "", const std::string& environment = "") {
     const fs::path binary = example(name);
     if (!fs::exists(binary)) {
         ADD_FAILURE() << binary << " is missing: build the example target `" << name << "` before the tests";
         return {};
     }
-    std::string command = "'";  // built by appending: gcc 12 warns (-Wrestrict) wrongly on "'" + string
+    std::string command = environment + " '";  // built by appending: gcc 12 warns (-Wrestrict) wrongly on "'" + string
     command += binary.string();
     command += "' " + arguments + " 2>&1";
     std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
@@ -169,6 +171,32 @@ TEST(Examples, FashionMnistTrainsSavesAndBeatsChance) {
     EXPECT_GT(std::stod(m[1].str()), 0) << "training loss";
     EXPECT_NEAR(100 * std::stod(m[2].str()), accuracy, 0.01);
     EXPECT_GT(std::stod(m[3].str()), 0) << "seconds";
+}
+
+// `fashion_mnist --device Vulkan` (lavapipe here, under the validation layer) trains as on the
+// CPU: the same loss and test accuracy on a slice (the test set cut too: lavapipe is slow).
+TEST(Examples, FashionMnistOnVulkanMatchesTheCpu) {
+    if (!fashion_mnist_installed())
+        GTEST_SKIP() << "Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist, or set FLUXION_DATA)";
+    std::string why;
+    if (!fx::functional("Vulkan", &why)) GTEST_SKIP() << "Vulkan is not functional here: " << why;
+    TempDir out_cpu, out_vulkan;
+    const std::string options = "--epochs 1 --limit 320 --test-limit 500 --out ";
+    const Result cpu = run("fashion_mnist", options + "'" + out_cpu.path().string() + "' --device CPU");
+    const char* driver = std::getenv("VK_DRIVER_FILES");  // lavapipe, set by vulkan_environment.cpp
+    const std::string environment =
+        "FLUXION_VULKAN_VALIDATION=1" + (driver ? " VK_DRIVER_FILES='" + std::string(driver) + "'" : std::string());
+    const Result vulkan =
+        run("fashion_mnist", options + "'" + out_vulkan.path().string() + "' --device Vulkan", environment);
+    ASSERT_EQ(cpu.status, 0) << cpu.output;
+    ASSERT_EQ(vulkan.status, 0) << vulkan.output;
+    EXPECT_NE(vulkan.output.find("device: Vulkan:0"), std::string::npos) << vulkan.output;
+    const double loss_cpu = number_after(cpu.output, R"(train loss ([0-9.]+))");
+    const double loss_vulkan = number_after(vulkan.output, R"(train loss ([0-9.]+))");
+    EXPECT_NEAR(loss_vulkan, loss_cpu, 2e-4) << vulkan.output;  // printed to 4 decimals
+    const double acc_cpu = number_after(cpu.output, R"(final test accuracy ([0-9.]+)%)");
+    const double acc_vulkan = number_after(vulkan.output, R"(final test accuracy ([0-9.]+)%)");
+    EXPECT_NEAR(acc_vulkan, acc_cpu, 0.5) << vulkan.output;  // one image of 500 is 0.2 points
 }
 
 }  // namespace

@@ -85,16 +85,20 @@ TEST_F(AttentionVsPyTorch, SelfAttentionWithPaddingAndCausalMasks) {
     fx::AttentionMasks masks{.key_padding = pad, .causal = true};
     Tensor y = mha(x, masks), r = weights_like(y);
     fx::save(dir / "model.safetensors", mha);
-    fx::save_state(dir / "in.safetensors", std::map<std::string, Tensor>{
-        {"q", x}, {"k", x}, {"v", x}, {"r", r}, {"key_padding", pad}, {"causal", fx::tensor(std::vector<std::int64_t>{1})}});
+    fx::save_state(dir / "in.safetensors",
+                   std::map<std::string, Tensor>{{"q", x},
+                                                 {"k", x},
+                                                 {"v", x},
+                                                 {"r", r},
+                                                 {"key_padding", pad},
+                                                 {"causal", fx::tensor(std::vector<std::int64_t>{1})}});
     auto ref = torch_reference(dir, "mha '" + (dir / "model.safetensors").string() + "' '" +
-                                        (dir / "in.safetensors").string() + "' '" + (dir / "out.safetensors").string() + "' 8 2");
+                                        (dir / "in.safetensors").string() + "' '" + (dir / "out.safetensors").string() +
+                                        "' 8 2");
     expect_close(y, ref.at("y"), "output");
-    auto [gm, gq, gk, gv] = fx::gradient(
-        [&](const fx::MultiHeadAttention& m, const Tensor& q, const Tensor& k, const Tensor& v) {
-            return fx::sum(m(q, k, v, masks) * r);
-        },
-        mha, x, x, x);
+    auto [gm, gq, gk, gv] = fx::gradient([&](const fx::MultiHeadAttention& m, const Tensor& q, const Tensor& k,
+                                             const Tensor& v) { return fx::sum(m(q, k, v, masks) * r); },
+                                         mha, x, x, x);
     expect_close(gq, ref.at("grad.q"), "gradient of the query");
     expect_close(gk, ref.at("grad.k"), "gradient of the key");
     expect_close(gv, ref.at("grad.v"), "gradient of the value");
@@ -114,13 +118,12 @@ TEST_F(AttentionVsPyTorch, CrossAttentionWithAMask) {
     fx::save_state(dir / "in.safetensors",
                    std::map<std::string, Tensor>{{"q", q}, {"k", k}, {"v", v}, {"r", r}, {"mask", mask}});
     auto ref = torch_reference(dir, "mha '" + (dir / "model.safetensors").string() + "' '" +
-                                        (dir / "in.safetensors").string() + "' '" + (dir / "out.safetensors").string() + "' 6 3");
+                                        (dir / "in.safetensors").string() + "' '" + (dir / "out.safetensors").string() +
+                                        "' 6 3");
     expect_close(y, ref.at("y"), "output");
-    auto [gm, gq, gk, gv] = fx::gradient(
-        [&](const fx::MultiHeadAttention& m, const Tensor& a, const Tensor& b, const Tensor& c) {
-            return fx::sum(m(a, b, c, masks) * r);
-        },
-        mha, q, k, v);
+    auto [gm, gq, gk, gv] = fx::gradient([&](const fx::MultiHeadAttention& m, const Tensor& a, const Tensor& b,
+                                             const Tensor& c) { return fx::sum(m(a, b, c, masks) * r); },
+                                         mha, q, k, v);
     expect_close(gq, ref.at("grad.q"), "gradient of the query");
     expect_close(gk, ref.at("grad.k"), "gradient of the key");
     expect_close(gv, ref.at("grad.v"), "gradient of the value");
@@ -130,8 +133,8 @@ TEST_F(AttentionVsPyTorch, CrossAttentionWithAMask) {
 void encoder_vs_torch(bool norm_first, fx::Activation activation, const char* torch_activation) {
     io_test::ScratchDir dir;
     fx::seed(norm_first ? 3 : 4);
-    auto enc = f64(fx::TransformerEncoderLayer(8, 2, {.feedforward = 12, .dropout = 0.0, .activation = activation,
-                                                      .norm_first = norm_first}));
+    auto enc = f64(fx::TransformerEncoderLayer(
+        8, 2, {.feedforward = 12, .dropout = 0.0, .activation = activation, .norm_first = norm_first}));
     enc.norm1.weight = fx::randn({8}, {.dtype = fx::DType::f64}) * 0.2 + 1.0;  // not ones: a swap would show
     enc.norm2.bias = fx::randn({8}, {.dtype = fx::DType::f64}) * 0.1;
     Tensor x = fx::randn({2, 4, 8}, {.dtype = fx::DType::f64});
@@ -159,15 +162,12 @@ TEST(Attention, GradientsMatchFiniteDifferences) {
     mha.in_proj_bias = fx::randn({12}) * 0.1;
     Tensor q = fx::randn({2, 3, 4}), kv = fx::randn({2, 3, 4});
     fx::AttentionMasks masks{.key_padding = bools({0, 0, 1, 0, 0, 0}, {2, 3}), .causal = true};
-    EXPECT_TRUE(fx::testing::gradcheck(
-        [&](const fx::MultiHeadAttention& m, const Tensor& a, const Tensor& b) {
-            return fx::sum(m(a, b, b, masks) * weights_like(a));
-        },
-        mha, q, kv));
+    EXPECT_TRUE(fx::testing::gradcheck([&](const fx::MultiHeadAttention& m, const Tensor& a,
+                                           const Tensor& b) { return fx::sum(m(a, b, b, masks) * weights_like(a)); },
+                                       mha, q, kv));
     fx::TransformerEncoderLayer enc(4, 2, {.feedforward = 6, .dropout = 0.0, .activation = fx::tanh});
     EXPECT_TRUE(fx::testing::gradcheck(
-        [](const fx::TransformerEncoderLayer& m, const Tensor& x) { return fx::sum(m(x) * weights_like(x)); }, enc,
-        q));
+        [](const fx::TransformerEncoderLayer& m, const Tensor& x) { return fx::sum(m(x) * weights_like(x)); }, enc, q));
 }
 
 TEST(Attention, OneSampleIsABatchOfOne) {

@@ -21,7 +21,8 @@ HostBuffer host_buffer(Context& ctx, std::size_t bytes) {
     HostBuffer b;
     VkBufferCreateInfo buf{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
     buf.size = bytes;
-    buf.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+    buf.usage =
+        VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
     buf.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
     FLUXION_VK_CHECK(vkCreateBuffer(ctx.device, &buf, nullptr, &b.buffer));
     VkMemoryRequirements req{};

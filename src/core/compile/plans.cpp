@@ -142,7 +142,8 @@ std::unique_ptr<Plan> build(Recorder& rec, const Tensor& out, std::size_t bounda
     char* base[2] = {nullptr, nullptr};
     for (int s : {kHost, kDevice}) {
         if (arena[s] == 0) continue;
-        plan->arena[s] = make_tensor({static_cast<std::int64_t>(arena[s])}, DType::u8, s == kHost ? Device{} : rec.device);
+        plan->arena[s] =
+            make_tensor({static_cast<std::int64_t>(arena[s])}, DType::u8, s == kHost ? Device{} : rec.device);
         base[s] = static_cast<char*>(plan->arena[s].data_ptr());
     }
     plan->ptrs.resize(rec.refs.size());
@@ -210,7 +211,8 @@ struct CompiledPlans::Impl {
     std::vector<std::unique_ptr<Plan>> plans;
 };
 
-CompiledPlans::CompiledPlans(std::string what, bool cache) : impl_(std::make_unique<Impl>(Impl{std::move(what), cache, {}})) {}
+CompiledPlans::CompiledPlans(std::string what, bool cache)
+    : impl_(std::make_unique<Impl>(Impl{std::move(what), cache, {}})) {}
 CompiledPlans::~CompiledPlans() = default;
 CompiledPlans::CompiledPlans(CompiledPlans&&) noexcept = default;
 CompiledPlans& CompiledPlans::operator=(CompiledPlans&&) noexcept = default;
@@ -237,7 +239,7 @@ void CompiledPlans::check_devices(const Tensor* inputs, std::size_t n, const Dev
 }
 
 CompiledPlans::Traced CompiledPlans::trace(std::vector<Tensor> inputs, const Device& device,
-                                            const std::function<Tensor(const std::vector<Tensor>&)>& step) {
+                                           const std::function<Tensor(const std::vector<Tensor>&)>& step) {
     if (!impl_->cache && !impl_->plans.empty()) {
         std::vector<Shape> given;
         for (const auto& t : inputs) given.push_back(t.shape());
@@ -286,7 +288,8 @@ void CompiledPlans::replay(int p, const Tensor* inputs, int phase) {
 // host, not a kernel of the step.
 double CompiledPlans::read(const Tensor& t) {
     if (t.numel() != 1)
-        throw ShapeError("fx::compile: the step returned " + summary(t) + "; a training step returns a one-element loss");
+        throw ShapeError("fx::compile: the step returned " + summary(t) +
+                         "; a training step returns a one-element loss");
     if (t.dtype() != DType::f32 && t.dtype() != DType::f64)
         throw DTypeError(std::string("fx::compile: the loss is ") + name(t.dtype()) + "; it must be f32 or f64");
     double d = 0;

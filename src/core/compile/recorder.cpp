@@ -16,7 +16,8 @@ thread_local Recorder* t_recorder = nullptr;
 Recorder* active_recorder() { return t_recorder; }
 
 Recorder::Recorder(std::vector<Tensor> in, const Device& dev) : inputs(std::move(in)), device(dev) {
-    if (t_recorder) throw ValueError("fx::compile: a step is already being traced on this thread; compiled steps do not nest");
+    if (t_recorder)
+        throw ValueError("fx::compile: a step is already being traced on this thread; compiled steps do not nest");
     const backend::Backend* real[2] = {&backend::cpu_backend(), dev.is_cpu() ? nullptr : &untraced(backend_for(dev))};
     for (int s : {kHost, kDevice}) {
         if (!real[s]) continue;
@@ -72,7 +73,8 @@ BufferRef Recorder::resolve(int space, const void* ptr) const {
     if (it != live_[space].begin()) {
         --it;
         const auto& b = buffers[it->second];
-        if (p < b.base + b.bytes || (p == b.base && b.bytes == 0)) return {BufferRef::Kind::traced, it->second, p - b.base};
+        if (p < b.base + b.bytes || (p == b.base && b.bytes == 0))
+            return {BufferRef::Kind::traced, it->second, p - b.base};
     }
     return {BufferRef::Kind::fixed, 0, p};
 }

@@ -37,7 +37,8 @@ template <int S> struct Recording {
 
     static void cast(int d, DType from, DType to, I n, const void* src, void* dst) {
         real()->cast(d, from, to, n, src, dst);
-        rec().record(S, {src, dst}, [R = real(), d, from, to, n](void* const* p) { R->cast(d, from, to, n, p[0], p[1]); });
+        rec().record(S, {src, dst},
+                     [R = real(), d, from, to, n](void* const* p) { R->cast(d, from, to, n, p[0], p[1]); });
     }
 
     static void index_select(int d, DType t, I outer, I n_src, I inner, const void* src, const I* idx, I n_idx,
@@ -48,7 +49,8 @@ template <int S> struct Recording {
         });
     }
 
-    static void index_add(int d, DType t, I outer, I n_dst, I inner, const void* src, const I* idx, I n_idx, void* dst) {
+    static void index_add(int d, DType t, I outer, I n_dst, I inner, const void* src, const I* idx, I n_idx,
+                          void* dst) {
         real()->index_add(d, t, outer, n_dst, inner, src, idx, n_idx, dst);
         rec().record(S, {src, idx, dst}, [R = real(), d, t, outer, n_dst, inner, n_idx](void* const* p) {
             R->index_add(d, t, outer, n_dst, inner, p[0], static_cast<const I*>(p[1]), n_idx, p[2]);
@@ -57,7 +59,8 @@ template <int S> struct Recording {
 
     static void unary(int d, Unary op, DType t, I n, const void* x, void* y, double a, double b) {
         real()->unary(d, op, t, n, x, y, a, b);
-        rec().record(S, {x, y}, [R = real(), d, op, t, n, a, b](void* const* p) { R->unary(d, op, t, n, p[0], p[1], a, b); });
+        rec().record(S, {x, y},
+                     [R = real(), d, op, t, n, a, b](void* const* p) { R->unary(d, op, t, n, p[0], p[1], a, b); });
     }
 
     static void unary_backward(int d, Unary op, DType t, I n, const void* x, const void* y, const void* gy, void* gx,
@@ -101,7 +104,8 @@ template <int S> struct Recording {
 
     static void conv2d(int d, DType t, const Conv2dShape* s, const void* x, const void* w, void* y) {
         real()->conv2d(d, t, s, x, w, y);
-        rec().record(S, {x, w, y}, [R = real(), d, t, sh = *s](void* const* p) { R->conv2d(d, t, &sh, p[0], p[1], p[2]); });
+        rec().record(S, {x, w, y},
+                     [R = real(), d, t, sh = *s](void* const* p) { R->conv2d(d, t, &sh, p[0], p[1], p[2]); });
     }
 
     static void conv2d_backward_input(int d, DType t, const Conv2dShape* s, const void* gy, const void* w, void* gx) {
@@ -120,7 +124,8 @@ template <int S> struct Recording {
 
     static void pool2d(int d, Pool op, DType t, const Pool2dShape* s, const void* x, void* y) {
         real()->pool2d(d, op, t, s, x, y);
-        rec().record(S, {x, y}, [R = real(), d, op, t, sh = *s](void* const* p) { R->pool2d(d, op, t, &sh, p[0], p[1]); });
+        rec().record(S, {x, y},
+                     [R = real(), d, op, t, sh = *s](void* const* p) { R->pool2d(d, op, t, &sh, p[0], p[1]); });
     }
 
     static void pool2d_backward(int d, Pool op, DType t, const Pool2dShape* s, const void* x, const void* y,
@@ -165,9 +170,8 @@ template <int S> struct Recording {
                 R->copy_from_host(d, p[0], data.data(), data.size());
             });
         } else {
-            rec().record(S, {{dst, S}, {src, kHost}}, [R = real(), d, bytes](void* const* p) {
-                R->copy_from_host(d, p[0], p[1], bytes);
-            });
+            rec().record(S, {{dst, S}, {src, kHost}},
+                         [R = real(), d, bytes](void* const* p) { R->copy_from_host(d, p[0], p[1], bytes); });
         }
     }
 
@@ -184,7 +188,8 @@ template <int S> struct Recording {
 
     static void copy_device(int dd, void* dst, int sd, const void* src, std::size_t bytes) {
         real()->copy_device(dd, dst, sd, src, bytes);
-        rec().record(S, {dst, src}, [R = real(), dd, sd, bytes](void* const* p) { R->copy_device(dd, p[0], sd, p[1], bytes); });
+        rec().record(S, {dst, src},
+                     [R = real(), dd, sd, bytes](void* const* p) { R->copy_device(dd, p[0], sd, p[1], bytes); });
     }
 
     static Backend table(const Backend& r) {

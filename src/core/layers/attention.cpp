@@ -33,11 +33,14 @@ std::vector<Tensor> masks_of(const AttentionMasks& m, std::int64_t n, std::int64
     std::vector<Tensor> out;
     auto check = [&](const Tensor& t, const Shape& want, const char* name) {
         if (t.dtype() != DType::boolean)
-            throw DTypeError(std::string(name) + " must be a bool tensor (true = masked), got " + fluxion::name(t.dtype()));
+            throw DTypeError(std::string(name) + " must be a bool tensor (true = masked), got " +
+                             fluxion::name(t.dtype()));
         if (t.shape() != want)
-            throw ShapeError(std::string(name) + " has shape " + to_string(t.shape()) + ", expected " + to_string(want));
+            throw ShapeError(std::string(name) + " has shape " + to_string(t.shape()) + ", expected " +
+                             to_string(want));
         if (!(t.device() == device))
-            throw DeviceError(std::string(name) + " is on " + t.device().str() + " but the inputs are on " + device.str());
+            throw DeviceError(std::string(name) + " is on " + t.device().str() + " but the inputs are on " +
+                              device.str());
     };
     if (m.key_padding.defined()) {
         check(m.key_padding, {n, s}, "key_padding");
@@ -67,7 +70,9 @@ std::string number(double v) {
 }  // namespace
 
 MultiHeadAttention::MultiHeadAttention(std::int64_t embed, std::int64_t heads, const MultiHeadAttentionOptions& options)
-    : out_proj(embed > 0 ? embed : 1, embed > 0 ? embed : 1, {}, options.bias), dropout(options.dropout), heads_(heads) {
+    : out_proj(embed > 0 ? embed : 1, embed > 0 ? embed : 1, {}, options.bias),
+      dropout(options.dropout),
+      heads_(heads) {
     if (embed < 1 || heads < 1 || embed % heads != 0)
         throw ValueError("MultiHeadAttention(" + std::to_string(embed) + ", heads = " + std::to_string(heads) +
                          "): the embedding size must be a positive multiple of the number of heads");
