@@ -9,10 +9,36 @@ namespace fluxion {
 // f16 and bf16 are reserved: tensors of these types can be stored and cast, kernels follow.
 enum class DType : std::uint8_t { f32, f64, i32, i64, u8, boolean, f16, bf16 };
 
-std::size_t itemsize(DType t);
-const char* name(DType t);                 // "f32", "i64", "bool", ...
-bool is_floating(DType t);
-bool is_integral(DType t);                 // integers and bool
+// Defined here, inline, so that the core and the self-contained backend plugins share one copy.
+constexpr std::size_t itemsize(DType t) {
+    switch (t) {
+        case DType::f64: case DType::i64: return 8;
+        case DType::f32: case DType::i32: return 4;
+        case DType::f16: case DType::bf16: return 2;
+        case DType::u8: case DType::boolean: return 1;
+    }
+    return 0;
+}
+
+// "f32", "i64", "bool", ...
+constexpr const char* name(DType t) {
+    switch (t) {
+        case DType::f32: return "f32";
+        case DType::f64: return "f64";
+        case DType::i32: return "i32";
+        case DType::i64: return "i64";
+        case DType::u8: return "u8";
+        case DType::boolean: return "bool";
+        case DType::f16: return "f16";
+        case DType::bf16: return "bf16";
+    }
+    return "?";
+}
+
+constexpr bool is_floating(DType t) {
+    return t == DType::f32 || t == DType::f64 || t == DType::f16 || t == DType::bf16;
+}
+constexpr bool is_integral(DType t) { return !is_floating(t); }  // integers and bool
 
 template <class T> constexpr DType dtype_of();
 template <> constexpr DType dtype_of<float>() { return DType::f32; }

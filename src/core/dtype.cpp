@@ -1,34 +1,7 @@
-// dtype.cpp — element type properties and promotion.
+// dtype.cpp — dtype promotion (the element properties are inline in fluxion/dtype.hpp).
 #include "fluxion/dtype.hpp"
 
 namespace fluxion {
-
-std::size_t itemsize(DType t) {
-    switch (t) {
-        case DType::f64: case DType::i64: return 8;
-        case DType::f32: case DType::i32: return 4;
-        case DType::f16: case DType::bf16: return 2;
-        case DType::u8: case DType::boolean: return 1;
-    }
-    return 0;
-}
-
-const char* name(DType t) {
-    switch (t) {
-        case DType::f32: return "f32";
-        case DType::f64: return "f64";
-        case DType::i32: return "i32";
-        case DType::i64: return "i64";
-        case DType::u8: return "u8";
-        case DType::boolean: return "bool";
-        case DType::f16: return "f16";
-        case DType::bf16: return "bf16";
-    }
-    return "?";
-}
-
-bool is_floating(DType t) { return t == DType::f32 || t == DType::f64 || t == DType::f16 || t == DType::bf16; }
-bool is_integral(DType t) { return !is_floating(t); }
 
 DType promote(DType a, DType b) {
     if (a == b) return a;

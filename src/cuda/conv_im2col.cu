@@ -95,7 +95,7 @@ void* advance(void* base, std::int64_t elements, std::size_t element) {
 void im2col_conv2d(int device, DType t, const Conv2dShape& s, const void* x, const void* w, void* y) {
     const Context& ctx = activate(device);
     const Dims d(s);
-    const std::size_t size = element_size(t);
+    const std::size_t size = itemsize(t);
     const std::int64_t chunk = images_per_chunk(s, size);
     Scratch col(device, chunk * d.rows * d.p * size);
     for (std::int64_t first = 0; first < s.n; first += chunk) {
@@ -118,7 +118,7 @@ void im2col_conv2d_backward_input(int device, DType t, const Conv2dShape& s, con
                                   void* gx) {
     const Context& ctx = activate(device);
     const Dims d(s);
-    const std::size_t size = element_size(t);
+    const std::size_t size = itemsize(t);
     const std::int64_t chunk = images_per_chunk(s, size);
     Scratch col(device, chunk * d.rows * d.p * size);
     for (std::int64_t first = 0; first < s.n; first += chunk) {
@@ -141,7 +141,7 @@ void im2col_conv2d_backward_weight(int device, DType t, const Conv2dShape& s, co
                                    void* gw) {
     const Context& ctx = activate(device);
     const Dims d(s);
-    const std::size_t size = element_size(t);
+    const std::size_t size = itemsize(t);
     FLUXION_CUDA_CHECK(cudaMemsetAsync(gw, 0, s.k * d.rows_g * size, ctx.stream));
     const std::int64_t chunk = images_per_chunk(s, size);
     Scratch col(device, chunk * d.rows * d.p * size);

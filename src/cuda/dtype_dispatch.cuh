@@ -63,7 +63,7 @@ template <class F> void dispatch_all(DType t, const char* op, F&& f) {
 
 // An unsigned integer of the element's size: for kernels that only move elements.
 template <class F> void dispatch_bytes(DType t, F&& f) {
-    switch (element_size(t)) {
+    switch (itemsize(t)) {
         case 1: return f(std::uint8_t{});
         case 2: return f(std::uint16_t{});
         case 4: return f(std::uint32_t{});

@@ -109,7 +109,7 @@ void fill(int device, DType t, std::int64_t n, void* dst, double value) {
     if (n <= 0) return;
     Context& ctx = activate(device);
     const std::uint64_t bits = element_bits(t, value);
-    if (element_size(t) == 1) {
+    if (itemsize(t) == 1) {
         FLUXION_CUDA_CHECK(cudaMemsetAsync(dst, static_cast<int>(bits), static_cast<std::size_t>(n), ctx.stream));
         return;
     }
@@ -130,7 +130,7 @@ void copy_strided(int device, DType t, const Strided* src_view, const void* src,
     const Indexer<2> ix = make_indexer<2>(src_view->ndim, src_view->shape, strides);
     if (ix.contiguous()) {
         FLUXION_CUDA_CHECK(
-            cudaMemcpyAsync(dst, src, n * element_size(t), cudaMemcpyDeviceToDevice, ctx.stream));
+            cudaMemcpyAsync(dst, src, n * itemsize(t), cudaMemcpyDeviceToDevice, ctx.stream));
         return;
     }
     dispatch_bytes(t, [&](auto tag) {
@@ -146,7 +146,7 @@ void cast(int device, DType from, DType to, std::int64_t n, const void* src, voi
     Context& ctx = activate(device);
     if (from == to) {
         FLUXION_CUDA_CHECK(
-            cudaMemcpyAsync(dst, src, n * element_size(from), cudaMemcpyDeviceToDevice, ctx.stream));
+            cudaMemcpyAsync(dst, src, n * itemsize(from), cudaMemcpyDeviceToDevice, ctx.stream));
         return;
     }
     dispatch_all(from, "cast", [&](auto from_tag) {

@@ -46,7 +46,7 @@ bool supports(int device, Op op, DType t, char* why, std::size_t why_size) {
     if (types.bits & (1u << static_cast<unsigned>(t))) return true;
     if (why && why_size > 0)
         std::snprintf(why, why_size, "CUDA:%d: %s has no kernel for %s (supported: %s)", device, name(op),
-                      dtype_name(t), types.text);
+                      fluxion::name(t), types.text);
     return false;
 }
 

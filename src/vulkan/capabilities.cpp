@@ -9,7 +9,7 @@
 #include "vulkan/capabilities.hpp"
 #include "vulkan/check.hpp"
 #include "vulkan/context.hpp"
-#include "vulkan/dtype.hpp"
+#include "fluxion/dtype.hpp"
 #include "vulkan/kernels.hpp"
 
 namespace fluxion::vulkan {
@@ -80,7 +80,7 @@ std::string unsupported(const Context& ctx, Op op, DType t) {
         case Op::reduce: typed = number, types = "f32, f64, i32, i64"; break;
         default: typed = floating, types = "f32, f64"; break;
     }
-    if (!typed) return ctx.label() + " runs " + name(op) + " on " + types + ", not " + dtype_name(t);
+    if (!typed) return ctx.label() + " runs " + name(op) + " on " + types + ", not " + fluxion::name(t);
     if (t == DType::f64 && !ctx.float64) return ctx.label() + " has no shaderFloat64 (f64 elements)";
     if ((t == DType::i64 || op == Op::index_select || op == Op::index_add || op == Op::reduce) && !ctx.int64)
         return ctx.label() + " has no shaderInt64 (i64 elements, indices and argmax)";

@@ -34,7 +34,7 @@ void unroll(int device, bool to_columns, DType t, const Conv2dShape& s, std::int
     const char* op = to_columns ? "conv2d im2col" : "conv2d col2im";
     Launch launch(device, op);
     const std::string type = suffix(t, launch.ctx(), op);
-    const std::size_t size = element_size(t);
+    const std::size_t size = itemsize(t);
     const std::int64_t cells = images * s.c * s.h * s.w, columns = images * s.c * s.r * s.s * s.oh * s.ow;
     check_count(std::max(cells, columns), launch.ctx(), op);
     const std::int32_t off0 = launch.buffer(src, std::size_t(to_columns ? cells : columns) * size, size, false);
@@ -68,7 +68,7 @@ void conv2d(int device, DType t, const Conv2dShape* sp, const void* x, const voi
     check_type(device, t, backend::Op::conv2d, "conv2d");
     if (s.n * s.k * s.oh * s.ow == 0) return;
     const Dims d(s);
-    const std::size_t size = element_size(t);
+    const std::size_t size = itemsize(t);
     const std::int64_t chunk = images_per_chunk(s, size);
     Scratch col(device, std::size_t(chunk * d.rows * d.p) * size);
     for (std::int64_t first = 0; first < s.n; first += chunk) {
@@ -92,7 +92,7 @@ void conv2d_backward_input(int device, DType t, const Conv2dShape* sp, const voi
     check_type(device, t, backend::Op::conv2d_backward_input, "conv2d_backward_input");
     if (s.n * s.c * s.h * s.w == 0) return;
     const Dims d(s);
-    const std::size_t size = element_size(t);
+    const std::size_t size = itemsize(t);
     const std::int64_t chunk = images_per_chunk(s, size);
     Scratch col(device, std::size_t(chunk * d.rows * d.p) * size);
     for (std::int64_t first = 0; first < s.n; first += chunk) {
@@ -115,7 +115,7 @@ void conv2d_backward_weight(int device, DType t, const Conv2dShape* sp, const vo
     const Conv2dShape& s = *sp;
     check_type(device, t, backend::Op::conv2d_backward_weight, "conv2d_backward_weight");
     const Dims d(s);
-    const std::size_t size = element_size(t);
+    const std::size_t size = itemsize(t);
     fill(device, t, s.k * d.rows_g, gw, 0.0);
     if (s.n * d.p == 0) return;
     const std::int64_t chunk = images_per_chunk(s, size);

@@ -50,11 +50,11 @@ void unary(int device, Unary op, DType t, std::int64_t n, const void* x, void* y
     require(launch.ctx(), backend::Op::unary, t, "unary");
     const bool integer_op = op == Unary::neg || op == Unary::abs || op == Unary::square || op == Unary::sign;
     if (!is_float(t) && !(integer_op && (t == DType::i32 || t == DType::i64)))
-        throw DTypeError("unary on " + launch.ctx().label() + " does not support " + dtype_name(t) +
+        throw DTypeError("unary on " + launch.ctx().label() + " does not support " + fluxion::name(t) +
                          " for this function (f32, f64; neg, abs, square and sign also i32, i64)");
     const std::string type = suffix(t, launch.ctx(), "unary");
     check_count(n, launch.ctx(), "unary");
-    const std::size_t size = element_size(t);
+    const std::size_t size = itemsize(t);
     const std::int32_t off0 = launch.buffer(x, std::size_t(n) * size, size, false);
     const std::int32_t off1 = launch.buffer(y, std::size_t(n) * size, size, true);
     launch.param(std::int32_t(n));
@@ -72,7 +72,7 @@ void unary_backward(int device, Unary op, DType t, std::int64_t n, const void* x
     require(launch.ctx(), backend::Op::unary_backward, t, "unary_backward");
     const std::string type = suffix(t, launch.ctx(), "unary_backward");
     check_count(n, launch.ctx(), "unary_backward");
-    const std::size_t size = element_size(t), bytes = std::size_t(n) * size;
+    const std::size_t size = itemsize(t), bytes = std::size_t(n) * size;
     const std::int32_t off0 = launch.buffer(x, bytes, size, false);
     const std::int32_t off1 = launch.buffer(y, bytes, size, false);
     const std::int32_t off2 = launch.buffer(gy, bytes, size, false);
@@ -96,11 +96,11 @@ void binary(int device, Binary op, DType t, const Strided* a_view, const void* a
     require(launch.ctx(), backend::Op::binary, t, "binary");
     const bool compare = op >= Binary::eq;
     if (!compare && (t == DType::u8 || t == DType::boolean))
-        throw DTypeError("binary arithmetic on " + launch.ctx().label() + " does not support " + dtype_name(t) +
+        throw DTypeError("binary arithmetic on " + launch.ctx().label() + " does not support " + fluxion::name(t) +
                          " (f32, f64, i32, i64; comparisons also u8 and bool)");
     const std::string variant = std::string(compare ? "compare_" : "binary_") + suffix(t, launch.ctx(), "binary");
     check_count(v.count, launch.ctx(), "binary");
-    const std::size_t size = element_size(t), out_size = compare ? 1 : size;
+    const std::size_t size = itemsize(t), out_size = compare ? 1 : size;
     const std::int32_t off0 = launch.buffer(a, span_bytes(*a_view, size, "binary"), size, false);
     const std::int32_t off1 = launch.buffer(b, span_bytes(*b_view, size, "binary"), size, false);
     const std::int32_t off2 = launch.buffer(out, std::size_t(v.count) * out_size, out_size, true);
@@ -123,7 +123,7 @@ void where(int device, DType t, const Strided* c_view, const void* c, const Stri
     require(launch.ctx(), backend::Op::where, t, "where");
     const std::string type = suffix(t, launch.ctx(), "where");
     check_count(v.count, launch.ctx(), "where");
-    const std::size_t size = element_size(t);
+    const std::size_t size = itemsize(t);
     const std::int32_t off0 = launch.buffer(c, span_bytes(*c_view, 1, "where"), 1, false);
     const std::int32_t off1 = launch.buffer(a, span_bytes(*a_view, size, "where"), size, false);
     const std::int32_t off2 = launch.buffer(b, span_bytes(*b_view, size, "where"), size, false);

@@ -43,7 +43,7 @@ void gemm(int device, DType t, bool trans_a, bool trans_b, std::int64_t m, std::
     Launch launch(device, "gemm");
     require(launch.ctx(), backend::Op::gemm, t, "gemm");
     const std::string type = suffix(t, launch.ctx(), "gemm");
-    const std::size_t size = element_size(t);
+    const std::size_t size = itemsize(t);
     // The elements each operand spans from its pointer.
     const std::int64_t a_rows = trans_a ? k : m, a_cols = trans_a ? m : k;
     const std::int64_t b_rows = trans_b ? n : k, b_cols = trans_b ? k : n;

@@ -31,7 +31,7 @@ void launch_index(int device, backend::Op which, const char* op, const char* ker
     const std::string type = suffix(t, launch.ctx(), op);
     require(launch.ctx(), which, t, op);
     check_count(std::max<std::int64_t>({total, std::int64_t(src_elements), std::int64_t(dst_elements)}), launch.ctx(), op);
-    const std::size_t size = element_size(t);
+    const std::size_t size = itemsize(t);
     const std::int32_t off0 = launch.buffer(src, src_elements * size, size, false);
     const std::int32_t off1 = launch.buffer(idx, std::size_t(n_idx) * 8, 8, false);
     const std::int32_t off2 = launch.buffer(dst, dst_elements * size, size, true);

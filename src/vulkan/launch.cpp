@@ -80,7 +80,7 @@ std::string suffix(DType t, const Context& ctx, const char* op) {
         case DType::u8: return "u8";
         case DType::boolean: return "bool";
         default:
-            throw DTypeError(std::string(op) + " on " + ctx.label() + ": element type " + dtype_name(t) +
+            throw DTypeError(std::string(op) + " on " + ctx.label() + ": element type " + fluxion::name(t) +
                              " is not supported (f32, f64, i32, i64, u8 and bool are)");
     }
 }

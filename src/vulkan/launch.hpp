@@ -14,7 +14,7 @@
 
 #include "fluxion/dtype.hpp"
 #include "vulkan/context.hpp"
-#include "vulkan/dtype.hpp"
+#include "fluxion/dtype.hpp"
 #include "vulkan/stream.hpp"
 
 namespace fluxion::vulkan {

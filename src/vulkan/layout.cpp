@@ -14,7 +14,7 @@ void fill(int device, DType t, std::int64_t n, void* dst, double value) {
     Launch launch(device, "fill");
     const std::string type = suffix(t, launch.ctx(), "fill");
     check_count(n, launch.ctx(), "fill");
-    const std::size_t size = element_size(t);
+    const std::size_t size = itemsize(t);
     const std::int32_t off = launch.buffer(dst, std::size_t(n) * size, size, true);
     launch.param(std::int32_t(n));
     launch.param(off);
@@ -38,7 +38,7 @@ void copy_strided(int device, DType t, const Strided* src_view, const void* src,
     Launch launch(device, "copy_strided");
     const std::string type = suffix(t, launch.ctx(), "copy_strided");
     check_count(v.count, launch.ctx(), "copy_strided");
-    const std::size_t size = element_size(t);
+    const std::size_t size = itemsize(t);
     const std::int32_t off0 = launch.buffer(src, span_bytes(*src_view, size, "copy_strided"), size, false);
     const std::int32_t off1 = launch.buffer(dst, span_bytes(dst_view, size, "copy_strided"), size, true);
     launch.param(std::int32_t(v.count));
@@ -54,8 +54,8 @@ void cast(int device, DType from, DType to, std::int64_t n, const void* src, voi
     Launch launch(device, "cast");
     const std::string types = suffix(from, launch.ctx(), "cast") + "_" + suffix(to, launch.ctx(), "cast");
     check_count(n, launch.ctx(), "cast");
-    const std::int32_t off0 = launch.buffer(src, std::size_t(n) * element_size(from), element_size(from), false);
-    const std::int32_t off1 = launch.buffer(dst, std::size_t(n) * element_size(to), element_size(to), true);
+    const std::int32_t off0 = launch.buffer(src, std::size_t(n) * itemsize(from), itemsize(from), false);
+    const std::int32_t off1 = launch.buffer(dst, std::size_t(n) * itemsize(to), itemsize(to), true);
     launch.param(std::int32_t(n));
     launch.param(off0);
     launch.param(off1);

@@ -26,7 +26,7 @@ void optimiser_step(int device, Optimiser rule, DType t, std::int64_t n, void* p
     require(launch.ctx(), backend::Op::optimiser_step, t, "optimiser_step");
     const std::string type = suffix(t, launch.ctx(), "optimiser_step");
     check_count(n, launch.ctx(), "optimiser_step");
-    const std::size_t size = element_size(t), bytes = std::size_t(n) * size;
+    const std::size_t size = itemsize(t), bytes = std::size_t(n) * size;
     const std::int32_t off0 = launch.buffer(param, bytes, size, true);
     const std::int32_t off1 = launch.buffer(grad, bytes, size, false);
     // Unused state slots are bound to the parameters, which the rule then never reads through them.

@@ -31,7 +31,7 @@ void pool2d(int device, Pool op, DType t, const Pool2dShape* sp, const void* x, 
     if (outputs <= 0) return;
     Launch launch(device, "pool2d");
     const std::string type = checked_type(launch, backend::Op::pool2d, t, "pool2d", s);
-    const std::size_t size = element_size(t);
+    const std::size_t size = itemsize(t);
     const std::int32_t off0 = launch.buffer(x, std::size_t(s.n * s.c * s.h * s.w) * size, size, false);
     const std::int32_t off1 = launch.buffer(y, std::size_t(outputs) * size, size, true);
     put_shape(launch, s, op);
@@ -49,7 +49,7 @@ void pool2d_backward(int device, Pool op, DType t, const Pool2dShape* sp, const 
     if (inputs <= 0) return;
     Launch launch(device, "pool2d_backward");
     const std::string type = checked_type(launch, backend::Op::pool2d_backward, t, "pool2d_backward", s);
-    const std::size_t size = element_size(t);
+    const std::size_t size = itemsize(t);
     const std::size_t in_bytes = std::size_t(inputs) * size, out_bytes = std::size_t(std::max<std::int64_t>(outputs, 1)) * size;
     const std::int32_t off0 = launch.buffer(x, in_bytes, size, false);
     const std::int32_t off1 = launch.buffer(y, outputs ? out_bytes : 0, size, false);

@@ -21,7 +21,7 @@ void reduce(int device, Reduce op, DType t, std::int64_t outer, std::int64_t n, 
                                                       (op == Reduce::mean ? "mean" : "extreme"));
     const std::string type = suffix(t, launch.ctx(), "reduce");
     check_count(outer * n * inner, launch.ctx(), "reduce");
-    const std::size_t size = element_size(t), out_size = arg ? 8 : size;
+    const std::size_t size = itemsize(t), out_size = arg ? 8 : size;
     const std::int32_t off0 = launch.buffer(src, std::size_t(outer * n * inner) * size, size, false);
     const std::int32_t off1 = launch.buffer(dst, std::size_t(outputs) * out_size, out_size, true);
     launch.param(std::int32_t(outer));

@@ -17,7 +17,7 @@ void run(int device, bool backward, bool log, DType t, std::int64_t outer, std::
     require(launch.ctx(), backward ? backend::Op::softmax_backward : backend::Op::softmax, t, op);
     const std::string type = suffix(t, launch.ctx(), op);
     check_count(total, launch.ctx(), op);
-    const std::size_t size = element_size(t), bytes = std::size_t(total) * size;
+    const std::size_t size = itemsize(t), bytes = std::size_t(total) * size;
     const std::int32_t off0 = launch.buffer(a, bytes, size, false);
     const std::int32_t off1 = backward ? launch.buffer(b, bytes, size, false) : launch.buffer(out, bytes, size, true);
     const std::int32_t off2 = backward ? launch.buffer(out, bytes, size, true) : 0;
