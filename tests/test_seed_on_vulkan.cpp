@@ -146,6 +146,29 @@ TEST_F(SeedOnVulkan, DataLoadersDeliverBatchesOnTheDevice) {
     EXPECT_EQ(i, expected.size());
 }
 
+// An index out of range raises on Vulkan as on the CPU (never a read outside the tensor, nor a
+// silent zero), through every op that takes indices; the device stays usable afterwards.
+TEST_F(SeedOnVulkan, IndicesOutOfRangeRaiseAsOnTheCpu) {
+    fx::seed(6);
+    Tensor x = fx::randn({4, 3});
+    Tensor bad = fx::tensor(std::vector<std::int64_t>{1, 4});
+    Tensor negative = fx::tensor(std::vector<std::int64_t>{-1});
+    for (const fx::Device& d : {fx::Device{}, fx::get_device()}) {
+        SCOPED_TRACE(d.type);
+        Tensor xd = x | d, badd = bad | d;
+        EXPECT_THROW(fx::index_select(xd, 0, badd), fx::ValueError);
+        EXPECT_THROW(fx::index_select(xd, 0, negative | d), fx::ValueError);
+        EXPECT_THROW(fx::gather(xd, badd), fx::ValueError);
+        EXPECT_THROW(fx::onehot(badd, 4), fx::ValueError);
+        fx::Embedding e(4, 3);
+        fx::Embedding ed = e | d;
+        EXPECT_THROW(ed(badd), fx::ValueError);
+        Tensor good = fx::tensor(std::vector<std::int64_t>{3, 0}) | d;
+        expect_near(ed(good) | fx::cpu, e(good | fx::cpu));
+        EXPECT_EQ(fx::onehot(good, 4).to_vector<float>(), (std::vector<float>{0, 0, 0, 1, 1, 0, 0, 0}));
+    }
+}
+
 // LeNet-5 follows the CPU's loss curve on Vulkan: the same initial weights, batches and steps.
 // f32 sums in another order drift apart slowly; measured here: at most 1e-6 relative over 40 steps.
 TEST_F(SeedOnVulkan, LeNet5TrainsWithTheCpusLossCurve) {

@@ -1,13 +1,16 @@
 // layout.cu — kernels that move or convert elements: fill, strided copies, casts, index_select and
 // its gradient index_add.
 #include <cstring>
+#include <string>
 #include <type_traits>
+#include <vector>
 
 #include "cuda/check.hpp"
 #include "cuda/dtype_dispatch.cuh"
 #include "cuda/kernels.hpp"
 #include "cuda/launch.cuh"
 #include "cuda/strided.cuh"
+#include "fluxion/error.hpp"
 
 namespace fluxion::cuda {
 
@@ -67,8 +70,7 @@ __global__ void index_select_kernel(std::int64_t total, std::int64_t n_src, std:
                                     const std::int64_t* idx, std::int64_t n_idx, U* dst) {
     for (std::int64_t i = first_index(); i < total; i += index_step()) {
         const std::int64_t k = i % inner, j = i / inner % n_idx, o = i / inner / n_idx;
-        const std::int64_t row = idx[j];
-        dst[i] = row >= 0 && row < n_src ? src[(o * n_src + row) * inner + k] : U(0);
+        dst[i] = src[(o * n_src + idx[j]) * inner + k];
     }
 }
 
@@ -98,9 +100,20 @@ __global__ void index_add_kernel(std::int64_t total, std::int64_t n_dst, std::in
                                  const std::int64_t* idx, std::int64_t n_idx, T* dst) {
     for (std::int64_t i = first_index(); i < total; i += index_step()) {
         const std::int64_t k = i % inner, j = i / inner % n_idx, o = i / inner / n_idx;
-        const std::int64_t row = idx[j];
-        if (row >= 0 && row < n_dst) atomic_add(&dst[(o * n_dst + row) * inner + k], src[i]);
+        atomic_add(&dst[(o * n_dst + idx[j]) * inner + k], src[i]);
     }
+}
+
+// The indices are read back and checked on the host before a kernel uses them: an index out of
+// range raises fluxion::ValueError as on the CPU, instead of reading or writing outside the tensor.
+void check_indices(int device, const char* op, const std::int64_t* idx, std::int64_t n_idx, std::int64_t bound) {
+    std::vector<std::int64_t> host(static_cast<std::size_t>(n_idx));
+    copy_to_host(device, host.data(), idx, host.size() * sizeof(std::int64_t));
+    for (std::size_t j = 0; j < host.size(); ++j)
+        if (host[j] < 0 || host[j] >= bound)
+            throw ValueError(std::string(op) + " on CUDA:" + std::to_string(device) + ": index " +
+                             std::to_string(host[j]) + " at position " + std::to_string(j) + " is out of range [0, " +
+                             std::to_string(bound) + ")");
 }
 
 }  // namespace
@@ -164,6 +177,7 @@ void index_select(int device, DType t, std::int64_t outer, std::int64_t n_src, s
                   const std::int64_t* idx, std::int64_t n_idx, void* dst) {
     const std::int64_t total = outer * n_idx * inner;
     if (total <= 0) return;
+    check_indices(device, "index_select", idx, n_idx, n_src);
     Context& ctx = activate(device);
     dispatch_bytes(t, [&](auto tag) {
         using U = decltype(tag);
@@ -177,6 +191,7 @@ void index_add(int device, DType t, std::int64_t outer, std::int64_t n_dst, std:
                const std::int64_t* idx, std::int64_t n_idx, void* dst) {
     const std::int64_t total = outer * n_idx * inner;
     if (total <= 0) return;
+    check_indices(device, "index_add", idx, n_idx, n_dst);
     Context& ctx = activate(device);
     dispatch_numeric(t, "index_add", [&](auto tag) {
         using T = decltype(tag);

@@ -68,7 +68,7 @@ Tensor index_select(const Tensor& x, int axis, const Tensor& index) {
     int a = detail::normalize_axis("index_select", axis, x.ndim());
     Tensor idx = detail::dense(cast(index, DType::i64));
     std::int64_t n_src = x.shape()[a];
-    if (dev.is_cpu()) {  // on devices, checking would mean a synchronising copy per call
+    if (dev.is_cpu()) {  // device backends check the indices they are given themselves
         const auto* p = idx.data<std::int64_t>();
         for (std::int64_t i = 0; i < idx.numel(); ++i)
             if (p[i] < 0 || p[i] >= n_src)
@@ -104,7 +104,9 @@ Tensor onehot(const Tensor& labels, std::int64_t classes, DType dtype) {
     if (is_floating(labels.dtype()))
         throw DTypeError(std::string("onehot: labels must be integers, got ") + name(labels.dtype()));
     if (classes < 1) throw ValueError("onehot: the number of classes must be positive, got " + std::to_string(classes));
-    if (labels.device().is_cpu() && labels.numel() > 0) {
+    // Checked on every device (a copy to the host on a GPU): an out-of-range label would
+    // otherwise give a row of zeros there, silently, instead of raising as on the CPU.
+    if (labels.numel() > 0) {
         auto v = labels.to_vector<std::int64_t>();
         for (auto l : v)
             if (l < 0 || l >= classes)
