@@ -25,13 +25,16 @@ namespace {
 constexpr const char* kPython = "/usr/bin/python3";
 
 bool torch_importable() {
-    static const bool ok = std::system((std::string(kPython) + " -c 'import torch' >/dev/null 2>&1").c_str()) == 0;
+    static const bool ok =
+        std::system((std::string(kPython) + " -c 'import torch' >/dev/null 2>&1").c_str()) == 0;
     return ok;
 }
 
 // A weight per output element, so that no gradient cancels by symmetry.
 Tensor weights_like(const Tensor& y, double phase = 0.2) {
-    Tensor w = fx::sin(fx::arange(0, double(y.numel()), 1, {.dtype = y.dtype(), .device = y.device()}) * 0.7 + phase);
+    Tensor w = fx::sin(
+        fx::arange(0, double(y.numel()), 1, {.dtype = y.dtype(), .device = y.device()}) * 0.7 +
+        phase);
     return w.reshape(y.shape());
 }
 
@@ -39,7 +42,8 @@ template <class M> M f64(const M& m) {
     return fx::fmap([](const Tensor& t) { return t.to(fx::DType::f64); }, m);
 }
 
-void expect_close(const Tensor& actual, const Tensor& expected, const std::string& what, double tol = 1e-9) {
+void expect_close(const Tensor& actual, const Tensor& expected, const std::string& what,
+                  double tol = 1e-9) {
     ASSERT_TRUE(actual.defined()) << what;
     ASSERT_EQ(actual.shape(), expected.shape()) << what;
     auto a = actual.to_vector<double>(), e = expected.to_vector<double>();
@@ -47,19 +51,24 @@ void expect_close(const Tensor& actual, const Tensor& expected, const std::strin
         ASSERT_NEAR(a[i], e[i], tol * (1 + std::abs(e[i]))) << what << ", element " << i;
 }
 
-// Whatever a recurrent layer or cell returns, as one shape: outputs (sequence layers), h and c (LSTMs).
-template <class M> fx::LSTMOutput run(const M& m, const Tensor& x, const Tensor& h0, const Tensor& c0) {
-    if constexpr (std::is_same_v<M, fx::LSTM>) return m(x, {h0, c0});
+// Whatever a recurrent layer or cell returns, as one shape: outputs (sequence layers), h, and c
+// (LSTMs).
+template <class M>
+fx::LSTMOutput run(const M& m, const Tensor& x, const Tensor& h0, const Tensor& c0) {
+    if constexpr (std::is_same_v<M, fx::LSTM>)
+        return m(x, {h0, c0});
     else if constexpr (std::is_same_v<M, fx::LSTMCell>) {
         auto [h, c] = m(x, {h0, c0});
         return {{}, h, c};
     } else if constexpr (std::is_same_v<M, fx::RNN> || std::is_same_v<M, fx::GRU>) {
         auto [y, h] = m(x, h0);
         return {y, h, {}};
-    } else return {{}, m(x, h0), {}};
+    } else
+        return {{}, m(x, h0), {}};
 }
 
-template <class M> constexpr bool is_lstm = std::is_same_v<M, fx::LSTM> || std::is_same_v<M, fx::LSTMCell>;
+template <class M> constexpr bool is_lstm =
+    std::is_same_v<M, fx::LSTM> || std::is_same_v<M, fx::LSTMCell>;
 
 // sum(y r) + sum(h rh) (+ sum(c rc)): every output and state reaches the gradient.
 Tensor loss_of(const fx::LSTMOutput& o) {
@@ -83,8 +92,10 @@ template <class M> void compare_with_torch(const char* kind, const M& model, con
                               !std::is_same_v<M, fx::GRUCell>;
     const std::int64_t stacked = c.layers * (c.bidirectional ? 2 : 1);
     const auto f64_options = fx::TensorOptions{.dtype = fx::DType::f64};
-    Tensor x = sequence ? fx::randn({c.batch, c.steps, c.in}, f64_options) : fx::randn({c.batch, c.in}, f64_options);
-    const fx::Shape state_shape = sequence ? fx::Shape{stacked, c.batch, c.hidden} : fx::Shape{c.batch, c.hidden};
+    Tensor x = sequence ? fx::randn({c.batch, c.steps, c.in}, f64_options)
+                        : fx::randn({c.batch, c.in}, f64_options);
+    const fx::Shape state_shape =
+        sequence ? fx::Shape{stacked, c.batch, c.hidden} : fx::Shape{c.batch, c.hidden};
     Tensor h0, c0;
     if (c.initial) {
         h0 = fx::randn(state_shape, f64_options);
@@ -98,12 +109,14 @@ template <class M> void compare_with_torch(const char* kind, const M& model, con
     if (c0.defined()) inputs["c0"] = c0;
     fx::save(dir / "model.safetensors", model);
     fx::save_state(dir / "in.safetensors", inputs);
-    const auto script = std::filesystem::path(FLUXION_SOURCE_DIR) / "tests" / "reference" / "torch_recurrent.py";
-    const std::string command = std::string(kPython) + " '" + script.string() + "' " + kind + " '" +
-                                (dir / "model.safetensors").string() + "' '" + (dir / "in.safetensors").string() +
-                                "' '" + (dir / "out.safetensors").string() + "' " + std::to_string(c.in) + " " +
-                                std::to_string(c.hidden) + " " + std::to_string(c.layers) +
-                                (c.bidirectional ? " 1" : " 0") + (c.bias ? " 1 " : " 0 ") + c.nonlinearity;
+    const auto script =
+        std::filesystem::path(FLUXION_SOURCE_DIR) / "tests" / "reference" / "torch_recurrent.py";
+    const std::string command =
+        std::string(kPython) + " '" + script.string() + "' " + kind + " '" +
+        (dir / "model.safetensors").string() + "' '" + (dir / "in.safetensors").string() + "' '" +
+        (dir / "out.safetensors").string() + "' " + std::to_string(c.in) + " " +
+        std::to_string(c.hidden) + " " + std::to_string(c.layers) +
+        (c.bidirectional ? " 1" : " 0") + (c.bias ? " 1 " : " 0 ") + c.nonlinearity;
     ASSERT_EQ(std::system(command.c_str()), 0) << command;
     const auto ref = fx::load_state(dir / "out.safetensors");
     if (y.output.defined()) expect_close(y.output, ref.at("y"), "output");
@@ -122,19 +135,21 @@ template <class M> void compare_with_torch(const char* kind, const M& model, con
         EXPECT_GE(compared, 2);
     };
     if (!c.initial) {
-        auto [gm, gx] =
-            fx::gradient([&](const M& m, const Tensor& a) { return loss_of(run(m, a, {}, {})); }, model, x);
+        auto [gm, gx] = fx::gradient(
+            [&](const M& m, const Tensor& a) { return loss_of(run(m, a, {}, {})); }, model, x);
         expect_grads(gm, gx);
     } else if constexpr (is_lstm<M>) {
-        auto [gm, gx, gh, gc] = fx::gradient(
-            [&](const M& m, const Tensor& a, const Tensor& h, const Tensor& cc) { return loss_of(run(m, a, h, cc)); },
-            model, x, h0, c0);
+        auto [gm, gx, gh, gc] =
+            fx::gradient([&](const M& m, const Tensor& a, const Tensor& h,
+                             const Tensor& cc) { return loss_of(run(m, a, h, cc)); },
+                         model, x, h0, c0);
         expect_grads(gm, gx);
         expect_close(gh, ref.at("grad.h0"), "gradient of h0");
         expect_close(gc, ref.at("grad.c0"), "gradient of c0");
     } else {
         auto [gm, gx, gh] = fx::gradient(
-            [&](const M& m, const Tensor& a, const Tensor& h) { return loss_of(run(m, a, h, {})); }, model, x, h0);
+            [&](const M& m, const Tensor& a, const Tensor& h) { return loss_of(run(m, a, h, {})); },
+            model, x, h0);
         expect_grads(gm, gx);
         expect_close(gh, ref.at("grad.h0"), "gradient of h0");
     }
@@ -144,20 +159,23 @@ template <class M> void compare_with_torch(const char* kind, const M& model, con
     fx::load(dir / "torch_model.safetensors", loaded);
     fx::LSTMOutput z = run(loaded, x, h0, c0);
     expect_close(z.h, ref.at("torch.h"), "final h with PyTorch's weights");
-    if (z.output.defined()) expect_close(z.output, ref.at("torch.y"), "output with PyTorch's weights");
+    if (z.output.defined())
+        expect_close(z.output, ref.at("torch.y"), "output with PyTorch's weights");
 }
 
 class RecurrentVsPyTorch : public ::testing::Test {
 protected:
     void SetUp() override {
-        if (!torch_importable()) GTEST_SKIP() << kPython << " cannot import torch (Debian's python3-torch)";
+        if (!torch_importable())
+            GTEST_SKIP() << kPython << " cannot import torch (Debian's python3-torch)";
         fx::seed(11);
     }
 };
 
 TEST_F(RecurrentVsPyTorch, LSTMTwoLayersBidirectionalWithInitialState) {
     Case c{.layers = 2, .bidirectional = true};
-    compare_with_torch("lstm", f64(fx::LSTM(c.in, c.hidden, {.layers = 2, .bidirectional = true})), c);
+    compare_with_torch("lstm", f64(fx::LSTM(c.in, c.hidden, {.layers = 2, .bidirectional = true})),
+                       c);
 }
 
 TEST_F(RecurrentVsPyTorch, LSTMWithoutBiasFromZeroState) {
@@ -167,7 +185,8 @@ TEST_F(RecurrentVsPyTorch, LSTMWithoutBiasFromZeroState) {
 
 TEST_F(RecurrentVsPyTorch, GRUTwoLayersBidirectionalWithInitialState) {
     Case c{.layers = 2, .bidirectional = true};
-    compare_with_torch("gru", f64(fx::GRU(c.in, c.hidden, {.layers = 2, .bidirectional = true})), c);
+    compare_with_torch("gru", f64(fx::GRU(c.in, c.hidden, {.layers = 2, .bidirectional = true})),
+                       c);
 }
 
 TEST_F(RecurrentVsPyTorch, GRUFromZeroState) {
@@ -177,12 +196,14 @@ TEST_F(RecurrentVsPyTorch, GRUFromZeroState) {
 
 TEST_F(RecurrentVsPyTorch, RNNReluTwoLayers) {
     Case c{.layers = 2, .nonlinearity = "relu"};
-    compare_with_torch("rnn", f64(fx::RNN(c.in, c.hidden, {.layers = 2, .nonlinearity = fx::relu})), c);
+    compare_with_torch("rnn", f64(fx::RNN(c.in, c.hidden, {.layers = 2, .nonlinearity = fx::relu})),
+                       c);
 }
 
 TEST_F(RecurrentVsPyTorch, RNNTanhBidirectionalWithoutBias) {
     Case c{.bidirectional = true, .bias = false, .initial = false};
-    compare_with_torch("rnn", f64(fx::RNN(c.in, c.hidden, {.bias = false, .bidirectional = true})), c);
+    compare_with_torch("rnn", f64(fx::RNN(c.in, c.hidden, {.bias = false, .bidirectional = true})),
+                       c);
 }
 
 TEST_F(RecurrentVsPyTorch, Cells) {
@@ -190,7 +211,8 @@ TEST_F(RecurrentVsPyTorch, Cells) {
     compare_with_torch("lstmcell", f64(fx::LSTMCell(c.in, c.hidden)), c);
     compare_with_torch("grucell", f64(fx::GRUCell(c.in, c.hidden)), c);
     Case relu{.nonlinearity = "relu"};
-    compare_with_torch("rnncell", f64(fx::RNNCell(c.in, c.hidden, {.nonlinearity = fx::relu})), relu);
+    compare_with_torch("rnncell", f64(fx::RNNCell(c.in, c.hidden, {.nonlinearity = fx::relu})),
+                       relu);
     Case zero{.initial = false};
     compare_with_torch("lstmcell", f64(fx::LSTMCell(c.in, c.hidden)), zero);
 }
@@ -200,7 +222,9 @@ TEST(Recurrent, GradientsMatchFiniteDifferences) {
     Tensor x = fx::randn({2, 3, 2});
     Tensor h0 = fx::randn({2, 2, 3}), c0 = fx::randn({2, 2, 3});
     EXPECT_TRUE(fx::testing::gradcheck(
-        [](const fx::LSTM& m, const Tensor& a, const Tensor& h, const Tensor& c) { return loss_of(m(a, {h, c})); },
+        [](const fx::LSTM& m, const Tensor& a, const Tensor& h, const Tensor& c) {
+            return loss_of(m(a, {h, c}));
+        },
         fx::LSTM(2, 3, {.bidirectional = true}), x, h0, c0));
     EXPECT_TRUE(fx::testing::gradcheck(
         [](const fx::GRU& m, const Tensor& a, const Tensor& h) {
@@ -313,9 +337,13 @@ TEST(Recurrent, PrintsLikeALayer) {
     std::ostringstream a, b, c, d;
     a << fx::LSTM(28, 128);
     EXPECT_NE(a.str().find("LSTM(28 => 128)"), std::string::npos) << a.str();
-    EXPECT_NE(a.str().find("80_896 parameters"), std::string::npos) << a.str();  // 4·128·(28 + 128 + 2)
-    b << fx::RNN(3, 4, {.layers = 2, .bias = false, .bidirectional = true, .nonlinearity = fx::relu});
-    EXPECT_NE(b.str().find("RNN(3 => 4, relu, layers = 2, bidirectional; bias=false)"), std::string::npos) << b.str();
+    EXPECT_NE(a.str().find("80_896 parameters"), std::string::npos)
+        << a.str();  // 4·128·(28 + 128 + 2)
+    b << fx::RNN(3, 4,
+                 {.layers = 2, .bias = false, .bidirectional = true, .nonlinearity = fx::relu});
+    EXPECT_NE(b.str().find("RNN(3 => 4, relu, layers = 2, bidirectional; bias=false)"),
+              std::string::npos)
+        << b.str();
     c << fx::GRUCell(3, 4);
     EXPECT_NE(c.str().find("GRUCell(3 => 4)"), std::string::npos) << c.str();
     EXPECT_NE(c.str().find("108 parameters"), std::string::npos) << c.str();  // 3·4·(3 + 4 + 2)
@@ -341,11 +369,14 @@ TEST(Recurrent, EveryOtherDeviceMatchesTheCpu) {
         auto sc = fx::state(gl), sd = fx::state(dl);
         ASSERT_EQ(sc.size(), sd.size());
         for (std::size_t i = 0; i < sc.size(); ++i)
-            expect_close(sd[i].second, sc[i].second, dev.str() + ": gradient of " + sc[i].first, 1e-4);
+            expect_close(sd[i].second, sc[i].second, dev.str() + ": gradient of " + sc[i].first,
+                         1e-4);
         auto sg = fx::state(gg), sgd = fx::state(dg);
         for (std::size_t i = 0; i < sg.size(); ++i)
-            expect_close(sgd[i].second, sg[i].second, dev.str() + ": GRU gradient of " + sg[i].first, 1e-4);
-        expect_close(loss(lstm | dev, gru | dev, x | dev), loss(lstm, gru, x), dev.str() + ": loss", 1e-5);
+            expect_close(sgd[i].second, sg[i].second,
+                         dev.str() + ": GRU gradient of " + sg[i].first, 1e-4);
+        expect_close(loss(lstm | dev, gru | dev, x | dev), loss(lstm, gru, x), dev.str() + ": loss",
+                     1e-5);
     }
 }
 

@@ -76,17 +76,24 @@ std::optional<Options> parse(int argc, char** argv) {
             o.eager = true;
             continue;
         }
-        static const std::string kFlags[] = {"--epochs", "--batchsize", "--hidden", "--device", "--limit", "--out"};
+        static const std::string kFlags[] = {"--epochs", "--batchsize", "--hidden",
+                                             "--device", "--limit",     "--out"};
         if (std::find(std::begin(kFlags), std::end(kFlags), flag) == std::end(kFlags))
             throw std::invalid_argument("unknown option: " + flag);
         if (i + 1 >= argc) throw std::invalid_argument(flag + " needs a value");
         const std::string value = argv[++i];
-        if (flag == "--epochs") o.epochs = static_cast<int>(positive(flag, value));
-        else if (flag == "--batchsize") o.batchsize = positive(flag, value);
-        else if (flag == "--hidden") o.hidden = positive(flag, value);
-        else if (flag == "--device") o.device = value;
-        else if (flag == "--limit") o.limit = positive(flag, value);
-        else o.out = value;
+        if (flag == "--epochs")
+            o.epochs = static_cast<int>(positive(flag, value));
+        else if (flag == "--batchsize")
+            o.batchsize = positive(flag, value);
+        else if (flag == "--hidden")
+            o.hidden = positive(flag, value);
+        else if (flag == "--device")
+            o.device = value;
+        else if (flag == "--limit")
+            o.limit = positive(flag, value);
+        else
+            o.out = value;
     }
     return o;
 }
@@ -117,7 +124,8 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 template <class Data> double accuracy(const RowReader& model, const fx::DataLoader<Data>& test) {
     fx::NoGrad no_grad;
     std::int64_t correct = 0;
-    for (auto [x, y] : test) correct += fx::sum(fx::argmax(model(x), 1) == y).template item<std::int64_t>();
+    for (auto [x, y] : test)
+        correct += fx::sum(fx::argmax(model(x), 1) == y).template item<std::int64_t>();
     return double(correct) / double(test.nobs());
 }
 
@@ -129,14 +137,16 @@ int run(const Options& o, const fx::Device& dev) {
         Xtr = Xtr.slice(0, 0, *o.limit);
         Ytr = Ytr.slice(0, 0, *o.limit);
     }
-    const double mean = fx::mean(Xtr).item(), sd = std::sqrt(fx::mean(fx::square(Xtr - mean)).item());
+    const double mean = fx::mean(Xtr).item(),
+                 sd = std::sqrt(fx::mean(fx::square(Xtr - mean)).item());
     Xtr = (Xtr - mean) / sd;
     Xte = (Xte - mean) / sd;
     std::printf("data: %lld training and %lld test images, read as %lld steps of %lld features\n",
                 static_cast<long long>(Xtr.shape(0)), static_cast<long long>(Xte.shape(0)),
                 static_cast<long long>(kRows), static_cast<long long>(kColumns));
 
-    fx::DataLoader train_loader({Xtr, Ytr}, {.batchsize = o.batchsize, .shuffle = true, .seed = kSeed});
+    fx::DataLoader train_loader({Xtr, Ytr},
+                                {.batchsize = o.batchsize, .shuffle = true, .seed = kSeed});
     fx::DataLoader test_loader(std::tuple{Xte, Yte} | dev, {.batchsize = 1000});
 
     RowReader model = RowReader(o.hidden) | dev;
@@ -148,12 +158,16 @@ int run(const Options& o, const fx::Device& dev) {
     auto compiled = fx::compile(lossfn, model, opt, {.fall_back = true});
     auto train_step = [&](const fx::Tensor& x, const fx::Tensor& y) -> double {
         if (!o.eager) return compiled(x, y);
-        auto [loss, grads] = fx::withgradient([&](const RowReader& m) { return lossfn(m, x, y); }, model);
+        auto [loss, grads] =
+            fx::withgradient([&](const RowReader& m) { return lossfn(m, x, y); }, model);
         fx::update(opt, model, grads);
         return loss.item();
     };
 
-    fx::Progress progress({.epochs = o.epochs, .steps = train_loader.size(), .unit = "images", .terminal_only = true});
+    fx::Progress progress({.epochs = o.epochs,
+                           .steps = train_loader.size(),
+                           .unit = "images",
+                           .terminal_only = true});
     double final_accuracy = 0, total = 0;
     for (int epoch = 1; epoch <= o.epochs; ++epoch) {
         const auto start = std::chrono::steady_clock::now();
@@ -169,9 +183,11 @@ int run(const Options& o, const fx::Device& dev) {
         final_accuracy = accuracy(model, test_loader);
         const double seconds = seconds_since(start);
         total += seconds;
-        std::printf("epoch %d/%d  train loss %.4f  test accuracy %.2f%%  %.1f s (training %.1f s, %.0f images/s)\n",
-                    epoch, o.epochs, loss_sum / double(steps), 100 * final_accuracy, seconds, train_seconds,
-                    double(Xtr.shape(0)) / train_seconds);
+        std::printf(
+            "epoch %d/%d  train loss %.4f  test accuracy %.2f%%  %.1f s (training %.1f s, %.0f "
+            "images/s)\n",
+            epoch, o.epochs, loss_sum / double(steps), 100 * final_accuracy, seconds, train_seconds,
+            double(Xtr.shape(0)) / train_seconds);
         std::fflush(stdout);
     }
 
@@ -179,7 +195,8 @@ int run(const Options& o, const fx::Device& dev) {
     std::cout << "saved " << (o.out / "sequence_lstm.safetensors").string() << "\n";
     std::printf("final test accuracy %.2f%% after %d epoch%s in %.1f s: %s the %.0f%% target\n",
                 100 * final_accuracy, o.epochs, o.epochs == 1 ? "" : "s", total,
-                final_accuracy >= kTargetAccuracy ? "reached" : "did NOT reach", 100 * kTargetAccuracy);
+                final_accuracy >= kTargetAccuracy ? "reached" : "did NOT reach",
+                100 * kTargetAccuracy);
     return 0;
 }
 
@@ -199,7 +216,8 @@ int main(int argc, char** argv) {
     }
     try {
         fx::seed(kSeed);  // weights; the loader's order comes from its own seed
-        const fx::Device dev = options->device ? fx::get_device(*options->device) : fx::get_device({.verbose = true});
+        const fx::Device dev =
+            options->device ? fx::get_device(*options->device) : fx::get_device({.verbose = true});
         std::cout << "device: " << dev.str() << "\n";
         return run(*options, dev);
     } catch (const std::exception& e) {  // fx::Error names the operation itself

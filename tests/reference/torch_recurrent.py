@@ -1,6 +1,6 @@
-"""PyTorch's side of tests/test_layers_recurrent.cpp: loads fluxion's weights (safetensors, PyTorch's
-names) into nn.RNN, nn.LSTM, nn.GRU (batch_first, f64) or their cells, runs the inputs fluxion wrote
-and writes the outputs and the gradients of sum(y * r) + sum(h * rh) (+ sum(c * rc) for the LSTM).
+"""PyTorch's side of tests/test_layers_recurrent.cpp: loads fluxion's weights (safetensors,
+PyTorch's names) into nn.RNN, nn.LSTM, nn.GRU (batch_first, f64) or their cells, runs the inputs
+fluxion wrote and writes the outputs and the gradients of sum(y * r) + sum(h * rh) (+ sum(c * rc) for the LSTM).
 
 usage: torch_recurrent.py KIND MODEL INPUTS OUT INPUT HIDDEN LAYERS BIDIRECTIONAL BIAS NONLINEARITY
 KIND is rnn, lstm, gru, rnncell, lstmcell or grucell. INPUTS holds x, r, rh (and rc for the LSTM),
@@ -16,8 +16,8 @@ from safetensors_torch import read, write  # noqa: E402
 
 def build(kind, size, hidden, layers, bidirectional, bias, nonlinearity):
     if kind == "rnn":
-        return torch.nn.RNN(size, hidden, layers, nonlinearity=nonlinearity, bias=bias, batch_first=True,
-                            bidirectional=bidirectional)
+        return torch.nn.RNN(size, hidden, layers, nonlinearity=nonlinearity, bias=bias,
+                            batch_first=True, bidirectional=bidirectional)
     if kind in ("lstm", "gru"):
         cls = torch.nn.LSTM if kind == "lstm" else torch.nn.GRU
         return cls(size, hidden, layers, bias=bias, batch_first=True, bidirectional=bidirectional)
@@ -77,7 +77,8 @@ def main():
     out["torch.h"] = h
     if y is not None:
         out["torch.y"] = y
-    write(os.path.join(os.path.dirname(out_path), "torch_model.safetensors"), dict(fresh.state_dict()))
+    torch_model = os.path.join(os.path.dirname(out_path), "torch_model.safetensors")
+    write(torch_model, dict(fresh.state_dict()))
     write(out_path, out)
 
 

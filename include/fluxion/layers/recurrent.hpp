@@ -2,12 +2,12 @@
 // orders (nn.RNNCell, nn.LSTMCell, nn.GRUCell; nn.RNN, nn.LSTM, nn.GRU with batch_first=True), so
 // that weights move both ways through safetensors.
 //
-//   fx::LSTMCell cell(28, 128);               // weight_ih {512, 28}, weight_hh {512, 128}, biases {512}
-//   auto [h, c] = cell(x);                    // x {N, 28} -> h, c {N, 128}; cell(x, {h, c}) goes on
-//   fx::LSTM lstm(28, 128, {.layers = 2});    // weight_ih_l0, weight_hh_l0, bias_ih_l0, ..., bias_hh_l1
-//   auto [y, hn, cn] = lstm(x);               // x {N, T, 28} -> y {N, T, 128}; hn, cn {2, N, 128}
+//   fx::LSTMCell cell(28, 128);             // weight_ih {512, 28}, weight_hh {512, 128}, biases
+//   auto [h, c] = cell(x);                  // x {N, 28} -> h, c {N, 128}; cell(x, {h, c}) goes on
+//   fx::LSTM lstm(28, 128, {.layers = 2});  // weight_ih_l0, weight_hh_l0, ..., bias_hh_l1
+//   auto [y, hn, cn] = lstm(x);             // x {N, T, 28} -> y {N, T, 128}; hn, cn {2, N, 128}
 //   fx::GRU gru(28, 64, {.bidirectional = true});
-//   auto [z, h] = gru(x, h0);                 // z {N, T, 128}: forward and reverse outputs side by side
+//   auto [z, h] = gru(x, h0);               // z {N, T, 128}: both directions' outputs side by side
 //
 // Gates are stacked along the rows of the weights in PyTorch's order: i, f, g, o for the LSTM and
 // r, z, n for the GRU. Final states are {layers · directions, N, hidden} in PyTorch's order (layer
@@ -27,7 +27,7 @@
 namespace fluxion {
 
 struct RecurrentCellOptions {
-    bool bias = true;               // bias_ih and bias_hh
+    bool bias = true;                // bias_ih and bias_hh
     Activation nonlinearity = tanh;  // RNNCell only: tanh or relu, as PyTorch's
 };
 
@@ -105,7 +105,8 @@ namespace detail {
 // bias_ih, bias_hh), and the loop over time. Not used on its own.
 class RecurrentLayers {
 public:
-    std::vector<Tensor> parameters;  // in PyTorch's order, as `names`; biases undefined without bias
+    std::vector<Tensor>
+        parameters;  // in PyTorch's order, as `names`; biases undefined without bias
     std::vector<std::string> names;  // "weight_ih_l0", ..., "bias_hh_l1_reverse"
 
     std::int64_t input_size() const { return input_; }
@@ -113,14 +114,23 @@ public:
     std::int64_t layers() const { return layers_; }
     bool bidirectional() const { return directions_ == 2; }
     // The weight or bias by layer and direction, e.g. weight_ih(0) is PyTorch's weight_ih_l0.
-    const Tensor& weight_ih(std::int64_t layer, bool reverse = false) const { return at(layer, reverse, 0); }
-    const Tensor& weight_hh(std::int64_t layer, bool reverse = false) const { return at(layer, reverse, 1); }
-    const Tensor& bias_ih(std::int64_t layer, bool reverse = false) const { return at(layer, reverse, 2); }
-    const Tensor& bias_hh(std::int64_t layer, bool reverse = false) const { return at(layer, reverse, 3); }
+    const Tensor& weight_ih(std::int64_t layer, bool reverse = false) const {
+        return at(layer, reverse, 0);
+    }
+    const Tensor& weight_hh(std::int64_t layer, bool reverse = false) const {
+        return at(layer, reverse, 1);
+    }
+    const Tensor& bias_ih(std::int64_t layer, bool reverse = false) const {
+        return at(layer, reverse, 2);
+    }
+    const Tensor& bias_hh(std::int64_t layer, bool reverse = false) const {
+        return at(layer, reverse, 3);
+    }
 
 protected:
     enum class Kind { rnn, lstm, gru };
-    RecurrentLayers(Kind kind, std::int64_t in, std::int64_t hidden, const RecurrentOptions& options);
+    RecurrentLayers(Kind kind, std::int64_t in, std::int64_t hidden,
+                    const RecurrentOptions& options);
     std::string describe_as(const char* name) const;
     // Runs every layer and direction over x {N, T, F} (or {T, F}); c0 and the returned c only for
     // the LSTM. The loop computes the input projection of all steps with one matmul per layer.
@@ -139,7 +149,7 @@ private:
 class RNN : public detail::RecurrentLayers {
 public:
     RNN(std::int64_t in, std::int64_t hidden, const RecurrentOptions& options = {});
-    // x {N, T, in} (batch first) or {T, in}; h0 {layers · directions, N, hidden}, zeros if undefined.
+    // x {N, T, in} (batch first) or {T, in}; h0 {layers · directions, N, hidden}, else zeros.
     RecurrentOutput operator()(const Tensor& x, const Tensor& h0 = {}) const;
     std::string describe() const;  // "RNN(28 => 64, relu, layers = 2, bidirectional)"
 };
@@ -159,12 +169,13 @@ public:
 };
 
 // RNN, LSTM and GRU walk their parameters under PyTorch's flat names ("weight_ih_l0", not
-// "parameters.0"), so that save, load, fmap, gpu and the optimisers see what PyTorch's state_dict holds.
+// "parameters.0"), so that save, load, fmap, gpu and the optimisers see PyTorch's state_dict.
 template <class T>
 struct functor<T, std::enable_if_t<std::is_base_of_v<detail::RecurrentLayers, T>>> {
     static constexpr bool declared = true;
     template <class X, class F> static void visit(X& x, F&& f) {
-        for (std::size_t i = 0; i < x.parameters.size(); ++i) f(x.names[i].c_str(), x.parameters[i]);
+        for (std::size_t i = 0; i < x.parameters.size(); ++i)
+            f(x.names[i].c_str(), x.parameters[i]);
     }
 };
 
