@@ -351,6 +351,31 @@ TEST(Recurrent, PrintsLikeALayer) {
     EXPECT_NE(d.str().find("RNNCell(3 => 4; bias=false)"), std::string::npos) << d.str();
 }
 
+// fx::compile traces the time loop once and replays it: the same parameters as eager steps.
+TEST(Recurrent, CompiledStepsMatchEagerSteps) {
+    fx::seed(16);
+    fx::GRU compiled_model(3, 4, {.layers = 2, .bidirectional = true});
+    auto eager_model = fx::fmap([](const Tensor& t) { return t.clone(); }, compiled_model);
+    auto lossfn = [](const fx::GRU& m, const Tensor& x, const Tensor& y) {
+        return fx::mean(fx::square(m(x).output - y));
+    };
+    auto compiled_opt = fx::setup(fx::Adam{.eta = 1e-2}, compiled_model);
+    auto eager_opt = fx::setup(fx::Adam{.eta = 1e-2}, eager_model);
+    auto step = fx::compile(lossfn, compiled_model, compiled_opt);  // no fall_back: must replay
+    Tensor x = fx::randn({2, 5, 3}), y = fx::randn({2, 5, 8});
+    for (int i = 0; i < 3; ++i) {
+        const float loss = step(x, y);
+        auto [l, grads] = fx::withgradient(
+            [&](const fx::GRU& m) { return lossfn(m, x, y); }, eager_model);
+        fx::update(eager_opt, eager_model, grads);
+        EXPECT_NEAR(loss, l.item(), 1e-5) << "step " << i;
+    }
+    EXPECT_GT(step.stats(x, y).kernels, 0u);
+    auto a = fx::state(compiled_model), b = fx::state(eager_model);
+    for (std::size_t i = 0; i < a.size(); ++i)
+        expect_close(a[i].second, b[i].second, "after 3 steps: " + a[i].first, 1e-5);
+}
+
 TEST(Recurrent, EveryOtherDeviceMatchesTheCpu) {
     for (const auto& dev : fx::testing::other_devices(fx::DType::f32)) {
         fx::seed(15);
