@@ -214,8 +214,8 @@ TEST(Examples, SequenceLstmTrainsSavesAndBeatsChance) {
     TempDir out;
     // One thread: the steps' matrices are tiny, and on a shared machine two threads spend most of
     // their time waiting on each other (2.7 s against 26 s here, under a load of 7 on 2 cores).
-    setenv("FLUXION_NUM_THREADS", "1", 1);
-    const Result r = run("sequence_lstm", "--epochs 2 --limit 2000 --hidden 32 --out '" + out.path().string() + "'");
+    const Result r = run("sequence_lstm", "--epochs 2 --limit 2000 --hidden 32 --out '" + out.path().string() + "'",
+                         "FLUXION_NUM_THREADS=1");
     ASSERT_EQ(r.status, 0) << r.output;
     EXPECT_NE(r.output.find("LSTM(28 => 32)"), std::string::npos) << r.output;
     const double accuracy = number_after(r.output, R"(final test accuracy ([0-9.]+)%)");
