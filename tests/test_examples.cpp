@@ -199,4 +199,34 @@ TEST(Examples, FashionMnistOnVulkanMatchesTheCpu) {
     EXPECT_NEAR(acc_vulkan, acc_cpu, 0.5) << vulkan.output;  // one image of 500 is 0.2 points
 }
 
+TEST(Examples, SequenceLstmHelpAndBadOptions) {
+    const Result help = run("sequence_lstm", "--help");
+    EXPECT_EQ(help.status, 0) << help.output;
+    EXPECT_NE(help.output.find("--hidden N"), std::string::npos) << help.output;
+    const Result bad = run("sequence_lstm", "--hidden 0");
+    EXPECT_EQ(bad.status, 2) << bad.output;
+    EXPECT_NE(bad.output.find("--hidden expects a positive whole number, got '0'"), std::string::npos) << bad.output;
+}
+
+TEST(Examples, SequenceLstmTrainsSavesAndBeatsChance) {
+    if (!fashion_mnist_installed())
+        GTEST_SKIP() << "Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist, or set FLUXION_DATA)";
+    TempDir out;
+    // One thread: the steps' matrices are tiny, and on a shared machine two threads spend most of
+    // their time waiting on each other (2.7 s against 26 s here, under a load of 7 on 2 cores).
+    const Result r = run("sequence_lstm", "--epochs 2 --limit 2000 --hidden 32 --out '" + out.path().string() + "'",
+                         "FLUXION_NUM_THREADS=1");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_NE(r.output.find("LSTM(28 => 32)"), std::string::npos) << r.output;
+    const double accuracy = number_after(r.output, R"(final test accuracy ([0-9.]+)%)");
+    EXPECT_GT(accuracy, 30) << "chance is 10%\n" << r.output;
+    // The LSTM's tensors under PyTorch's nn.LSTM names, so that PyTorch can load them.
+    const auto saved = fx::load_state(out.path() / "sequence_lstm.safetensors");
+    EXPECT_EQ(saved.size(), 6u);
+    ASSERT_TRUE(saved.count("lstm.weight_ih_l0")) << "names: lstm.weight_ih_l0, ..., head.bias";
+    EXPECT_EQ(saved.at("lstm.weight_ih_l0").shape(), (fx::Shape{128, 28}));
+    EXPECT_EQ(saved.at("lstm.weight_hh_l0").shape(), (fx::Shape{128, 32}));
+    EXPECT_EQ(saved.at("head.weight").shape(), (fx::Shape{10, 32}));
+}
+
 }  // namespace

@@ -20,4 +20,5 @@
 #include "fluxion/layers/mode.hpp"
 #include "fluxion/layers/normalise.hpp"
 #include "fluxion/layers/pooling.hpp"
+#include "fluxion/layers/recurrent.hpp"
 #include "fluxion/layers/show.hpp"

@@ -1,0 +1,323 @@
+// recurrent.cpp — the recurrent cells and layers composed from differentiable ops (linear, sigmoid,
+// tanh, slice, stack), so autodiff and every backend come with them. The sequence layers project
+// the inputs of all steps with one matmul per layer and direction; each step then adds one matmul
+// with the transposed recurrent weight (a view, not a copy) and the gate arithmetic.
+#include "fluxion/layers/recurrent.hpp"
+
+#include <cmath>
+#include <utility>
+
+#include "core/layers/context.hpp"  // sample_or_batch
+#include "fluxion/ops.hpp"
+
+namespace fluxion {
+namespace {
+
+enum class Gates { rnn = 1, gru = 3, lstm = 4 };
+
+// U(-1/√hidden, 1/√hidden), PyTorch's initialisation of every recurrent weight and bias.
+Tensor uniform_init(const Shape& shape, std::int64_t hidden) {
+    const double k = 1.0 / std::sqrt(double(hidden));
+    return (rand(shape) * 2.0 - 1.0) * k;
+}
+
+void check_sizes(const char* name, std::int64_t in, std::int64_t hidden) {
+    if (in < 1 || hidden < 1)
+        throw ValueError(std::string(name) + "(" + std::to_string(in) + " => " +
+                         std::to_string(hidden) + "): the input and hidden sizes must be positive");
+}
+
+std::string sizes(const char* name, const Tensor& w_ih, const Tensor& w_hh) {
+    return std::string(name) + "(" + std::to_string(w_ih.shape(1)) + " => " +
+           std::to_string(w_hh.shape(1));
+}
+
+Tensor gate(const Tensor& g, std::int64_t k, std::int64_t hidden) {
+    return g.slice(-1, k * hidden, (k + 1) * hidden);
+}
+
+// One step of one cell. `xp` is the input projection x W_ihᵀ + b_ih of this step; c only for the
+// LSTM.
+struct Step {
+    Gates kind;
+    const Tensor &w_hh, &b_hh;
+    const Activation& nonlinearity;
+
+    LSTMState operator()(const Tensor& xp, const Tensor& h, const Tensor& c) const {
+        const std::int64_t hidden = w_hh.shape(1);
+        Tensor hp = linear(h, w_hh, b_hh);
+        switch (kind) {
+        case Gates::rnn: return {nonlinearity(xp + hp), {}};
+        case Gates::lstm: {
+            Tensor g = xp + hp;
+            Tensor c2 = sigmoid(gate(g, 1, hidden)) * c +
+                        sigmoid(gate(g, 0, hidden)) * tanh(gate(g, 2, hidden));
+            return {sigmoid(gate(g, 3, hidden)) * tanh(c2), c2};
+        }
+        case Gates::gru: {
+            Tensor r = sigmoid(gate(xp, 0, hidden) + gate(hp, 0, hidden));
+            Tensor z = sigmoid(gate(xp, 1, hidden) + gate(hp, 1, hidden));
+            Tensor n = tanh(gate(xp, 2, hidden) + r * gate(hp, 2, hidden));
+            return {n + z * (h - n), {}};
+        }
+        }
+        return {};
+    }
+};
+
+// A cell's checks: x {N, in} or {in}; a given state {N, hidden} or {hidden} to match.
+template <class Cell>
+void check_cell_input(const Cell& cell, const Tensor& x, const Tensor& h, const char* what) {
+    if (!x.defined() || (x.ndim() != 1 && x.ndim() != 2) || x.shape(-1) != cell.input_size())
+        throw ShapeError(cell.describe() + ": input has shape " +
+                         (x.defined() ? to_string(x.shape()) : std::string("an empty tensor")) +
+                         ", expected " + detail::sample_or_batch({cell.input_size()}));
+    if (!h.defined()) return;
+    Shape want = x.ndim() == 2 ? Shape{x.shape(0), cell.hidden_size()} : Shape{cell.hidden_size()};
+    if (h.shape() != want)
+        throw ShapeError(cell.describe() + ": the state " + what + " has shape " +
+                         to_string(h.shape()) + ", expected " + to_string(want) +
+                         " to go with the input " + to_string(x.shape()));
+}
+
+// As detail::in_context, for any result: errors of the ops inside re-raised with the layer's name.
+template <class F> auto with_name(const std::string& name, F&& f) {
+    try {
+        return std::forward<F>(f)();
+    } catch (const ShapeError& e) {
+        throw ShapeError(name + ": " + e.what());
+    } catch (const DTypeError& e) {
+        throw DTypeError(name + ": " + e.what());
+    } catch (const DeviceError& e) {
+        throw DeviceError(name + ": " + e.what());
+    }
+}
+
+Tensor zero_state(const Tensor& x, std::int64_t hidden) {
+    Shape s = x.shape();
+    s.back() = hidden;
+    return zeros(s, {.dtype = x.dtype(), .device = x.device()});
+}
+
+std::string cell_describe(const char* name, const Tensor& w_ih, const Tensor& w_hh,
+                          const Tensor& bias) {
+    return sizes(name, w_ih, w_hh) + (bias.defined() ? ")" : "; bias=false)");
+}
+
+}  // namespace
+
+// ---- cells ----
+
+RNNCell::RNNCell(std::int64_t in, std::int64_t hidden, const RecurrentCellOptions& o)
+    : nonlinearity_(o.nonlinearity) {
+    check_sizes("RNNCell", in, hidden);
+    weight_ih = uniform_init({hidden, in}, hidden);
+    weight_hh = uniform_init({hidden, hidden}, hidden);
+    if (o.bias) bias_ih = uniform_init({hidden}, hidden), bias_hh = uniform_init({hidden}, hidden);
+}
+
+std::string RNNCell::describe() const {
+    std::string s = sizes("RNNCell", weight_ih, weight_hh);
+    if (nonlinearity_.name() != "tanh") s += ", " + nonlinearity_.name();
+    return s + (bias_ih.defined() ? ")" : "; bias=false)");
+}
+
+Tensor RNNCell::operator()(const Tensor& x, const Tensor& h) const {
+    check_cell_input(*this, x, h, "h");
+    return with_name(describe(), [&] {
+        Tensor h0 = h.defined() ? h : zero_state(x, hidden_size());
+        return Step{Gates::rnn, weight_hh, bias_hh, nonlinearity_}(linear(x, weight_ih, bias_ih),
+                                                                   h0, {})
+            .h;
+    });
+}
+
+LSTMCell::LSTMCell(std::int64_t in, std::int64_t hidden, const RecurrentCellOptions& o) {
+    check_sizes("LSTMCell", in, hidden);
+    weight_ih = uniform_init({4 * hidden, in}, hidden);
+    weight_hh = uniform_init({4 * hidden, hidden}, hidden);
+    if (o.bias)
+        bias_ih = uniform_init({4 * hidden}, hidden), bias_hh = uniform_init({4 * hidden}, hidden);
+}
+
+std::string LSTMCell::describe() const {
+    return cell_describe("LSTMCell", weight_ih, weight_hh, bias_ih);
+}
+
+LSTMState LSTMCell::operator()(const Tensor& x, const LSTMState& state) const {
+    check_cell_input(*this, x, state.h, "h");
+    check_cell_input(*this, x, state.c, "c");
+    return with_name(describe(), [&] {
+        Tensor h = state.h.defined() ? state.h : zero_state(x, hidden_size());
+        Tensor c = state.c.defined() ? state.c : zero_state(x, hidden_size());
+        return Step{Gates::lstm, weight_hh, bias_hh, {}}(linear(x, weight_ih, bias_ih), h, c);
+    });
+}
+
+GRUCell::GRUCell(std::int64_t in, std::int64_t hidden, const RecurrentCellOptions& o) {
+    check_sizes("GRUCell", in, hidden);
+    weight_ih = uniform_init({3 * hidden, in}, hidden);
+    weight_hh = uniform_init({3 * hidden, hidden}, hidden);
+    if (o.bias)
+        bias_ih = uniform_init({3 * hidden}, hidden), bias_hh = uniform_init({3 * hidden}, hidden);
+}
+
+std::string GRUCell::describe() const {
+    return cell_describe("GRUCell", weight_ih, weight_hh, bias_ih);
+}
+
+Tensor GRUCell::operator()(const Tensor& x, const Tensor& h) const {
+    check_cell_input(*this, x, h, "h");
+    return with_name(describe(), [&] {
+        Tensor h0 = h.defined() ? h : zero_state(x, hidden_size());
+        return Step{Gates::gru, weight_hh, bias_hh, {}}(linear(x, weight_ih, bias_ih), h0, {}).h;
+    });
+}
+
+// ---- sequence layers ----
+
+namespace detail {
+
+RecurrentLayers::RecurrentLayers(Kind kind, std::int64_t in, std::int64_t hidden,
+                                 const RecurrentOptions& o)
+    : kind_(kind),
+      input_(in),
+      hidden_(hidden),
+      layers_(o.layers),
+      directions_(o.bidirectional ? 2 : 1),
+      bias_(o.bias),
+      nonlinearity_(o.nonlinearity) {
+    const char* name = kind == Kind::rnn ? "RNN" : kind == Kind::lstm ? "LSTM" : "GRU";
+    check_sizes(name, in, hidden);
+    if (o.layers < 1)
+        throw ValueError(std::string(name) + "(" + std::to_string(in) + " => " +
+                         std::to_string(hidden) + "): layers must be at least 1, got " +
+                         std::to_string(o.layers));
+    const std::int64_t gates = kind == Kind::rnn ? 1 : kind == Kind::lstm ? 4 : 3;
+    for (std::int64_t l = 0; l < layers_; ++l) {
+        for (std::int64_t d = 0; d < directions_; ++d) {
+            const std::string suffix = "_l" + std::to_string(l) + (d == 1 ? "_reverse" : "");
+            const std::int64_t layer_in = l == 0 ? in : directions_ * hidden;
+            parameters.push_back(uniform_init({gates * hidden, layer_in}, hidden));
+            parameters.push_back(uniform_init({gates * hidden, hidden}, hidden));
+            parameters.push_back(o.bias ? uniform_init({gates * hidden}, hidden) : Tensor());
+            parameters.push_back(o.bias ? uniform_init({gates * hidden}, hidden) : Tensor());
+            for (const char* p : {"weight_ih", "weight_hh", "bias_ih", "bias_hh"})
+                names.push_back(p + suffix);
+        }
+    }
+}
+
+const Tensor& RecurrentLayers::at(std::int64_t layer, bool reverse, int which) const {
+    if (layer < 0 || layer >= layers_ || (reverse && directions_ == 1))
+        throw ValueError("no " + std::string(reverse ? "reverse " : "") + "layer " +
+                         std::to_string(layer) + " in " +
+                         describe_as(kind_ == Kind::rnn    ? "RNN"
+                                     : kind_ == Kind::lstm ? "LSTM"
+                                                           : "GRU"));
+    return parameters[std::size_t(4 * (layer * directions_ + (reverse ? 1 : 0)) + which)];
+}
+
+std::string RecurrentLayers::describe_as(const char* name) const {
+    std::string s =
+        std::string(name) + "(" + std::to_string(input_) + " => " + std::to_string(hidden_);
+    if (kind_ == Kind::rnn && nonlinearity_.name() != "tanh") s += ", " + nonlinearity_.name();
+    if (layers_ > 1) s += ", layers = " + std::to_string(layers_);
+    if (directions_ == 2) s += ", bidirectional";
+    return s + (bias_ ? ")" : "; bias=false)");
+}
+
+LSTMOutput RecurrentLayers::run(const char* name, const Tensor& x, const Tensor& h0,
+                                const Tensor& c0) const {
+    const std::string me = describe_as(name);
+    const std::string in = std::to_string(input_);
+    if (!x.defined() || (x.ndim() != 2 && x.ndim() != 3) || x.shape(-1) != input_ ||
+        x.shape(-2) < 1)
+        throw ShapeError(me + ": input has shape " +
+                         (x.defined() ? to_string(x.shape()) : "an empty tensor") +
+                         ", expected {N, T, " + in + "} (batch first) or {T, " + in +
+                         "} for one sequence, T >= 1");
+    const bool one = x.ndim() == 2;
+    const std::int64_t n = one ? 1 : x.shape(0), steps = x.shape(-2),
+                       stack_size = layers_ * directions_;
+    const Shape want = one ? Shape{stack_size, hidden_} : Shape{stack_size, n, hidden_};
+    for (const auto& [state, what] : {std::pair{&h0, "h0"}, std::pair{&c0, "c0"}}) {
+        if (state->defined() && state->shape() != want)
+            throw ShapeError(me + ": the initial state " + what + " has shape " +
+                             to_string(state->shape()) +
+                             ", expected {layers · directions, N, hidden} = " + to_string(want) +
+                             " for the input " + to_string(x.shape()));
+    }
+    const Gates gates = kind_ == Kind::rnn    ? Gates::rnn
+                        : kind_ == Kind::lstm ? Gates::lstm
+                                              : Gates::gru;
+    auto body = [&] {
+        Tensor input = one ? x.unsqueeze(0) : x;
+        const Tensor h_init = h0.defined() && one ? h0.unsqueeze(1) : h0;
+        const Tensor c_init = c0.defined() && one ? c0.unsqueeze(1) : c0;
+        const Tensor zero = zeros({n, hidden_}, {.dtype = x.dtype(), .device = x.device()});
+        std::vector<Tensor> hn, cn, directions;
+        std::vector<Tensor> outputs(static_cast<std::size_t>(steps));
+        for (std::int64_t l = 0; l < layers_; ++l) {
+            directions.clear();
+            for (std::int64_t d = 0; d < directions_; ++d) {
+                const std::int64_t k = l * directions_ + d;
+                const Step step{gates, parameters[std::size_t(4 * k + 1)],
+                                parameters[std::size_t(4 * k + 3)], nonlinearity_};
+                // {T, N, gates · hidden}: every step's input projection, contiguous per step.
+                Tensor projected = contiguous(linear(input, parameters[std::size_t(4 * k)],
+                                                     parameters[std::size_t(4 * k + 2)])
+                                                  .transpose(0, 1));
+                Tensor h = h_init.defined() ? h_init.select(0, k) : zero;
+                Tensor c = kind_ != Kind::lstm ? Tensor()
+                           : c_init.defined()  ? c_init.select(0, k)
+                                               : zero;
+                for (std::int64_t s = 0; s < steps; ++s) {
+                    const std::int64_t t = d == 1 ? steps - 1 - s : s;
+                    LSTMState next = step(projected.select(0, t), h, c);
+                    h = next.h, c = next.c;
+                    outputs[std::size_t(t)] = h;
+                }
+                directions.push_back(stack(outputs, 1));
+                hn.push_back(h);
+                if (kind_ == Kind::lstm) cn.push_back(c);
+            }
+            input = directions_ == 1 ? directions[0] : concat(directions, 2);
+        }
+        LSTMOutput out{input, stack(hn, 0), kind_ == Kind::lstm ? stack(cn, 0) : Tensor()};
+        if (one) {
+            out.output = out.output.squeeze(0);
+            out.h = out.h.squeeze(1);
+            if (out.c.defined()) out.c = out.c.squeeze(1);
+        }
+        return out;
+    };
+    return with_name(me, body);
+}
+
+}  // namespace detail
+
+RNN::RNN(std::int64_t in, std::int64_t hidden, const RecurrentOptions& o)
+    : RecurrentLayers(Kind::rnn, in, hidden, o) {}
+std::string RNN::describe() const { return describe_as("RNN"); }
+RecurrentOutput RNN::operator()(const Tensor& x, const Tensor& h0) const {
+    LSTMOutput r = run("RNN", x, h0, {});
+    return {r.output, r.h};
+}
+
+LSTM::LSTM(std::int64_t in, std::int64_t hidden, const RecurrentOptions& o)
+    : RecurrentLayers(Kind::lstm, in, hidden, o) {}
+std::string LSTM::describe() const { return describe_as("LSTM"); }
+LSTMOutput LSTM::operator()(const Tensor& x, const LSTMState& initial) const {
+    return run("LSTM", x, initial.h, initial.c);
+}
+
+GRU::GRU(std::int64_t in, std::int64_t hidden, const RecurrentOptions& o)
+    : RecurrentLayers(Kind::gru, in, hidden, o) {}
+std::string GRU::describe() const { return describe_as("GRU"); }
+RecurrentOutput GRU::operator()(const Tensor& x, const Tensor& h0) const {
+    LSTMOutput r = run("GRU", x, h0, {});
+    return {r.output, r.h};
+}
+
+}  // namespace fluxion
