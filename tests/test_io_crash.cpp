@@ -3,7 +3,7 @@
 // every kill the file must load and hold a complete checkpoint of some step the unbroken run went
 // through (never torn, never older than the last one seen), and the run, resumed after every kill,
 // must end bit for bit where an unbroken run ends. FLUXION_CRASH_KILLS sets the number of kills
-// (scripts/crash_checkpoints.sh runs hundreds; CTest runs 400, in a few seconds).
+// (scripts/crash_checkpoints.sh runs 5000; CTest runs 400, in a few seconds).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>

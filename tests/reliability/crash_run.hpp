@@ -31,8 +31,7 @@ inline Data data() {
 }
 
 inline void step(Model& model, Optimiser& opt, const Data& d) {
-    auto [loss, grads] = fx::withgradient(
-        [&](const Model& m) { return fx::mean(fx::square(m(d.x) - d.y)); }, model);
+    auto [loss, grads] = fx::withgradient([&](const Model& m) { return fx::mean(fx::square(m(d.x) - d.y)); }, model);
     fx::update(opt, model, grads);
 }
 
