@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/backend.hpp"
@@ -151,6 +152,34 @@ TEST_F(Vulkan, RoundTripAndCachedReuse) {
     plugin().empty_cache(0);
     plugin().memory_stats(0, &allocated2, &reserved2, nullptr);
     EXPECT_EQ(reserved2, allocated2);
+}
+
+// A capture belongs to the thread that began it: what another thread does meanwhile (a data
+// loader uploading the next batch while fx::compile records a step) runs once, as usual, and is
+// not replayed by the recording, which would write into memory that is no longer that batch's.
+TEST_F(Vulkan, ACaptureRecordsOnlyItsOwnThreadsWork) {
+    constexpr std::size_t n = 300;
+    void* mine = t().alloc(0, n * sizeof(float));
+    void* theirs = t().alloc(0, n * sizeof(float));
+    ASSERT_NE(t().capture_begin, nullptr);
+    t().capture_begin(0);
+    std::thread other([&] {
+        const std::vector<float> ones(n, 1.0f);  // gone when the thread ends
+        t().copy_from_host(0, theirs, ones.data(), n * sizeof(float));
+    });
+    other.join();
+    t().fill(0, fx::DType::f32, n, mine, 2.0);
+    void* recording = t().capture_end(0);
+    ASSERT_NE(recording, nullptr);
+    EXPECT_EQ(download<float>(theirs, n), std::vector<float>(n, 1.0f));  // ran, without the recording
+    const std::vector<float> sevens(n, 7.0f);
+    t().copy_from_host(0, theirs, sevens.data(), n * sizeof(float));
+    t().capture_run(0, recording);
+    EXPECT_EQ(download<float>(mine, n), std::vector<float>(n, 2.0f));
+    EXPECT_EQ(download<float>(theirs, n), sevens);  // the other thread's upload was not replayed
+    t().capture_free(0, recording);
+    t().free(0, mine);
+    t().free(0, theirs);
 }
 
 // Fills at every offset 0..6 of sizes around the workgroup size: the bound range starts at the

@@ -86,13 +86,13 @@ Stream::Stream(Context& ctx) : ctx_(ctx) {
     staging_host_ = staging.host;
 }
 
-Commands& Stream::current() { return capture_ ? capture_->commands : batch_; }
+Commands& Stream::current() { return capturing() ? capture_->commands : batch_; }
 
 VkCommandBuffer Stream::record(const Access* accesses, std::size_t n) {
     Commands& c = current();
     if (!c.recording) {
         VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-        begin.flags = capture_ ? 0 : VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+        begin.flags = &c == &batch_ ? VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT : 0;
         FLUXION_VK_CHECK(vkBeginCommandBuffer(c.cmd, &begin));
         c.recording = true;
     }
@@ -114,7 +114,7 @@ VkCommandBuffer Stream::record(const Access* accesses, std::size_t n) {
 
 Staged Stream::stage(std::size_t bytes) {
     const std::size_t align = std::max<std::size_t>(16, ctx_.properties.limits.minStorageBufferOffsetAlignment);
-    if (capture_) {
+    if (capturing()) {
         const std::size_t start = (capture_->used + align - 1) / align * align;
         if (start + bytes > kRecordingBytes)
             throw ValueError("Vulkan on " + ctx_.label() + ": a recorded submission needs more than " +
@@ -159,9 +159,11 @@ void Stream::begin_capture() {
     r->commands.cmd = command_buffer(ctx_, pool_);
     r->staging = host_buffer(ctx_, kRecordingBytes);
     capture_ = std::move(r);
+    capture_thread_ = std::this_thread::get_id();
 }
 
 std::unique_ptr<Recording> Stream::end_capture() {
+    if (!capturing()) return nullptr;  // none, or another thread's
     std::unique_ptr<Recording> r = std::move(capture_);
     if (!r) return nullptr;
     if (!r->commands.recording) {  // nothing was recorded
@@ -175,7 +177,7 @@ std::unique_ptr<Recording> Stream::end_capture() {
 }
 
 void Stream::on_run(std::function<void()> f) {
-    if (capture_) capture_->on_run.push_back(std::move(f));
+    if (capturing()) capture_->on_run.push_back(std::move(f));
 }
 
 void Stream::keep(void* device_ptr) { capture_->kept.push_back(device_ptr); }

@@ -8,7 +8,9 @@
 // end_capture, commands go to a command buffer of their own and staging memory comes from the
 // recording's own host-visible buffer, so that the recording can be submitted again and again;
 // what must be redone on the host before each submission (re-reading the host source of an
-// upload, recomputing an optimiser's parameters) is registered with on_run.
+// upload, recomputing an optimiser's parameters) is registered with on_run. A capture belongs to
+// the thread that began it: other threads' work meanwhile (a data loader's upload of the next
+// batch) goes to the batch as usual and runs once.
 #pragma once
 #include <vulkan/vulkan.h>
 
@@ -17,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <initializer_list>
+#include <thread>
 #include <vector>
 
 #include "vulkan/context.hpp"
@@ -79,7 +82,8 @@ public:
     // ---- capturing ----
     void begin_capture();
     std::unique_ptr<Recording> end_capture();  // null if nothing was captured
-    bool capturing() const { return capture_ != nullptr; }
+    // True on the capturing thread while a capture is in progress.
+    bool capturing() const { return capture_ != nullptr && std::this_thread::get_id() == capture_thread_; }
     // While capturing: f runs before every submission of the recording (ignored otherwise).
     void on_run(std::function<void()> f);
     // While capturing: device memory (a kernel's scratch) the recording uses; freed with it.
@@ -101,6 +105,7 @@ private:
     char* staging_host_ = nullptr;
     std::size_t capacity_ = 0, used_ = 0;
     std::unique_ptr<Recording> capture_;
+    std::thread::id capture_thread_;
 };
 
 Stream& stream(Context& ctx);
