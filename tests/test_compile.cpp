@@ -179,8 +179,8 @@ TEST(Compile, AStepThatKeepsATensorIsRefusedOrRunsEagerly) {
     EXPECT_EQ(max_difference(model, eager_model), 0);
 }
 
-// A modifier whose work is not a backend kernel (here: host arithmetic on a read-back value, as
-// distributed::AverageGradients' MPI allreduce is) would be skipped by a replay: compile refuses the
+// A modifier whose work is not a backend kernel (here: host arithmetic on a read-back value) would
+// be skipped by a replay: compile refuses the
 // optimiser, and with .fall_back (as fx::train asks) every step runs eagerly.
 struct HalveOnTheHost {
     static constexpr bool replayable = false;

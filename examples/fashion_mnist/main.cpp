@@ -228,8 +228,8 @@ int run(Model model, const Rule& rule, const Options& o, const fx::Device& dev, 
     };
     // One training step: the gradient of the loss, then the optimiser's update; returns the loss.
     // Compiled: the first step of each batch shape is traced, the others replay it without a tape or
-    // allocations (eager steps where a step cannot be replayed, such as the gradient averaging of
-    // --distributed, which calls MPI between kernels: fall_back).
+    // allocations (eager steps where a step cannot be replayed: fall_back). Under --distributed the
+    // replay includes the gradients' allreduce.
     auto compiled = fx::compile(lossfn, model, opt, {.fall_back = true});
     auto train_step = [&](const fx::Tensor& x, const fx::Tensor& y) -> double {
         if (!o.eager) return compiled(x, y);

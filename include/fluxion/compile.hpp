@@ -140,8 +140,8 @@ public:
     template <class Check> float operator()(const Tensor& x, const Tensor& y, Check&& check) {
         if constexpr (!replayable<Rule>()) {
             if (!fall_back_)
-                throw ValueError("fx::compile: the optimiser does work outside the backend's kernels (e.g. "
-                                 "distributed::AverageGradients' allreduce), which a replay would skip; run it "
+                throw ValueError("fx::compile: the optimiser does work outside the backend's kernels (a rule "
+                                 "or modifier with replayable = false), which a replay would skip; run it "
                                  "eagerly (CompileOptions{.fall_back = true}, or fx::train)");
             return eager(x, y, check);
         }

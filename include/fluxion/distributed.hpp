@@ -130,8 +130,10 @@ template <class Rule> OptimiserState<Rule> broadcast(const OptimiserState<Rule>&
 // An optimiser modifier that replaces each step's gradients by their mean over all processes (a
 // bucketed allreduce), so every process takes the same step and the replicas stay identical. Put
 // it first in the chain, before modifiers such as ClipNorm that must see the global gradient.
+// fx::compile replays it: the allreduce is recorded as a host call between the copies that pack
+// the gradients and the optimiser's kernels (host memory; steps whose gradients go through NCCL
+// run eagerly under CompileOptions::fall_back, as fx::train does).
 struct AverageGradients {
-    static constexpr bool replayable = false;  // MPI between kernels: compiled steps run it eagerly
     std::size_t bucket_bytes = default_bucket_bytes;
     void modify(std::vector<Tensor>& grads, const std::vector<Tensor>& params) const;
 };

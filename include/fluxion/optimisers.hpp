@@ -86,8 +86,8 @@ inline constexpr bool is_modifier = requires(const R& r, std::vector<Tensor>& g)
 }  // namespace detail
 
 // Whether fx::compile can replay a rule or modifier: true unless the type says
-// `static constexpr bool replayable = false;` — work done outside the backend's kernels (an MPI
-// allreduce, host arithmetic on read-back values), which a traced step cannot record. fx::compile
+// `static constexpr bool replayable = false;` — work done outside the backend's kernels (host
+// arithmetic on read-back values), which a traced step cannot record. fx::compile
 // refuses such an optimiser, and fx::train runs its steps eagerly.
 template <class R> constexpr bool replayable() {
     if constexpr (requires { R::replayable; }) return R::replayable;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/compile/recorder.hpp"
 #include "distributed/device_collectives.hpp"
 #include "distributed/runtime.hpp"
 #include "fluxion/distributed.hpp"
@@ -180,25 +181,39 @@ std::vector<Tensor> unpack(const std::vector<Tensor>& tensors, const std::vector
     return out;
 }
 
-// Starts one nonblocking collective per bucket of at most bucket_bytes.
+// Starts one nonblocking collective per bucket of at most bucket_bytes of `count` elements of
+// `wire` at `data`.
 using Start = std::function<int(void* data, int count, MPI_Datatype type, MPI_Request* request)>;
-void start_buckets(Group& g, std::size_t bucket_bytes, const Start& start, std::vector<MPI_Request>& requests,
-                   const char* operation) {
-    const std::size_t item = itemsize(g.wire);
+void start_buckets(void* data, std::size_t count, DType wire, std::size_t bucket_bytes, const Start& start,
+                   std::vector<MPI_Request>& requests, const char* operation) {
+    const std::size_t item = itemsize(wire);
     const std::size_t per_bucket = std::max<std::size_t>(1, bucket_bytes / item);
-    const auto count = static_cast<std::size_t>(g.flat.numel());
     for (std::size_t first = 0; first < count; first += per_bucket) {
         MPI_Request r;
-        check(start(g.flat.data<std::byte>() + first * item, static_cast<int>(std::min(per_bucket, count - first)),
-                    mpi_type(g.wire), &r),
+        check(start(static_cast<std::byte*>(data) + first * item, static_cast<int>(std::min(per_bucket, count - first)),
+                    mpi_type(wire), &r),
               operation);
         requests.push_back(r);
     }
 }
 
-template <class T> void divide(Tensor& flat, int by) {
-    T* x = flat.data<T>();
-    for (std::int64_t i = 0, n = flat.numel(); i < n; ++i) x[i] /= static_cast<T>(by);
+template <class T> void divide(void* data, std::size_t count, int by) {
+    T* x = static_cast<T*>(data);
+    for (std::size_t i = 0; i < count; ++i) x[i] /= static_cast<T>(by);
+}
+
+// Reduces `count` elements of `wire` at `data` over every process, in place.
+void exchange(void* data, std::size_t count, DType wire, ReduceOp op, std::size_t bucket_bytes, const char* operation) {
+    const MPI_Op reduce = mpi_op(op, wire, operation);
+    std::vector<MPI_Request> requests;
+    start_buckets(data, count, wire, bucket_bytes,
+                  [&](void* at, int n, MPI_Datatype type, MPI_Request* r) {
+                      return MPI_Iallreduce(MPI_IN_PLACE, at, n, type, reduce, communicator(), r);
+                  },
+                  requests, operation);
+    wait_all(requests, operation);
+    if (op == ReduceOp::mean)
+        wire == DType::f64 ? divide<double>(data, count, world_size()) : divide<float>(data, count, world_size());
 }
 
 void check_bucket_bytes(std::size_t bucket_bytes, const char* operation) {
@@ -220,23 +235,20 @@ std::vector<Tensor> allreduce(const std::vector<Tensor>& tensors, ReduceOp op, s
     return route(
         tensors,
         [&](const DeviceCollectives& device, const std::vector<Tensor>& part) {
+            fluxion::detail::refuse_replay(std::string("fx::distributed::") + operation +
+                                           ": a collective between GPUs (NCCL) runs outside the recorded kernels");
             return device.allreduce(part, op, bucket_bytes);
         },
         [&](const std::vector<Tensor>& part) {
             std::vector<Group> groups = pack(part, true);
-            std::vector<MPI_Request> requests;
-            for (Group& g : groups) {
-                const MPI_Op reduce = mpi_op(op, g.wire, operation);
-                start_buckets(g, bucket_bytes,
-                              [&](void* data, int count, MPI_Datatype type, MPI_Request* r) {
-                                  return MPI_Iallreduce(MPI_IN_PLACE, data, count, type, reduce, communicator(), r);
-                              },
-                              requests, operation);
-            }
-            wait_all(requests, operation);
-            if (op == ReduceOp::mean)
-                for (Group& g : groups)
-                    g.wire == DType::f64 ? divide<double>(g.flat, world_size()) : divide<float>(g.flat, world_size());
+            // The exchange is a recorded host write: fx::compile's replays redo it between the
+            // recorded copies that pack and unpack (AverageGradients in a compiled step).
+            for (Group& g : groups)
+                if (const auto count = static_cast<std::size_t>(g.flat.numel()))
+                    fluxion::detail::host_write(g.flat.data_ptr(),
+                                                [count, wire = g.wire, op, bucket_bytes, operation](void* data) {
+                                                    exchange(data, count, wire, op, bucket_bytes, operation);
+                                                });
             return unpack(part, groups);
         });
 }
@@ -249,6 +261,8 @@ std::vector<Tensor> broadcast(const std::vector<Tensor>& tensors, int root, std:
         throw ValueError(std::string("fx::distributed::") + operation + ": root is " + std::to_string(root) +
                          "; the job has ranks 0 .. " + std::to_string(world_size() - 1));
     if (!using_mpi()) return tensors;
+    // Packed by host copies that a trace does not record; a step that broadcasts is not replayed.
+    fluxion::detail::refuse_replay(std::string("fx::distributed::") + operation + " inside a compiled step");
     check_same_everywhere(tensors, operation);
     return route(
         tensors,
@@ -259,7 +273,7 @@ std::vector<Tensor> broadcast(const std::vector<Tensor>& tensors, int root, std:
             std::vector<Group> groups = pack(part, false);  // bytes: a broadcast needs no arithmetic
             std::vector<MPI_Request> requests;
             for (Group& g : groups)
-                start_buckets(g, bucket_bytes,
+                start_buckets(g.flat.data_ptr(), static_cast<std::size_t>(g.flat.numel()), g.wire, bucket_bytes,
                               [&](void* data, int count, MPI_Datatype type, MPI_Request* r) {
                                   return MPI_Ibcast(data, count, type, root, communicator(), r);
                               },

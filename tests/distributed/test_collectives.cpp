@@ -209,6 +209,35 @@ TEST(Distributed, DataParallelAdamFollowsOneProcessWithTheWholeBatch) {
     if (dist::rank() == 0) std::printf("[ distributed ] %d ranks: %.3g from one process after 50 steps\n", world, from_single);
 }
 
+// A compiled data-parallel step replays the allreduce (a recorded host call), so it follows the
+// eager data-parallel steps; without fall_back, compile throws if the step could not be replayed.
+TEST(Distributed, CompiledDataParallelStepsReplayTheAllreduce) {
+    const int world = dist::world_size();
+    fx::seed(7);
+    const fx::Tensor X = fx::randn({64, 8}), Y = fx::randn({64, 3});
+    const fx::Tensor x = X.slice(0, dist::rank() * (64 / world), (dist::rank() + 1) * (64 / world));
+    const fx::Tensor y = Y.slice(0, dist::rank() * (64 / world), (dist::rank() + 1) * (64 / world));
+    fx::seed(100 + dist::rank());
+    auto model = dist::broadcast(fx::Chain(fx::Dense(8, 32, fx::tanh), fx::Dense(32, 3)));
+    auto eager = fx::fmap([](const fx::Tensor& t) { return t.clone(); }, model);
+    auto lossfn = [](const auto& m, const fx::Tensor& a, const fx::Tensor& b) { return fx::mse(m(a), b); };
+    const auto rule = fx::OptimiserChain(dist::AverageGradients{.bucket_bytes = 256}, fx::Adam{.eta = 1e-2});
+    auto opt = fx::setup(rule, model);
+    auto opt_eager = fx::setup(rule, eager);
+    auto step = fx::compile(lossfn, model, opt);
+    for (int i = 0; i < 20; ++i) {
+        step(x, y);
+        auto [loss, grads] = fx::withgradient([&](const auto& m) { return lossfn(m, x, y); }, eager);
+        fx::update(opt_eager, eager, grads);
+    }
+    EXPECT_GT(step.stats(x, y).kernels, 0u) << "the step was not compiled";
+    const fx::Tensor p = parameters_flat(model), q = parameters_flat(eager);
+    EXPECT_LT(max_abs_difference(p, q), 1e-6) << "compiled data-parallel steps left the eager ones";
+    EXPECT_EQ(max_abs_difference(dist::allreduce(p, dist::ReduceOp::max), dist::allreduce(p, dist::ReduceOp::min)),
+              0.0)
+        << "the replicas diverged";
+}
+
 int main(int argc, char** argv) {
     setenv("FLUXION_PLUGIN_PATH", FLUXION_TEST_PLUGIN_DIR, 1);  // before the first device call
     dist::init();

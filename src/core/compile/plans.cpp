@@ -95,6 +95,7 @@ std::string refusal(Recorder& rec, const Tensor& out) {
     if (oref.kind != BufferRef::Kind::traced)
         return "fx::compile: the step returns a tensor it did not compute (an input or a tensor of the model); a "
                "compiled function must return a new tensor";
+    if (!rec.refused.empty()) return rec.refused;
     if (rec.freed_fixed)
         return "fx::compile: the step frees a tensor that existed before it and that its kernels used (a tensor "
                "replaced inside the function?); a replay would use that memory after it is gone";

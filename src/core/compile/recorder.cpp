@@ -114,4 +114,8 @@ void host_write(void* dst, std::function<void(void*)> write) {
         r->record(kHost, {dst}, [write = std::move(write)](void* const* p) { write(p[0]); });
 }
 
+void refuse_replay(const std::string& why) {
+    if (Recorder* r = active_recorder(); r && r->refused.empty()) r->refused = why;
+}
+
 }  // namespace fluxion::detail

@@ -12,6 +12,7 @@
 #include <initializer_list>
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/backend.hpp"
@@ -85,6 +86,8 @@ public:
     // Memory from before the trace that a call used and the step then freed: a replay would use it
     // after it is gone, so such a step cannot be compiled.
     bool freed_fixed = false;
+    // Work the step did outside every recorded call that a replay would skip (refuse_replay).
+    std::string refused;
 
 private:
     void add_ref(std::int64_t call, int space, const void* ptr);
@@ -98,6 +101,10 @@ Recorder* active_recorder();
 // Records a write to host memory made outside the backend (data generated on the host), so that
 // a replay redoes it: `write(dst)` runs now and at every replay. Without a trace, only runs it.
 void host_write(void* dst, std::function<void(void*)> write);
+
+// Says that the step being traced (if any) did work a replay cannot redo, and why: the trace then
+// makes no plan, and fx::compile runs such steps eagerly or explains (the first reason is kept).
+void refuse_replay(const std::string& why);
 
 // The table that runs `real`'s kernels and records them, their memory in `space` (recording_table.cpp).
 backend::Backend recording_table(int space, const backend::Backend& real);
