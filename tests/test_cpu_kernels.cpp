@@ -966,6 +966,8 @@ void expect_pool(const be::Pool2dShape& s) {
 
 TEST(CpuPool, MaxAndMeanWithPadding) {
     expect_pool(pool_shape(2, 3, 8, 8, 2, 2, 2, 2, 0, 0));
+    expect_pool(pool_shape(2, 3, 7, 9, 2, 2, 2, 2, 0, 0));  // odd sizes leave cells that no window covers
+    expect_pool(pool_shape(1, 2, 6, 6, 2, 2, 2, 2, 1, 1));  // padded on every side
     expect_pool(pool_shape(1, 2, 7, 6, 3, 3, 2, 2, 1, 1));  // padded borders
     expect_pool(pool_shape(2, 2, 5, 9, 3, 2, 1, 3, 1, 1));  // overlapping windows, unequal strides
     expect_pool(pool_shape(2, 3, 6, 7, 3, 3, 1, 1, 1, 1));  // stride 1 (its own compiled loops), padded
