@@ -2,7 +2,12 @@
 // file layout, strict and partial loading, and atomic replacement when writing fails.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstring>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -335,6 +340,36 @@ TEST(IOAtomic, SuccessfulSaveReplacesTheFileAndLeavesNoTemporary) {
     MLP back = mlp({2, 2});
     fx::load(dir / "m.safetensors", back);
     expect_same_model(back, second);
+}
+
+// A writer killed mid-save leaves its temporary file; the next successful save of the same file on
+// this machine removes it once its process is gone, and leaves the files of live processes and of
+// other machines alone.
+TEST(IOAtomic, ASaveRemovesTheTemporariesOfKilledWriters) {
+    ScratchDir dir;
+    fx::save(dir / "m.safetensors", mlp({2, 2}));
+    std::string temporary;
+    {
+        fx::detail::AtomicFile file(dir / "m.safetensors", "save");
+        temporary = file.temporary_path().filename().string();  // .m.safetensors.tmp-HOST-PID-N
+    }
+    const std::string host_prefix = temporary.substr(0, temporary.rfind('-', temporary.rfind('-') - 1) + 1);
+    const pid_t child = ::fork();
+    if (child == 0) ::_exit(0);
+    ASSERT_GT(child, 0);
+    ::waitpid(child, nullptr, 0);  // a process that is gone
+    const std::string dead = host_prefix + std::to_string(child) + "-0";
+    const std::string alive = host_prefix + std::to_string(::getppid()) + "-0";
+    const std::string elsewhere = ".m.safetensors.tmp-another_machine-" + std::to_string(child) + "-0";
+    const std::string other_file = ".n.safetensors.tmp" + host_prefix.substr(host_prefix.find(".tmp") + 4) +
+                                   std::to_string(child) + "-0";
+    for (const auto& name : {dead, alive, elsewhere, other_file}) std::ofstream(dir / name) << "partial";
+    fx::save(dir / "m.safetensors", mlp({2, 2}));
+    std::vector<std::string> expected{alive, elsewhere, other_file, "m.safetensors"};
+    std::sort(expected.begin(), expected.end());
+    std::vector<std::string> found = dir.entries();
+    std::sort(found.begin(), found.end());
+    EXPECT_EQ(found, expected);
 }
 
 TEST(IOAtomic, RelativePathsWriteIntoTheWorkingFolder) {

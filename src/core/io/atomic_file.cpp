@@ -3,10 +3,14 @@
 #include "core/io/atomic_file.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <string_view>
 #include <system_error>
 
 #include "fluxion/error.hpp"
@@ -20,13 +24,25 @@ std::filesystem::path folder_of(const std::filesystem::path& target) {
     return target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
 }
 
+// Temporary files are named .NAME.tmp-HOST-PID-N: hidden, never matched by a glob for the target's
+// name, and telling which process on which machine writes them.
+std::string temporary_prefix(const std::filesystem::path& target) {
+    char host[256] = "";
+    if (::gethostname(host, sizeof host - 1) != 0 || !host[0]) std::snprintf(host, sizeof host, "unknown");
+    for (char* c = host; *c; ++c)
+        if (*c == '-' || *c == '/') *c = '_';  // keeps the fields apart
+    std::string prefix(1, '.');  // appended, not added: GCC 12 warns wrongly (-Wrestrict) on "." + s
+    prefix.append(target.filename().string()).append(".tmp-").append(host).append("-");
+    return prefix;
+}
+
 // O_EXCL with a name unique to this process and call; retried if a stale file has that name.
 std::FILE* create_temporary(const std::filesystem::path& target, std::filesystem::path& name) {
     static std::atomic<unsigned> counter{0};
+    const std::string prefix = temporary_prefix(target);
     for (int attempt = 0; attempt < 100; ++attempt) {
-        std::string leaf(1, '.');  // hidden, and never matched by a glob for the target's name
-        leaf.append(target.filename().string()).append(".tmp-").append(std::to_string(::getpid()));
-        leaf.append("-").append(std::to_string(counter++));
+        std::string leaf = prefix;
+        leaf.append(std::to_string(::getpid())).append("-").append(std::to_string(counter++));
         name = folder_of(target) / leaf;
         const int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd >= 0) {
@@ -40,6 +56,23 @@ std::FILE* create_temporary(const std::filesystem::path& target, std::filesystem
         if (errno != EEXIST) return nullptr;
     }
     return nullptr;
+}
+
+// Removes the temporary files of `target` that writers on this machine left when they were killed
+// (their process is gone), so that a run that was killed again and again does not fill the folder.
+// Files of live processes, and of other machines sharing the folder, are left alone.
+void remove_stale_temporaries(const std::filesystem::path& target) {
+    const std::string prefix = temporary_prefix(target);
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(folder_of(target), ec)) {
+        const std::string leaf = entry.path().filename().string();
+        if (leaf.size() <= prefix.size() || leaf.compare(0, prefix.size(), prefix) != 0) continue;
+        const std::string_view rest = std::string_view(leaf).substr(prefix.size());  // PID-N
+        long pid = 0;
+        const auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), pid);
+        if (error != std::errc() || end == rest.data() || *end != '-' || pid <= 0 || pid == ::getpid()) continue;
+        if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) ::unlink(entry.path().c_str());
+    }
 }
 
 int sync_folder(const std::filesystem::path& folder) {
@@ -86,6 +119,7 @@ void AtomicFile::commit() {
     if (closed != 0) fail("cannot close the file", errno);
     if (::rename(temporary_.c_str(), target_.c_str()) != 0) fail("cannot replace the file", errno);
     committed_ = true;
+    remove_stale_temporaries(target_);
     if (const int error = sync_folder(folder_of(target_)))
         throw IOError(operation_ + "(\"" + target_.string() + "\"): the file was written but its folder could not be "
                       "flushed to disk (" + reason(error) + "); it may not survive a crash");
