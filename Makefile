@@ -19,14 +19,16 @@ build: setup
 demo: build
 	$(BUILD)/bin/fashion_mnist
 
+# ctest runs JOBS test programs at once, each with threads of its own: more threads than cores, where
+# OpenMP's default of spinning while idle made steps up to 80 times slower (README, "Threads").
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 900
+	cd $(BUILD) && OMP_WAIT_POLICY=passive ctest --output-on-failure -j$(JOBS) --timeout 900
 
 # Every test under AddressSanitizer and UndefinedBehaviorSanitizer (the `dev` preset).
 sanitize: setup
 	cmake --preset dev | { grep "^-- fluxion:" || true; }
 	cmake --build build/dev -j$(JOBS)
-	cd build/dev && ctest --output-on-failure -j$(JOBS) --timeout 1800
+	cd build/dev && OMP_WAIT_POLICY=passive ctest --output-on-failure -j$(JOBS) --timeout 1800
 
 # Side-by-side benchmarks against PyTorch (Debian's, and the current one from pip) and JAX (pip);
 # figures go to BENCHMARKS.md by hand.
