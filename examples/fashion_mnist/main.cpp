@@ -198,9 +198,14 @@ int run(Model model, const Rule& rule, const Options& o, const fx::Device& dev, 
     }
     // Inputs standardised with the training set's statistics: about half a point of test accuracy
     // more after 5 epochs than raw [0, 1] pixels.
-    const double mean = fx::mean(Xtr).item(), sd = std::sqrt(fx::mean(fx::square(Xtr - mean)).item());
-    Xtr = (Xtr - mean) / sd;
-    Xte = (Xte - mean) / sd;
+    // In place and a slice at a time: the training images are 188 MB, and `X = (X - mean) / sd`
+    // holds three copies of them at once (the variance as E[x²] - mean² likewise needs one, not two).
+    const double mean = fx::mean(Xtr).item(), sd = std::sqrt(fx::mean(fx::square(Xtr)).item() - mean * mean);
+    for (fx::Tensor* X : {&Xtr, &Xte})
+        for (std::int64_t i = 0; i < X->shape(0); i += 5000) {
+            fx::Tensor part = X->slice(0, i, std::min(i + 5000, X->shape(0)));
+            part.copy_((part - mean) / sd);
+        }
     if (leader)
         std::printf("data: %lld training and %lld test images of %lld×%lld, standardised with mean %.4f and std %.4f\n",
                     static_cast<long long>(Xtr.shape(0)), static_cast<long long>(Xte.shape(0)),

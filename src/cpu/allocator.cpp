@@ -2,7 +2,11 @@
 // size class, and handed out again: a fresh large block costs a page fault and a zeroed page per
 // 4 KiB on first touch, and a training step allocates the same sizes step after step (on the
 // Fashion-MNIST CNNs that was a tenth of the step). Smaller blocks go straight to malloc, whose
-// own free lists serve them without system calls.
+// own free lists serve them without system calls. Blocks above kCachedMax go back to the system:
+// those are data sets and their one-off transforms (Fashion-MNIST's training images are 188 MB as
+// f32), which the cache kept resident for the rest of the run (the main job peaked at 1.09 GB), while
+// a step's tensors that large are rare, their first touch is cheap beside the arithmetic on them,
+// and compiled steps place them in an arena once.
 #include <algorithm>
 #include <bit>
 #include <cstdint>
@@ -23,6 +27,7 @@ namespace {
 constexpr std::size_t kAlignment = 64;  // a cache line, and the widest vector register
 constexpr std::size_t kHeader = kAlignment;  // before each block: its size class (keeps data aligned)
 constexpr std::size_t kCachedMin = std::size_t(64) << 10;
+constexpr std::size_t kCachedMax = std::size_t(64) << 20;
 constexpr std::size_t kLargest = std::size_t(1) << 62;  // keeps the rounding below free of overflow
 
 // Under AddressSanitizer every block goes back to malloc, so that a use after free is caught.
@@ -76,7 +81,7 @@ void* alloc(int device, std::size_t bytes) {
     if (bytes > kLargest) throw out_of_memory(bytes);
     const std::size_t size = size_class(bytes);
     Cache& c = cache();
-    if (kCaching && size >= kCachedMin) {
+    if (kCaching && size >= kCachedMin && size <= kCachedMax) {
         std::lock_guard lock(c.mutex);
         if (auto it = c.blocks.find(size); it != c.blocks.end() && !it->second.empty()) {
             void* block = it->second.back();
@@ -100,7 +105,7 @@ void free(int device, void* ptr) {
     if (!ptr) return;
     void* block = static_cast<char*>(ptr) - kHeader;
     const std::size_t size = *static_cast<std::size_t*>(block);
-    if (kCaching && size >= kCachedMin) {
+    if (kCaching && size >= kCachedMin && size <= kCachedMax) {
         Cache& c = cache();
         std::lock_guard lock(c.mutex);
         if (c.bytes + size <= c.limit) {
