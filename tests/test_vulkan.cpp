@@ -392,6 +392,37 @@ TEST_F(Vulkan, TensorsMoveToTheDeviceAndBack) {
     EXPECT_EQ((fx::zeros({3, 4}, {.device = dev}) | fx::cpu).to_vector<double>(), std::vector<double>(12, 0.0));
 }
 
+// Run by ctest with FLUXION_VULKAN_MEMORY_LIMIT=48M (vulkan.memory_limit): a model larger than the
+// budget does not move, the error states the sizes and the budget, the model on the CPU is intact,
+// and the device goes on working; its listed memory is the budget.
+TEST_F(Vulkan, AModelLargerThanTheMemoryLimitIsOutOfMemoryAndTheDeviceStaysUsable) {
+    const char* limit = std::getenv("FLUXION_VULKAN_MEMORY_LIMIT");
+    if (!limit || std::string(limit) != "48M") GTEST_SKIP() << "run by ctest's vulkan.memory_limit, with the limit 48M";
+    const fx::Device dev{"Vulkan", 0};
+    EXPECT_EQ(fx::devices("Vulkan").at(0).total_memory, std::size_t{48} << 20);
+    fx::seed(3);
+    auto big = fx::Chain(fx::Dense(1024, 4096), fx::Dense(4096, 4096));  // 16 + 64 MiB of weights
+    const double before = fx::sum(fx::abs(std::get<1>(big.layers).weight)).item();
+    try {
+        auto moved = big | dev;
+        ADD_FAILURE() << "a model of 80 MiB moved into a budget of 48 MiB";
+    } catch (const fx::OutOfMemory& e) {
+        const std::string m = e.what();
+        EXPECT_NE(m.find("allocating 67108864 bytes"), std::string::npos) << m;
+        EXPECT_NE(m.find("FLUXION_VULKAN_MEMORY_LIMIT=48 MiB"), std::string::npos) << m;
+    }
+    EXPECT_EQ(fx::sum(fx::abs(std::get<1>(big.layers).weight)).item(), before);
+    std::size_t allocated = 0;
+    plugin().memory_stats(0, &allocated, nullptr, nullptr);
+    EXPECT_EQ(allocated, 0u) << "the part of the model that had moved was not given back";
+    auto small = fx::Dense(10, 5);
+    const fx::Tensor x = fx::randn({2, 10});
+    const auto on_device = (small | dev)(x | dev) | fx::cpu;
+    EXPECT_EQ(on_device.to_vector<float>().size(), 10u);
+    const auto expected = small(x).to_vector<float>(), got = on_device.to_vector<float>();
+    for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], expected[i], 1e-5);
+}
+
 // Run by ctest with FLUXION_VULKAN_DEBUG_MAX_BUFFER_RANGE=4096: a tensor larger than the device's
 // maxStorageBufferRange is a clear error, not a silent partial binding; smaller ones still run.
 TEST_F(Vulkan, TensorsLargerThanTheStorageBufferRangeAreAClearError) {

@@ -2,7 +2,9 @@
 #include "vulkan/allocator.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <string>
@@ -85,7 +87,26 @@ VkResult create_block(Context& ctx, std::size_t bytes, Block& b) {
 
 std::string mib(std::size_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
 
+std::size_t read_memory_limit() {
+    const char* text = std::getenv("FLUXION_VULKAN_MEMORY_LIMIT");
+    if (!text || !*text) return 0;
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long n = std::strtoull(text, &end, 10);
+    const std::string unit = end ? end : "";
+    const int shift = unit.empty() ? 0 : unit == "K" ? 10 : unit == "M" ? 20 : unit == "G" ? 30 : -1;
+    if (end == text || errno || shift < 0 || n == 0 || n > (~0ull >> (shift + 1)))
+        throw ValueError(std::string("FLUXION_VULKAN_MEMORY_LIMIT is '") + text +
+                         "'; expected a positive number of bytes, optionally with K, M or G (e.g. 512M)");
+    return static_cast<std::size_t>(n) << shift;
+}
+
 }  // namespace
+
+std::size_t memory_limit() {
+    static const std::size_t limit = read_memory_limit();
+    return limit;
+}
 
 void* allocate(int device, std::size_t bytes) {
     std::lock_guard lock(plugin_mutex());
@@ -103,15 +124,19 @@ void* allocate(int device, std::size_t bytes) {
         p.stats.peak = std::max(p.stats.peak, p.stats.allocated);
         return reinterpret_cast<void*>(base);
     }
+    const std::size_t limit = memory_limit();
+    auto over_limit = [&] { return limit && p.stats.reserved + size > limit; };
     Block b;
-    VkResult r = create_block(ctx, size, b);
+    VkResult r = over_limit() ? VK_ERROR_OUT_OF_DEVICE_MEMORY : create_block(ctx, size, b);
     if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY) {
         release_cache(ctx, p);
-        r = create_block(ctx, size, b);
+        r = over_limit() ? VK_ERROR_OUT_OF_DEVICE_MEMORY : create_block(ctx, size, b);
     }
     if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY)
         throw OutOfMemory("Vulkan: out of memory on " + ctx.label() + " allocating " + std::to_string(bytes) +
-                          " bytes (" + mib(p.stats.allocated) + " in use by fluxion); free tensors or use smaller batches");
+                          " bytes (" + mib(p.stats.allocated) + " in use by fluxion" +
+                          (limit ? ", of FLUXION_VULKAN_MEMORY_LIMIT=" + mib(limit) : std::string()) +
+                          "); free tensors or use smaller batches");
     if (r != VK_SUCCESS) fail(r, "allocating device memory", __FILE__, __LINE__);
     const std::uintptr_t base = p.next;
     p.next += (size + 2 * kRangeAlign - 1) / kRangeAlign * kRangeAlign;  // and a gap, so that an

@@ -15,6 +15,10 @@ namespace fluxion::vulkan {
 
 // Throws fluxion::OutOfMemory when the device is full even after the cache is released.
 void* allocate(int device, std::size_t bytes);
+// FLUXION_VULKAN_MEMORY_LIMIT (bytes, or with a K, M or G suffix): the most device memory fluxion
+// reserves on each Vulkan device, so that running out can be tested, or a GPU shared with other
+// programs; 0 when unset. Throws fluxion::ValueError when the variable cannot be read.
+std::size_t memory_limit();
 // Returns a block from allocate() to the cache; throws fluxion::ValueError for a foreign pointer.
 void deallocate(int device, void* ptr);
 

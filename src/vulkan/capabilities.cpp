@@ -56,6 +56,7 @@ void device_properties(int device, backend::DeviceProperties* out) {
     for (std::uint32_t i = 0; i < ctx.memory.memoryHeapCount; ++i)
         if (ctx.memory.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
             heap_bytes = std::max<std::size_t>(heap_bytes, ctx.memory.memoryHeaps[i].size);
+    if (const std::size_t limit = memory_limit()) heap_bytes = std::min(heap_bytes, limit);
     const std::size_t reserved = memory_stats(device).reserved;
     out->total_bytes = heap_bytes;
     out->free_bytes = heap_bytes > reserved ? heap_bytes - reserved : 0;
