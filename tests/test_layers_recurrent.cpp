@@ -351,6 +351,36 @@ TEST(Recurrent, PrintsLikeALayer) {
     EXPECT_NE(d.str().find("RNNCell(3 => 4; bias=false)"), std::string::npos) << d.str();
 }
 
+// PyTorch's dropout between stacked layers: only what layer l + 1 reads is dropped, only while
+// training; the first layer's final state and the test-mode output are those of the same weights
+// without dropout.
+TEST(Recurrent, DropoutBetweenLayersAppliesOnlyWhileTrainingAndOnlyBetweenLayers) {
+    fx::seed(11);
+    fx::LSTM with(5, 6, {.layers = 2, .dropout = 0.5});
+    fx::LSTM without(5, 6, {.layers = 2});
+    without.parameters = with.parameters;
+    const fx::Tensor x = fx::randn({3, 4, 5});
+    auto plain = without(x);
+    fx::testmode(with);
+    auto tested = with(x);
+    EXPECT_EQ(tested.output.to_vector<float>(), plain.output.to_vector<float>());
+    fx::trainmode(with);
+    auto trained = with(x);
+    EXPECT_EQ(trained.h.select(0, 0).to_vector<float>(), plain.h.select(0, 0).to_vector<float>())
+        << "the first layer's own state must not see the dropout";
+    EXPECT_GT(fx::max(fx::abs(trained.h.select(0, 1) - plain.h.select(0, 1))).item(), 1e-3)
+        << "the second layer read undropped inputs";
+    fx::seed(4);
+    const auto again = with(x).output.to_vector<float>();
+    fx::seed(4);
+    EXPECT_EQ(with(x).output.to_vector<float>(), again) << "fx::seed makes the masks reproducible";
+    std::ostringstream printed;
+    printed << with;
+    EXPECT_NE(printed.str().find("LSTM(5 => 6, layers = 2, dropout = 0.5)"), std::string::npos) << printed.str();
+    EXPECT_THROW(fx::GRU(5, 6, {.dropout = 1.0}), fx::ValueError);
+    EXPECT_THROW(fx::RNN(5, 6, {.dropout = -0.1}), fx::ValueError);
+}
+
 // fx::compile traces the time loop once and replays it: the same parameters as eager steps.
 TEST(Recurrent, CompiledStepsMatchEagerSteps) {
     fx::seed(16);

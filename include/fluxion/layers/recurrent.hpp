@@ -85,6 +85,8 @@ struct RecurrentOptions {
     bool bias = true;                // bias_ih_lk and bias_hh_lk
     bool bidirectional = false;      // a second pass from the last step back (the _reverse weights)
     Activation nonlinearity = tanh;  // RNN only: tanh or relu
+    double dropout = 0;              // PyTorch's: Dropout on each layer's outputs but the last's,
+                                     // while training (see Mode); 0 <= dropout < 1
 };
 
 // What RNN and GRU return: every step's output of the last layer, and every layer's final state.
@@ -108,6 +110,7 @@ public:
     std::vector<Tensor>
         parameters;  // in PyTorch's order, as `names`; biases undefined without bias
     std::vector<std::string> names;  // "weight_ih_l0", ..., "bias_hh_l1_reverse"
+    Mode mode = Mode::automatic;     // whether the dropout between layers applies (trainmode, ...)
 
     std::int64_t input_size() const { return input_; }
     std::int64_t hidden_size() const { return hidden_; }
@@ -141,6 +144,7 @@ private:
     Kind kind_;
     std::int64_t input_, hidden_, layers_, directions_;
     bool bias_;
+    double dropout_;
     Activation nonlinearity_;
 };
 

@@ -5,9 +5,11 @@
 #include "fluxion/layers/recurrent.hpp"
 
 #include <cmath>
+#include <sstream>
 #include <utility>
 
 #include "core/layers/context.hpp"  // sample_or_batch
+#include "fluxion/layers/dropout.hpp"
 #include "fluxion/ops.hpp"
 
 namespace fluxion {
@@ -186,6 +188,7 @@ RecurrentLayers::RecurrentLayers(Kind kind, std::int64_t in, std::int64_t hidden
       layers_(o.layers),
       directions_(o.bidirectional ? 2 : 1),
       bias_(o.bias),
+      dropout_(o.dropout),
       nonlinearity_(o.nonlinearity) {
     const char* name = kind == Kind::rnn ? "RNN" : kind == Kind::lstm ? "LSTM" : "GRU";
     check_sizes(name, in, hidden);
@@ -193,6 +196,8 @@ RecurrentLayers::RecurrentLayers(Kind kind, std::int64_t in, std::int64_t hidden
         throw ValueError(std::string(name) + "(" + std::to_string(in) + " => " +
                          std::to_string(hidden) + "): layers must be at least 1, got " +
                          std::to_string(o.layers));
+    if (!(o.dropout >= 0 && o.dropout < 1))
+        throw ValueError(describe_as(name) + ": dropout must be in [0, 1), got " + std::to_string(o.dropout));
     const std::int64_t gates = kind == Kind::rnn ? 1 : kind == Kind::lstm ? 4 : 3;
     for (std::int64_t l = 0; l < layers_; ++l) {
         for (std::int64_t d = 0; d < directions_; ++d) {
@@ -224,6 +229,11 @@ std::string RecurrentLayers::describe_as(const char* name) const {
     if (kind_ == Kind::rnn && nonlinearity_.name() != "tanh") s += ", " + nonlinearity_.name();
     if (layers_ > 1) s += ", layers = " + std::to_string(layers_);
     if (directions_ == 2) s += ", bidirectional";
+    if (dropout_ > 0) {
+        std::ostringstream p;
+        p << dropout_;
+        s += ", dropout = " + p.str();
+    }
     return s + (bias_ ? ")" : "; bias=false)");
 }
 
@@ -283,6 +293,11 @@ LSTMOutput RecurrentLayers::run(const char* name, const Tensor& x, const Tensor&
                 if (kind_ == Kind::lstm) cn.push_back(c);
             }
             input = directions_ == 1 ? directions[0] : concat(directions, 2);
+            if (dropout_ > 0 && l + 1 < layers_) {  // what the next layer reads, as PyTorch's
+                Dropout between(dropout_);
+                between.mode = mode;
+                input = between(input);
+            }
         }
         LSTMOutput out{input, stack(hn, 0), kind_ == Kind::lstm ? stack(cn, 0) : Tensor()};
         if (one) {
