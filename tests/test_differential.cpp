@@ -1,0 +1,235 @@
+// test_differential.cpp — seeded random differential testing against PyTorch (issue 15): N random
+// configurations of every op family (differential_cases.hpp), their forward values and the gradient
+// of every input compared with Debian's PyTorch on the same inputs in the same dtype. Skipped with
+// the reason without PyTorch; a broken script is a failure. FLUXION_DIFF_SEED, FLUXION_DIFF_FIRST
+// and FLUXION_DIFF_COUNT choose the configurations (a failure names the seed and index to re-run);
+// scripts/differential_long.sh runs many seeds.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <nlohmann/json.hpp>
+
+#include "differential_cases.hpp"
+#include "torch_reference.hpp"
+
+namespace {
+
+namespace fx = fluxion;
+using fx::Tensor;
+using fx_test::DiffConfig;
+using json = nlohmann::json;
+
+std::uint64_t env_or(const char* name, std::uint64_t fallback) {
+    const char* v = std::getenv(name);
+    return v && *v ? std::strtoull(v, nullptr, 10) : fallback;
+}
+
+// The short run of `make test`: a few hundred configurations, a few seconds.
+constexpr std::uint64_t default_seed = 20261125, default_count = 300;
+
+std::vector<Tensor> make_inputs(const DiffConfig& c, std::uint64_t seed, std::uint64_t index) {
+    fx::seed(fx_test::fnv1a(std::to_string(seed) + "/" + std::to_string(index)));
+    std::vector<Tensor> xs;
+    for (std::size_t i = 0; i < c.shapes.size(); ++i) {
+        Tensor x = fx::randn(c.shapes[i], {.dtype = fx::DType::f64});
+        if (c.values[i] == fx_test::Values::positive) x = fx::abs(x) + 0.5;
+        if (c.values[i] == fx_test::Values::away_from_zero) x = fx::sign(x) * (fx::abs(x) + 0.1);
+        if (c.values[i] == fx_test::Values::unit) x = fx::rand(c.shapes[i], {.dtype = fx::DType::f64}) * 0.9 + 0.05;
+        xs.push_back(x.to(c.dtype));
+    }
+    return xs;
+}
+
+// fluxion's answer: the output and the gradients of sum(output * weights), or the error it threw.
+struct Answer {
+    Tensor out, weights;
+    std::vector<Tensor> grads;
+    std::string error;
+};
+
+Answer fluxion_answer(const DiffConfig& c, const std::vector<Tensor>& xs) {
+    Answer a;
+    try {
+        {
+            fx::NoGrad no_grad;
+            a.out = c.f(xs);
+        }
+        a.weights = fx::randn(a.out.shape(), {.dtype = fx::DType::f64}).to(c.dtype);
+        auto [value, grads] = fx::withgradient([&](const std::vector<Tensor>& v) { return fx::sum(c.f(v) * a.weights); }, xs);
+        (void)value;
+        a.grads = grads;
+    } catch (const fx::Error& e) {
+        a.error = e.what();
+    }
+    return a;
+}
+
+json tensor_json(const Tensor& t) { return {{"shape", t.shape()}, {"data", t.to_vector<double>()}}; }
+
+std::vector<double> numbers(const json& values) {
+    std::vector<double> v;
+    for (const auto& x : values) v.push_back(x.is_string() ? std::stod(x.get<std::string>()) : x.get<double>());
+    return v;
+}
+
+// Stated tolerances: |got - want| <= rtol |want| + atol max(1, max |want|), per dtype. The atol term
+// scales with the tensor's largest element so that a sum that cancels to near zero is judged by the
+// size of its terms' rounding, not by its own.
+struct Tolerance {
+    double rtol, atol;
+};
+Tolerance tolerance(fx::DType dtype) { return dtype == fx::DType::f64 ? Tolerance{1e-9, 1e-11} : Tolerance{1e-4, 2e-6}; }
+
+// The first element where got and want differ beyond the tolerance, described; empty if none.
+std::string difference(const std::vector<double>& got, const std::vector<double>& want, Tolerance tol) {
+    if (got.size() != want.size())
+        return std::to_string(got.size()) + " elements, PyTorch " + std::to_string(want.size());
+    double scale = 1;
+    for (double w : want)
+        if (std::isfinite(w)) scale = std::max(scale, std::abs(w));
+    for (std::size_t i = 0; i < got.size(); ++i) {
+        double g = got[i], w = want[i];
+        bool same = std::isnan(g) ? std::isnan(w)
+                    : std::isinf(g) || std::isinf(w) ? g == w
+                                                     : std::abs(g - w) <= tol.rtol * std::abs(w) + tol.atol * scale;
+        if (!same) {
+            std::ostringstream s;
+            s.precision(10);
+            s << "element " << i << ": " << g << ", PyTorch " << w << " (difference " << std::abs(g - w) << ")";
+            return s.str();
+        }
+    }
+    return "";
+}
+
+// What differs between fluxion's answer and PyTorch's, or empty.
+std::string compare(const DiffConfig& c, const Answer& a, const json& ref) {
+    if (ref.contains("error") || !a.error.empty()) {
+        if (ref.contains("error") && !a.error.empty()) return "";  // both refuse it
+        if (!a.error.empty()) return "fluxion refuses what PyTorch accepts: " + a.error;
+        return "PyTorch refuses (" + ref["error"].get<std::string>() + ") but fluxion gives shape " +
+               fx::to_string(a.out.shape());
+    }
+    if (a.out.shape() != ref["shape"].get<fx::Shape>())
+        return "output shape " + fx::to_string(a.out.shape()) + ", PyTorch " + fx::to_string(ref["shape"].get<fx::Shape>());
+    Tolerance tol = tolerance(c.dtype);
+    if (auto d = difference(a.out.to_vector<double>(), numbers(ref["out"]), tol); !d.empty()) return "forward, " + d;
+    for (std::size_t i = 0; i < a.grads.size(); ++i) {
+        auto got = a.grads[i].to_vector<double>();
+        auto want = ref["grads"][i].is_null() ? std::vector<double>(got.size(), 0.0) : numbers(ref["grads"][i]);
+        if (auto d = difference(got, want, tol); !d.empty()) return "gradient of x" + std::to_string(i) + ", " + d;
+    }
+    return "";
+}
+
+struct DiffRun {
+    std::uint64_t seed, first, count;
+    std::vector<DiffConfig> configs;
+    std::vector<std::vector<Tensor>> inputs;
+    std::vector<Answer> answers;
+};
+
+DiffRun make_run(std::uint64_t seed, std::uint64_t first, std::uint64_t count) {
+    DiffRun run{seed, first, count, {}, {}, {}};
+    for (std::uint64_t i = first; i < first + count; ++i) {
+        run.configs.push_back(fx_test::differential_config(seed, i));
+        run.inputs.push_back(make_inputs(run.configs.back(), seed, i));
+        run.answers.push_back(fluxion_answer(run.configs.back(), run.inputs.back()));
+    }
+    return run;
+}
+
+fx_test::TorchResults torch_answers(const DiffRun& run, const std::string& script) {
+    json configs = json::array();
+    for (std::size_t k = 0; k < run.configs.size(); ++k) {
+        json inputs = json::array();
+        for (const auto& x : run.inputs[k]) inputs.push_back(tensor_json(x));
+        const Answer& a = run.answers[k];
+        configs.push_back({{"expr", run.configs[k].torch},
+                           {"dtype", fx::name(run.configs[k].dtype)},
+                           {"inputs", inputs},
+                           {"weights", a.error.empty() ? tensor_json(a.weights) : json()}});
+    }
+    return fx_test::run_torch_script(script, configs.dump(), "differential");
+}
+
+const char* const script = FLUXION_SOURCE_DIR "/tests/reference/torch_differential.py";
+
+TEST(Differential, RandomConfigurationsMatchPyTorch) {
+    std::uint64_t seed = env_or("FLUXION_DIFF_SEED", default_seed), first = env_or("FLUXION_DIFF_FIRST", 0),
+                  count = env_or("FLUXION_DIFF_COUNT", default_count);
+    DiffRun run = make_run(seed, first, count);
+    auto torch = torch_answers(run, script);
+    if (!torch.skip.empty()) GTEST_SKIP() << torch.skip;
+    ASSERT_TRUE(torch.error.empty()) << torch.error;
+    ASSERT_EQ(torch.results.size(), run.configs.size()) << script << " answered a different number of configurations";
+    std::size_t mismatches = 0, refused = 0;
+    for (std::size_t k = 0; k < run.configs.size(); ++k) {
+        refused += !run.answers[k].error.empty() && torch.results[k].contains("error");
+        std::string d = compare(run.configs[k], run.answers[k], torch.results[k]);
+        if (d.empty()) continue;
+        ++mismatches;
+        std::uint64_t index = first + k;
+        ADD_FAILURE() << "seed " << seed << ", configuration " << index << ": " << d << "\n  " << run.configs[k].repro()
+                      << "\n  re-run alone: FLUXION_DIFF_SEED=" << seed << " FLUXION_DIFF_FIRST=" << index
+                      << " FLUXION_DIFF_COUNT=1 tests/test_differential";
+    }
+    std::cout << "[differential] seed " << seed << ": " << count << " configurations from " << first << ", "
+              << mismatches << " mismatches, " << refused << " refused by both\n";
+}
+
+TEST(Differential, ConfigurationsDependOnlyOnSeedAndIndex) {
+    for (std::uint64_t i : {0, 7, 123}) {
+        auto alone = fx_test::differential_config(default_seed, i), again = fx_test::differential_config(default_seed, i);
+        EXPECT_EQ(alone.repro(), again.repro());
+        EXPECT_FALSE(alone.torch.empty()) << alone.family;
+    }
+    EXPECT_NE(fx_test::differential_config(1, 0).repro() + fx_test::differential_config(1, 1).repro(),
+              fx_test::differential_config(2, 0).repro() + fx_test::differential_config(2, 1).repro());
+}
+
+// Every family and both dtypes, views of every kind, and empty tensors occur in the short run.
+TEST(Differential, TheShortRunCoversEveryFamily) {
+    std::map<std::string, int> seen;
+    for (std::uint64_t i = 0; i < default_count; ++i) {
+        auto c = fx_test::differential_config(default_seed, i);
+        ++seen[c.family];
+        ++seen[fx::name(c.dtype)];
+        for (const auto& v : c.views) ++seen[v.substr(0, v.find('('))];
+        for (const auto& s : c.shapes)
+            if (std::find(s.begin(), s.end(), 0) != s.end()) ++seen["zero-size"];
+    }
+    for (const char* what : {"unary", "binary", "reduction", "softmax", "matmul", "conv2d", "conv_transpose2d", "pool",
+                             "loss", "views", "composition", "f64", "f32", "contiguous", "permute", "slice", "expand",
+                             "zero-size"})
+        EXPECT_GE(seen[what], 5) << what;
+}
+
+TEST(Differential, AFailingScriptIsAnErrorNotASkip) {
+    if (!fx_test::torch_importable()) GTEST_SKIP() << "PyTorch is not importable by /usr/bin/python3";
+    std::string broken = FLUXION_BINARY_DIR "/torch_differential_failing.py";
+    std::ofstream(broken) << "import torch\nraise SystemExit(3)\n";
+    auto r = torch_answers(make_run(default_seed, 0, 2), broken);
+    EXPECT_EQ(r.skip, "");
+    EXPECT_NE(r.error.find("torch_differential_failing.py failed"), std::string::npos) << r.error;
+}
+
+// A difference is reported: a configuration whose PyTorch expression is deliberately another op.
+TEST(Differential, AWrongAnswerIsReported) {
+    DiffRun run = make_run(default_seed, 0, 1);
+    DiffConfig& c = run.configs[0];
+    c.torch = "(" + c.torch + ") * 1.001 + 0.001";
+    auto torch = torch_answers(run, script);
+    if (!torch.skip.empty()) GTEST_SKIP() << torch.skip;
+    ASSERT_TRUE(torch.error.empty()) << torch.error;
+    EXPECT_NE(compare(c, run.answers[0], torch.results[0]), "") << c.repro();
+}
+
+}  // namespace
