@@ -280,3 +280,13 @@ TEST(OpsEdges, GeluErfIsPyTorchsDefaultGelu) {
     EXPECT_GT(std::abs(fx::gelu(x).to_vector<double>()[0] - y[0]), 1e-4);  // the tanh form differs
     EXPECT_EQ(fx::Dense(2, 3, fx::gelu_erf).describe(), "Dense(2 => 3, gelu_erf)");
 }
+
+// torch.logsumexp(torch.tensor([[1., inf, 2.], [-inf, -inf, -inf]]), 1) == tensor([inf, -inf]),
+// and the row without ±inf is unchanged; found by test_differential (seed 1, configuration 401).
+TEST(OpsEdges, LogSumExpOfARowHoldingInfIsInf) {
+    Tensor x = fx::tensor<double>({1, INFINITY, 2, -INFINITY, -INFINITY, -INFINITY, 0.5, -1, 3}, {3, 3});
+    auto r = fx::logsumexp(x, 1).to_vector<double>();
+    EXPECT_EQ(r[0], INFINITY);
+    EXPECT_EQ(r[1], -INFINITY);
+    EXPECT_NEAR(r[2], 3.0956743294143823, 1e-12);  // torch.logsumexp(torch.tensor([0.5, -1., 3.]), 0)
+}

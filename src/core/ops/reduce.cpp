@@ -147,8 +147,9 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
 Tensor logsumexp(const Tensor& x, int axis, bool keepdims) {
     int a = detail::normalize_scalar_axis("logsumexp", axis, x.ndim());
     Tensor m = max(x.detach(), a, true);
-    // An all -inf row has max -inf; shift by 0 there so the result is -inf, not NaN.
-    m = where(eq(m, full({}, -INFINITY, {.dtype = m.dtype(), .device = m.device()})), zeros_like(m), m);
+    // A row whose max is ±inf is shifted by 0, not by the max, so that it gives ±inf (as PyTorch
+    // does), not inf - inf = NaN.
+    m = where(eq(abs(m), full({}, INFINITY, {.dtype = m.dtype(), .device = m.device()})), zeros_like(m), m);
     Tensor r = log(sum(exp(x - m), a, true)) + m;
     return keepdims || x.ndim() == 0 ? r : r.squeeze(a);
 }
