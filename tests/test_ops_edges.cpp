@@ -290,3 +290,13 @@ TEST(OpsEdges, LogSumExpOfARowHoldingInfIsInf) {
     EXPECT_EQ(r[1], -INFINITY);
     EXPECT_NEAR(r[2], 3.0956743294143823, 1e-12);  // torch.logsumexp(torch.tensor([0.5, -1., 3.]), 0)
 }
+
+// x = [1, nan, -2, nan]; torch.min(x).backward() gives x.grad = [0, 0.5, 0, 0.5]: the NaN result's
+// gradient goes to the NaN elements; found by test_differential (seed 1, configuration 990).
+TEST(OpsEdges, ExtremumOverEverythingGivesANaNResultsGradientToTheNaNs) {
+    Tensor x = fx::tensor<double>({1, NAN, -2, NAN}, {4});
+    for (bool max : {false, true}) {
+        auto [g] = fx::gradient([max](const Tensor& a) { return max ? fx::max(a) : fx::min(a); }, x);
+        EXPECT_EQ(g.to_vector<double>(), (std::vector<double>{0, 0.5, 0, 0.5})) << (max ? "max" : "min");
+    }
+}

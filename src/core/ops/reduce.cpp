@@ -90,9 +90,11 @@ Tensor reduce_extreme(Reduce op, const Tensor& x, int axis, bool keepdims) {
     Tensor out = reduce_raw(op, x, axis, keepdims);
     if (!detail::any_tracked({x})) return out;
     if (axis < 0) {
-        // Over everything, ties share the gradient equally (as PyTorch's max() and amax do).
+        // Over everything, ties share the gradient equally (as PyTorch's max() and amax do); when
+        // the result is NaN, the NaN elements are the ties (ne(v, v) is true for NaN only).
         return record(reduce_name(op), {x}, out, [x, out](const Tensor& g, const Needs&) {
-            Tensor hit = cast(eq(x, expand_back(out, x.shape(), -1, false)), g.dtype());
+            Tensor o = expand_back(out, x.shape(), -1, false);
+            Tensor hit = cast(eq(x, o), g.dtype()) + cast(ne(x, x), g.dtype()) * cast(ne(o, o), g.dtype());
             return Grads{hit * expand_back(g, x.shape(), -1, false) / sum(hit).reshape(Shape(x.ndim(), 1))};
         });
     }
