@@ -300,3 +300,17 @@ TEST(OpsEdges, ExtremumOverEverythingGivesANaNResultsGradientToTheNaNs) {
         EXPECT_EQ(g.to_vector<double>(), (std::vector<double>{0, 0.5, 0, 0.5})) << (max ? "max" : "min");
     }
 }
+
+// a = [1, nan, 3, 2], b = [nan, 5, 3, 1], w = [1, 2, 4, 8]; (torch.maximum(a, b) * w).sum().backward()
+// gives a.grad = [1, 2, 2, 8], b.grad = [1, 2, 2, 0]: where either is NaN both get all of it (and
+// minimum likewise); found by test_differential (seed 1, configuration 1380).
+TEST(OpsEdges, MaximumAndMinimumGiveANaNResultsGradientToBothArguments) {
+    Tensor a = fx::tensor<double>({1, NAN, 3, 2}, {4}), b = fx::tensor<double>({NAN, 5, 3, 1}, {4});
+    Tensor w = fx::tensor<double>({1, 2, 4, 8}, {4});
+    auto [ga, gb] = fx::gradient([&](const Tensor& p, const Tensor& q) { return fx::sum(fx::maximum(p, q) * w); }, a, b);
+    EXPECT_EQ(ga.to_vector<double>(), (std::vector<double>{1, 2, 2, 8}));
+    EXPECT_EQ(gb.to_vector<double>(), (std::vector<double>{1, 2, 2, 0}));
+    auto [ha, hb] = fx::gradient([&](const Tensor& p, const Tensor& q) { return fx::sum(fx::minimum(p, q) * w); }, a, b);
+    EXPECT_EQ(ha.to_vector<double>(), (std::vector<double>{1, 2, 2, 0}));
+    EXPECT_EQ(hb.to_vector<double>(), (std::vector<double>{1, 2, 2, 8}));
+}
