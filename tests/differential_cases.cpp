@@ -26,7 +26,11 @@ std::string join(const std::vector<std::int64_t>& v, const char* sep = ", ") {
     for (std::size_t i = 0; i < v.size(); ++i) s << (i ? sep : "") << v[i];
     return s.str();
 }
-std::string pair(std::int64_t a, std::int64_t b) { return "(" + std::to_string(a) + ", " + std::to_string(b) + ")"; }
+std::string pair(std::int64_t a, std::int64_t b) {
+    std::ostringstream s;
+    s << "(" << a << ", " << b << ")";
+    return s.str();
+}
 std::string num(double v) {
     std::ostringstream s;
     s.precision(17);
@@ -52,7 +56,8 @@ Shape random_shape(Rng& r, int rank, bool zero_ok) {
 
 class Builder {
 public:
-    Builder(Rng& r, DiffConfig& c, bool views_ok) : r_(r), c_(c), views_ok_(views_ok) {}
+    Builder(Rng& r, DiffConfig& c, bool views_ok, bool nonfinite_ok)
+        : r_(r), c_(c), views_ok_(views_ok), nonfinite_ok_(nonfinite_ok) {}
 
     // Adds an input that the op sees with shape `s`: the tensor itself, or a view of a larger,
     // permuted or smaller one (broadcast views only where `broadcast_ok`: they repeat values, so
@@ -67,6 +72,7 @@ public:
         bool broadcastable = std::any_of(s.begin(), s.end(), [](std::int64_t d) { return d != 1; });
         if (views_ok_ && broadcast_ok && broadcastable) kinds.push_back(3);
         int kind = r_.chance(0.5) ? 0 : r_.pick(kinds);
+        if (v == Values::normal && nonfinite_ok_ && r_.chance(0.1)) v = Values::nonfinite;
         c_.values.push_back(v);
         if (kind == 1) {  // a permutation of a tensor made with the axes in another order
             std::vector<int> perm(rank);
@@ -110,7 +116,7 @@ public:
 private:
     Rng& r_;
     DiffConfig& c_;
-    bool views_ok_;
+    bool views_ok_, nonfinite_ok_;
 };
 
 // ---- the families ----
@@ -232,7 +238,7 @@ void softmax(Rng& r, DiffConfig& c, Builder& b) {
     int rank = int(r.between(1, 3));
     Shape s = random_shape(r, rank, true);
     int axis = int(r.between(-rank, rank - 1));
-    double scale = r.pick(std::vector<double>{1, 10, 100});
+    double scale = r.pick(std::vector<double>{1, 10, 100, 1e4});  // 1e4: logits that lose digits if done naively
     bool log = r.chance(0.5);
     Arg x = b.input(s);
     c.f = [x, axis, scale, log](const Xs& xs) {
@@ -344,6 +350,38 @@ void loss(Rng& r, DiffConfig& c, Builder& b) {
     if (op == "logitbce") c.torch = "F.binary_cross_entropy_with_logits(" + xy + ", reduction=" + reduction + ")";
 }
 
+// Joining and indexing: gradients that split (concat, stack, where) or accumulate (repeated indices).
+void indexing(Rng& r, DiffConfig& c, Builder& b) {
+    int form = int(r.between(0, 3));
+    Shape s = random_shape(r, int(r.between(1, 3)), true);
+    int rank = int(s.size()), axis = int(r.between(-rank, rank - 1));
+    if (form <= 1) {
+        Shape t = s;
+        if (form == 0) t[std::size_t(axis < 0 ? axis + rank : axis)] = dim(r, true);
+        Arg x = b.input(s), y = b.input(t);
+        bool cat = form == 0;
+        c.f = [x, y, axis, cat](const Xs& xs) {
+            return cat ? fx::concat({x.get(xs), y.get(xs)}, axis) : fx::stack({x.get(xs), y.get(xs)}, axis);
+        };
+        c.torch = std::string(cat ? "torch.cat([" : "torch.stack([") + x.py + ", " + y.py + "], " + std::to_string(axis) + ")";
+    } else if (form == 2) {
+        std::int64_t size = s[std::size_t(axis < 0 ? axis + rank : axis)];
+        std::vector<std::int64_t> index(std::size_t(size == 0 ? 0 : r.between(0, 5)));
+        for (auto& i : index) i = r.between(0, size - 1);
+        Arg x = b.input(s);
+        c.f = [x, axis, index](const Xs& xs) {
+            Tensor v = x.get(xs);
+            return fx::index_select(v, axis, fx::tensor(index, {std::int64_t(index.size())}));
+        };
+        c.torch = "torch.index_select(" + x.py + ", " + std::to_string(axis) + ", torch.tensor([" + join(index) +
+                  "], dtype=torch.int64))";
+    } else {
+        Arg p = b.input(s), q = b.input(s), x = b.input(s), y = b.input(s);
+        c.f = [p, q, x, y](const Xs& xs) { return fx::where(p.get(xs) > q.get(xs), x.get(xs), y.get(xs)); };
+        c.torch = "torch.where(" + p.py + " > " + q.py + ", " + x.py + ", " + y.py + ")";
+    }
+}
+
 // Views taken inside the tape, one after another, on a contiguous input.
 void views(Rng& r, DiffConfig& c, Builder& b) {
     Shape s = random_shape(r, 3, true);
@@ -405,7 +443,7 @@ std::string DiffConfig::repro() const {
     std::ostringstream s;
     s << family << " " << fx::name(dtype) << ": " << torch << " with";
     for (std::size_t i = 0; i < shapes.size(); ++i) {
-        static const char* kinds[] = {"normal", "positive", "away from zero", "in (0.05, 0.95)"};
+        static const char* kinds[] = {"normal", "positive", "away from zero", "in (0.05, 0.95)", "with nan/inf"};
         s << (i ? "," : "") << " x" << i << " " << fx::to_string(shapes[i]) << " " << kinds[int(values[i])] << " as "
           << views[i];
     }
@@ -418,14 +456,18 @@ DiffConfig differential_config(std::uint64_t seed, std::uint64_t index) {
     static const std::vector<std::pair<const char*, Gen>> families = {
         {"unary", unary},     {"binary", binary},         {"reduction", reduction}, {"softmax", softmax},
         {"matmul", matmul},   {"conv2d", conv},           {"conv_transpose2d", conv_transpose},
-        {"pool", pool},       {"loss", loss},             {"views", views},         {"composition", composition},
+        {"pool", pool},       {"loss", loss},             {"indexing", indexing},   {"views", views},
+        {"composition", composition},
     };
     const auto& [family, gen] = r.pick(families);
     DiffConfig c;
     c.family = family;
     c.dtype = r.chance(0.5) ? fx::DType::f64 : fx::DType::f32;
     bool views_ok = c.family != "views";
-    Builder b(r, c, views_ok);
+    // nan and ±inf where the op is elementwise or a reduction: they must propagate as in PyTorch
+    bool nonfinite_ok = c.family == "unary" || c.family == "binary" || c.family == "reduction" ||
+                        c.family == "softmax" || c.family == "indexing";
+    Builder b(r, c, views_ok, nonfinite_ok);
     gen(r, c, b);
     return c;
 }

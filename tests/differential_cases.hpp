@@ -15,7 +15,8 @@ namespace fx_test {
 
 namespace fx = fluxion;
 
-enum class Values { normal, positive, away_from_zero, unit };  // unit: uniform on (0.05, 0.95)
+// unit: uniform on (0.05, 0.95); nonfinite: normal with about one element in five nan, inf or -inf
+enum class Values { normal, positive, away_from_zero, unit, nonfinite };
 
 struct DiffConfig {
     std::string family;

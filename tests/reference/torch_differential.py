@@ -5,7 +5,7 @@ null} and writes, per configuration in the same order, either {shape, out, grads
 the PyTorch expression over x0, x1, ... (torch as `torch`, functional as `F`) in the given dtype, and
 the gradients of sum(output * weights) with respect to each input -- or {error} when PyTorch refuses
 the configuration. Without weights (fluxion refused it) only the forward pass runs. Non-finite
-numbers are written as the strings "nan", "inf" and "-inf", which JSON cannot hold.
+numbers are the strings "nan", "inf" and "-inf" both ways, which JSON cannot hold.
 """
 import json
 import math
@@ -18,7 +18,8 @@ DTYPES = {"f64": torch.float64, "f32": torch.float32}
 
 
 def tensor(t, dtype):
-    return torch.tensor(t["data"], dtype=torch.float64).reshape(t["shape"]).to(dtype)
+    data = [float(v) for v in t["data"]]
+    return torch.tensor(data, dtype=torch.float64).reshape(t["shape"]).to(dtype)
 
 
 def values(t):
