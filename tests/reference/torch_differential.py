@@ -4,7 +4,8 @@ Reads a JSON list of configurations {expr, dtype, inputs: [{shape, data}], weigh
 null} and writes, per configuration in the same order, either {shape, out, grads} -- the output of
 the PyTorch expression over x0, x1, ... (torch as `torch`, functional as `F`) in the given dtype, and
 the gradients of sum(output * weights) with respect to each input -- or {error} when PyTorch refuses
-the configuration. Without weights (fluxion refused it) only the forward pass runs. Non-finite
+the configuration. For f32 it adds, under "f64", the same computed in float64 from the same
+(f32-valued) inputs. Without weights (fluxion refused it) only the forward pass runs. Non-finite
 numbers are the strings "nan", "inf" and "-inf" both ways, which JSON cannot hold.
 """
 import json
@@ -26,8 +27,7 @@ def values(t):
     return [v if math.isfinite(v) else str(v) for v in t.detach().double().reshape(-1).tolist()]
 
 
-def run(config):
-    dtype = DTYPES[config["dtype"]]
+def run(config, dtype):
     xs = [tensor(t, dtype).requires_grad_(True) for t in config["inputs"]]
     env = {"torch": torch, "F": F, **{f"x{i}": x for i, x in enumerate(xs)}}
     try:
@@ -45,7 +45,14 @@ def run(config):
 
 def main(src, dst):
     torch.set_num_threads(1)
-    json.dump([run(config) for config in json.load(open(src))], open(dst, "w"))
+    results = []
+    for config in json.load(open(src)):
+        result = run(config, DTYPES[config["dtype"]])
+        if config["dtype"] == "f32" and "error" not in result:
+            # the exact answer, near enough, for judging the rounding of both f32 answers
+            result["f64"] = run(config, torch.float64)
+        results.append(result)
+    json.dump(results, open(dst, "w"))
 
 
 if __name__ == "__main__":
