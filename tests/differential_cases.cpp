@@ -243,17 +243,18 @@ void softmax(Rng& r, DiffConfig& c, Builder& b) {
     int rank = int(r.between(1, 3));
     Shape s = random_shape(r, rank, true);
     int axis = int(r.between(-rank, rank - 1));
-    double scale = r.pick(std::vector<double>{1, 10, 100, 1e4});  // 1e4: logits that lose digits if done naively
+    double scale = r.pick(std::vector<double>{1, 10, 100, 1e4});
+    double offset = r.pick(std::vector<double>{0, 0, -1e4, 1e4});  // logits near ±1e4 lose digits if done naively
     bool log = r.chance(0.5);
-    // Over a broadcast axis the gradient is a sum that cancels exactly, so in f32 with logits of 1e4
-    // both answers are rounding noise times 1e4: no broadcast views there.
-    Arg x = b.input(s, Values::normal, !(scale > 100 && c.dtype == fx::DType::f32));
-    c.f = [x, axis, scale, log](const Xs& xs) {
-        Tensor v = x.get(xs) * scale;
+    // Broadcast along the softmax axis, the input's gradient is a sum that cancels exactly, so in f32
+    // both answers are rounding noise times the scale: no broadcast views in f32.
+    Arg x = b.input(s, Values::normal, c.dtype != fx::DType::f32);
+    c.f = [x, axis, scale, offset, log](const Xs& xs) {
+        Tensor v = x.get(xs) * scale + offset;
         return log ? fx::logsoftmax(v, axis) : fx::softmax(v, axis);
     };
-    c.torch = std::string(log ? "torch.log_softmax(" : "torch.softmax(") + x.py + " * " + num(scale) + ", " +
-              std::to_string(axis) + ")";
+    c.torch = std::string(log ? "torch.log_softmax(" : "torch.softmax(") + x.py + " * " + num(scale) + " + " +
+              num(offset) + ", " + std::to_string(axis) + ")";
 }
 
 void matmul(Rng& r, DiffConfig& c, Builder& b) {
