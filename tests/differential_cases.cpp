@@ -16,7 +16,9 @@ using Fn = std::function<Tensor(const Xs&)>;
 
 struct Rng {
     std::mt19937_64 gen;
-    std::int64_t between(std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(gen); }
+    std::int64_t between(std::int64_t lo, std::int64_t hi) {
+        return std::uniform_int_distribution<std::int64_t>(lo, hi)(gen);
+    }
     bool chance(double p) { return std::bernoulli_distribution(p)(gen); }
     template <class T> const T& pick(const std::vector<T>& v) { return v[between(0, std::int64_t(v.size()) - 1)]; }
 };
@@ -183,14 +185,17 @@ void binary(Rng& r, DiffConfig& c, Builder& b) {
         return b.input(s, v);
     };
     bool positive = op == "/" || op == "pow";
-    Arg x = operand(op == "pow" ? Values::positive : Values::normal), y = operand(positive ? Values::positive : Values::normal);
+    Arg x = operand(op == "pow" ? Values::positive : Values::normal),
+        y = operand(positive ? Values::positive : Values::normal);
     if (r.chance(0.5)) std::swap(x, y);
     if (op == "pow") {
         c.f = [x, y](const Xs& xs) { return fx::pow(x.get(xs), y.get(xs)); };
         c.torch = "torch.pow(" + x.py + ", " + y.py + ")";
     } else if (op == "maximum" || op == "minimum") {
         bool mx = op == "maximum";
-        c.f = [x, y, mx](const Xs& xs) { return mx ? fx::maximum(x.get(xs), y.get(xs)) : fx::minimum(x.get(xs), y.get(xs)); };
+        c.f = [x, y, mx](const Xs& xs) {
+            return mx ? fx::maximum(x.get(xs), y.get(xs)) : fx::minimum(x.get(xs), y.get(xs));
+        };
         c.torch = "torch." + op + "(" + x.py + ", " + y.py + ")";
     } else {
         char o = op[0];
@@ -231,12 +236,9 @@ void reduction(Rng& r, DiffConfig& c, Builder& b) {
         return fx::logsumexp(v * scale, axis, keep);
     };
     std::string args = std::to_string(axis) + ", keepdim=" + (keep ? "True" : "False");
-    if (op == "logsumexp")
-        c.torch = "torch.logsumexp(" + x.py + " * " + num(scale) + ", " + args + ")";
-    else if (extremum)
-        c.torch = "torch." + op + "(" + x.py + ", " + args + ").values";
-    else
-        c.torch = "torch." + op + "(" + x.py + ", " + args + ")";
+    if (op == "logsumexp") c.torch = "torch.logsumexp(" + x.py + " * " + num(scale) + ", " + args + ")";
+    else if (extremum) c.torch = "torch." + op + "(" + x.py + ", " + args + ").values";
+    else c.torch = "torch." + op + "(" + x.py + ", " + args + ")";
 }
 
 void softmax(Rng& r, DiffConfig& c, Builder& b) {
@@ -315,9 +317,9 @@ void conv_transpose(Rng& r, DiffConfig& c, Builder& b) {
     fx::Conv2dOptions o{{s[0], s[1]}, {p[0], p[1]}, {d[0], d[1]}, g};
     std::vector<std::int64_t> opad = {op[0], op[1]};
     c.f = [x, w, o, opad](const Xs& xs) { return fx::conv_transpose2d(x.get(xs), w.get(xs), o, opad); };
-    c.torch = "F.conv_transpose2d(" + x.py + ", " + w.py + ", stride=" + pair(s[0], s[1]) + ", padding=" +
-              pair(p[0], p[1]) + ", output_padding=" + pair(op[0], op[1]) + ", groups=" + std::to_string(g) +
-              ", dilation=" + pair(d[0], d[1]) + ")";
+    c.torch = "F.conv_transpose2d(" + x.py + ", " + w.py + ", stride=" + pair(s[0], s[1]) +
+              ", padding=" + pair(p[0], p[1]) + ", output_padding=" + pair(op[0], op[1]) +
+              ", groups=" + std::to_string(g) + ", dilation=" + pair(d[0], d[1]) + ")";
 }
 
 void pool(Rng& r, DiffConfig& c, Builder& b) {
@@ -362,7 +364,8 @@ void loss(Rng& r, DiffConfig& c, Builder& b) {
     if (op == "mse") c.torch = "F.mse_loss(" + xy + ", reduction=" + reduction + ")";
     if (op == "mae") c.torch = "F.l1_loss(" + xy + ", reduction=" + reduction + ")";
     if (op == "huber") c.torch = "F.huber_loss(" + xy + ", reduction=" + reduction + ", delta=" + num(delta) + ")";
-    if (op == "logitce") c.torch = "F.cross_entropy(" + xy + ", reduction=" + reduction + ")";  // probabilities as targets
+    if (op == "logitce")
+        c.torch = "F.cross_entropy(" + xy + ", reduction=" + reduction + ")";  // probabilities as targets
     if (op == "logitbce") c.torch = "F.binary_cross_entropy_with_logits(" + xy + ", reduction=" + reduction + ")";
 }
 
@@ -379,7 +382,8 @@ void indexing(Rng& r, DiffConfig& c, Builder& b) {
         c.f = [x, y, axis, cat](const Xs& xs) {
             return cat ? fx::concat({x.get(xs), y.get(xs)}, axis) : fx::stack({x.get(xs), y.get(xs)}, axis);
         };
-        c.torch = std::string(cat ? "torch.cat([" : "torch.stack([") + x.py + ", " + y.py + "], " + std::to_string(axis) + ")";
+        c.torch = std::string(cat ? "torch.cat([" : "torch.stack([") + x.py + ", " + y.py + "], " +
+                  std::to_string(axis) + ")";
     } else if (form == 2) {
         std::int64_t size = s[std::size_t(axis < 0 ? axis + rank : axis)];
         std::vector<std::int64_t> index(std::size_t(size == 0 ? 0 : r.between(0, 5)));
@@ -408,8 +412,11 @@ void views(Rng& r, DiffConfig& c, Builder& b) {
         c.torch = x.py + ".permute(2, 0, 1).reshape(-1) * 2.0";
     } else if (form == 1) {  // a strided slice of a permutation, flattened
         std::int64_t step = r.between(1, 3), stop = s[1];
-        c.f = [x, step, stop](const Xs& xs) { return x.get(xs).permute({1, 2, 0}).slice(0, 0, stop, step).flatten(1) * 3.0; };
-        c.torch = x.py + ".permute(1, 2, 0)[0:" + std::to_string(stop) + ":" + std::to_string(step) + "].flatten(1) * 3.0";
+        c.f = [x, step, stop](const Xs& xs) {
+            return x.get(xs).permute({1, 2, 0}).slice(0, 0, stop, step).flatten(1) * 3.0;
+        };
+        c.torch =
+            x.py + ".permute(1, 2, 0)[0:" + std::to_string(stop) + ":" + std::to_string(step) + "].flatten(1) * 3.0";
     } else if (form == 2) {  // select, then broadcast against the input itself
         std::int64_t index = s[0] == 0 ? 0 : r.between(0, s[0] - 1);
         if (s[0] == 0) {
@@ -417,10 +424,16 @@ void views(Rng& r, DiffConfig& c, Builder& b) {
             c.torch = x.py + " * 1.5";
             return;
         }
-        c.f = [x, index](const Xs& xs) { Tensor v = x.get(xs); return v * v.select(0, index).unsqueeze(0); };
+        c.f = [x, index](const Xs& xs) {
+            Tensor v = x.get(xs);
+            return v * v.select(0, index).unsqueeze(0);
+        };
         c.torch = x.py + " * " + x.py + "[" + std::to_string(index) + "].unsqueeze(0)";
     } else {  // transpose, then matmul with itself
-        c.f = [x](const Xs& xs) { Tensor v = x.get(xs); return fx::matmul(fx::transpose(v), v); };
+        c.f = [x](const Xs& xs) {
+            Tensor v = x.get(xs);
+            return fx::matmul(fx::transpose(v), v);
+        };
         c.torch = "torch.matmul(" + x.py + ".transpose(-2, -1), " + x.py + ")";
     }
 }
@@ -431,7 +444,9 @@ void composition(Rng& r, DiffConfig& c, Builder& b) {
     if (form == 0) {  // a dense layer, tanh, softmax
         std::int64_t n = r.between(1, 4), in = r.between(1, 5), out = r.between(1, 5);
         Arg x = b.input({n, in}), w = b.input({out, in}), bias = b.input({out});
-        c.f = [x, w, bias](const Xs& xs) { return fx::softmax(fx::tanh(fx::linear(x.get(xs), w.get(xs), bias.get(xs)))); };
+        c.f = [x, w, bias](const Xs& xs) {
+            return fx::softmax(fx::tanh(fx::linear(x.get(xs), w.get(xs), bias.get(xs))));
+        };
         c.torch = "torch.softmax(torch.tanh(F.linear(" + x.py + ", " + w.py + ", " + bias.py + ")), -1)";
     } else if (form == 1) {  // conv, bias, swish, mean pooling
         std::int64_t ci = r.between(1, 3), co = r.between(1, 3), h = r.between(3, 6), w0 = r.between(3, 6);
@@ -470,9 +485,17 @@ DiffConfig differential_config(std::uint64_t seed, std::uint64_t index) {
     Rng r{std::mt19937_64(seed * 0x9E3779B97F4A7C15ull + index)};
     using Gen = void (*)(Rng&, DiffConfig&, Builder&);
     static const std::vector<std::pair<const char*, Gen>> families = {
-        {"unary", unary},     {"binary", binary},         {"reduction", reduction}, {"softmax", softmax},
-        {"matmul", matmul},   {"conv2d", conv},           {"conv_transpose2d", conv_transpose},
-        {"pool", pool},       {"loss", loss},             {"indexing", indexing},   {"views", views},
+        {"unary", unary},
+        {"binary", binary},
+        {"reduction", reduction},
+        {"softmax", softmax},
+        {"matmul", matmul},
+        {"conv2d", conv},
+        {"conv_transpose2d", conv_transpose},
+        {"pool", pool},
+        {"loss", loss},
+        {"indexing", indexing},
+        {"views", views},
         {"composition", composition},
     };
     const auto& [family, gen] = r.pick(families);

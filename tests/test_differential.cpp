@@ -12,9 +12,9 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
-#include <nlohmann/json.hpp>
 
 #include "differential_cases.hpp"
 #include "torch_reference.hpp"
@@ -70,7 +70,8 @@ Answer fluxion_answer(const DiffConfig& c, const std::vector<Tensor>& xs) {
             a.out = c.f(xs);
         }
         a.weights = fx::randn(a.out.shape(), {.dtype = fx::DType::f64}).to(c.dtype);
-        auto [value, grads] = fx::withgradient([&](const std::vector<Tensor>& v) { return fx::sum(c.f(v) * a.weights); }, xs);
+        auto [value, grads] =
+            fx::withgradient([&](const std::vector<Tensor>& v) { return fx::sum(c.f(v) * a.weights); }, xs);
         (void)value;
         a.grads = grads;
     } catch (const fx::Error& e) {
@@ -82,7 +83,8 @@ Answer fluxion_answer(const DiffConfig& c, const std::vector<Tensor>& xs) {
 // Non-finite numbers as the strings "nan", "inf" and "-inf", which JSON cannot hold.
 json tensor_json(const Tensor& t) {
     json data = json::array();
-    for (double v : t.to_vector<double>()) data.push_back(std::isfinite(v) ? json(v) : json(std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf"));
+    for (double v : t.to_vector<double>())
+        data.push_back(std::isfinite(v) ? json(v) : json(std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf"));
     return {{"shape", t.shape()}, {"data", data}};
 }
 
@@ -109,8 +111,8 @@ Tolerance tolerance(fx::DType dtype) {
 
 // The first element where got and want differ beyond the tolerance, described; empty if none.
 // `exact` is want computed in f64 (for f32), or empty; non-finite values must match want's.
-std::string difference(const std::vector<double>& got, const std::vector<double>& want, const std::vector<double>& exact,
-                       Tolerance tol) {
+std::string difference(const std::vector<double>& got, const std::vector<double>& want,
+                       const std::vector<double>& exact, Tolerance tol) {
     if (got.size() != want.size())
         return std::to_string(got.size()) + " elements, PyTorch " + std::to_string(want.size());
     const std::vector<double>& ref = exact.size() == want.size() ? exact : want;
@@ -122,8 +124,8 @@ std::string difference(const std::vector<double>& got, const std::vector<double>
         bool same = std::isnan(g) ? std::isnan(w)
                     : std::isinf(g) || !std::isfinite(w)
                         ? g == w
-                        : std::abs(g - e) <= tol.rtol * std::abs(e) + tol.atol * scale +
-                                                 tol.torch_error_factor * std::abs(w - e);
+                        : std::abs(g - e) <=
+                              tol.rtol * std::abs(e) + tol.atol * scale + tol.torch_error_factor * std::abs(w - e);
         if (!same) {
             std::ostringstream s;
             s.precision(10);
@@ -145,7 +147,8 @@ std::string compare(const DiffConfig& c, const Answer& a, const json& ref) {
                fx::to_string(a.out.shape());
     }
     if (a.out.shape() != ref["shape"].get<fx::Shape>())
-        return "output shape " + fx::to_string(a.out.shape()) + ", PyTorch " + fx::to_string(ref["shape"].get<fx::Shape>());
+        return "output shape " + fx::to_string(a.out.shape()) + ", PyTorch " +
+               fx::to_string(ref["shape"].get<fx::Shape>());
     Tolerance tol = tolerance(c.dtype);
     bool exact = ref.contains("f64") && !ref["f64"].contains("error");
     auto out = numbers(ref["out"]), out64 = exact ? numbers(ref["f64"]["out"]) : std::vector<double>();
@@ -154,7 +157,8 @@ std::string compare(const DiffConfig& c, const Answer& a, const json& ref) {
         auto got = a.grads[i].to_vector<double>();
         auto grad = [&](const json& g) { return g.is_null() ? std::vector<double>(got.size(), 0.0) : numbers(g); };
         auto want = grad(ref["grads"][i]), want64 = exact ? grad(ref["f64"]["grads"][i]) : std::vector<double>();
-        if (auto d = difference(got, want, want64, tol); !d.empty()) return "gradient of x" + std::to_string(i) + ", " + d;
+        if (auto d = difference(got, want, want64, tol); !d.empty())
+            return "gradient of x" + std::to_string(i) + ", " + d;
     }
     return "";
 }
@@ -224,15 +228,18 @@ TEST(Differential, AnF32PrecisionLossIsReported) {
     c.shapes = {{4, 6}};
     c.values = {fx_test::Values::normal};
     c.views = {"contiguous"};
-    c.f = [](const std::vector<Tensor>& xs) { Tensor x = xs[0] + 1e4; return x - fx::logsumexp(x, 1, true); };
+    c.f = [](const std::vector<Tensor>& xs) {
+        Tensor x = xs[0] + 1e4;
+        return x - fx::logsumexp(x, 1, true);
+    };
     c.torch = "torch.log_softmax(x0 + 10000.0, 1)";
     run.inputs[0] = make_inputs(c, default_seed, 0);
     Answer naive = fluxion_answer(c, run.inputs[0]);
     c.f = [](const std::vector<Tensor>& xs) { return fx::logsoftmax(xs[0] + 1e4, 1); };
     Answer good = naive;  // the same output weights
     good.out = c.f(run.inputs[0]);
-    auto [value, grads] = fx::withgradient([&](const std::vector<Tensor>& v) { return fx::sum(c.f(v) * good.weights); },
-                                          run.inputs[0]);
+    auto [value, grads] =
+        fx::withgradient([&](const std::vector<Tensor>& v) { return fx::sum(c.f(v) * good.weights); }, run.inputs[0]);
     (void)value;
     good.grads = grads;
     run.answers[0] = naive;
@@ -245,7 +252,8 @@ TEST(Differential, AnF32PrecisionLossIsReported) {
 
 TEST(Differential, ConfigurationsDependOnlyOnSeedAndIndex) {
     for (std::uint64_t i : {0, 7, 123}) {
-        auto alone = fx_test::differential_config(default_seed, i), again = fx_test::differential_config(default_seed, i);
+        auto alone = fx_test::differential_config(default_seed, i),
+             again = fx_test::differential_config(default_seed, i);
         EXPECT_EQ(alone.repro(), again.repro());
         EXPECT_FALSE(alone.torch.empty()) << alone.family;
     }
@@ -264,9 +272,9 @@ TEST(Differential, TheShortRunCoversEveryFamily) {
         for (const auto& s : c.shapes)
             if (std::find(s.begin(), s.end(), 0) != s.end()) ++seen["zero-size"];
     }
-    for (const char* what : {"unary", "binary", "reduction", "softmax", "matmul", "conv2d", "conv_transpose2d", "pool",
-                             "loss", "indexing", "views", "composition", "f64", "f32", "contiguous", "permute", "slice", "expand",
-                             "zero-size"})
+    for (const char* what :
+         {"unary", "binary", "reduction", "softmax", "matmul", "conv2d", "conv_transpose2d", "pool", "loss", "indexing",
+          "views", "composition", "f64", "f32", "contiguous", "permute", "slice", "expand", "zero-size"})
         EXPECT_GE(seen[what], 5) << what;
 }
 

@@ -2,15 +2,16 @@
 // on a JSON input and returns its JSON output, or why there is none: a reason to skip (PyTorch is
 // not importable) or an error (the script failed though PyTorch imports: a bug of ours, not a skip).
 #pragma once
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
-#include <nlohmann/json.hpp>
-#include <unistd.h>
 
 namespace fx_test {
 
@@ -36,7 +37,8 @@ inline std::string file_text(const std::string& path) {
 
 // Runs `script input output` once and caches the output in the build folder under a key of the
 // input and the script's text, so that an edited script or input never reuses stale results.
-inline TorchResults run_torch_script(const std::string& script, const std::string& input, const std::string& cache_name) {
+inline TorchResults run_torch_script(const std::string& script, const std::string& input,
+                                     const std::string& cache_name) {
     std::string script_text = file_text(script);
     if (script_text.empty()) return TorchResults::failed("cannot read " + script);
     // ctest runs each test in its own process: the first to miss the cache computes it, written
@@ -52,7 +54,8 @@ inline TorchResults run_torch_script(const std::string& script, const std::strin
         if (status != 0) {
             std::remove(tmp.c_str());
             if (!torch_importable())
-                return TorchResults::skipped("PyTorch is not importable by /usr/bin/python3 (apt-get install python3-torch)");
+                return TorchResults::skipped(
+                    "PyTorch is not importable by /usr/bin/python3 (apt-get install python3-torch)");
             return TorchResults::failed(script + " failed (status " + std::to_string(status) +
                                         ") though PyTorch imports; its traceback is above");
         }
