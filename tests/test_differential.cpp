@@ -56,6 +56,8 @@ std::vector<Tensor> make_inputs(const DiffConfig& c, std::uint64_t seed, std::ui
 }
 
 // fluxion's answer: the output and the gradients of sum(output * weights), or the error it threw.
+// The weights continue the random stream that make_inputs seeded, so they too depend only on the
+// seed and the index.
 struct Answer {
     Tensor out, weights;
     std::vector<Tensor> grads;
