@@ -248,9 +248,9 @@ void softmax(Rng& r, DiffConfig& c, Builder& b) {
     double scale = r.pick(std::vector<double>{1, 10, 100, 1e4});
     double offset = r.pick(std::vector<double>{0, 0, -1e4, 1e4});  // logits near ±1e4 lose digits if done naively
     bool log = r.chance(0.5);
-    // Broadcast along the softmax axis, the input's gradient is a sum that cancels exactly, so in f32
-    // both answers are rounding noise times the scale: no broadcast views in f32.
-    Arg x = b.input(s, Values::normal, c.dtype != fx::DType::f32);
+    // Broadcast along the softmax axis, the input's gradient is a sum that cancels exactly, so both
+    // answers are rounding noise times the scale (up to 1e4): no broadcast views.
+    Arg x = b.input(s, Values::normal, false);
     c.f = [x, axis, scale, offset, log](const Xs& xs) {
         Tensor v = x.get(xs) * scale + offset;
         return log ? fx::logsoftmax(v, axis) : fx::softmax(v, axis);
@@ -298,8 +298,11 @@ void conv(Rng& r, DiffConfig& c, Builder& b) {
     Arg x = b.input({n, g * ci, hw[0], hw[1]}), w = b.input({g * co, ci, k[0], k[1]});
     fx::Conv2dOptions o{{s[0], s[1]}, {p[0], p[1]}, {d[0], d[1]}, g};
     c.f = [x, w, o](const Xs& xs) { return fx::conv2d(x.get(xs), w.get(xs), o); };
-    c.torch = "F.conv2d(" + x.py + ", " + w.py + ", stride=" + pair(s[0], s[1]) + ", padding=" + pair(p[0], p[1]) +
-              ", dilation=" + pair(d[0], d[1]) + ", groups=" + std::to_string(g) + ")";
+    // PyTorch 1.13's slow_conv2d refuses the gradient of a non-contiguous weight ("grad_weight must
+    // be contiguous"), a limit of its own: its copy of the weight is made contiguous, fluxion's is not.
+    c.torch = "F.conv2d(" + x.py + ", " + w.py + ".contiguous(), stride=" + pair(s[0], s[1]) +
+              ", padding=" + pair(p[0], p[1]) + ", dilation=" + pair(d[0], d[1]) + ", groups=" + std::to_string(g) +
+              ")";
 }
 
 void conv_transpose(Rng& r, DiffConfig& c, Builder& b) {
