@@ -4,29 +4,20 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <string>
-#include <utility>
 #include <nlohmann/json.hpp>
-#include <unistd.h>
 
 #include "op_cases.hpp"
 #include "other_devices.hpp"
+#include "torch_reference.hpp"
 
 namespace {
 
 using fx::Tensor;
 using json = nlohmann::json;
 
-std::uint64_t hash_name(const std::string& s) {
-    std::uint64_t h = 1469598103934665603ull;
-    for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-    return h;
-}
+std::uint64_t hash_name(const std::string& s) { return fx_test::fnv1a(s); }
 
 std::vector<Tensor> make_inputs(const OpCase& c) {
     fx::seed(hash_name(c.name));
@@ -65,25 +56,10 @@ void expect_close(const std::vector<double>& got, const std::vector<double>& wan
         ASSERT_NEAR(got[i], want[i], atol + rtol * std::abs(want[i])) << what << " at element " << i;
 }
 
-bool torch_importable() {
-    return std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0;
-}
+using fx_test::torch_importable;
+using fx_test::TorchResults;
 
 json tensor_json(const Tensor& t) { return {{"shape", t.shape()}, {"data", t.to_vector<double>()}}; }
-
-// PyTorch's results for every case, or why there are none: a reason to skip (no PyTorch) or an
-// error (the script failed though PyTorch imports: a bug in the script or the table, not a skip).
-struct TorchResults {
-    json results;
-    std::string skip, error;
-    static TorchResults skipped(std::string why) { return {json(), std::move(why), ""}; }
-    static TorchResults failed(std::string why) { return {json(), "", std::move(why)}; }
-};
-
-std::string file_text(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 // Computed once in one Python process and cached under a key of the inputs and the script's text,
 // so that an edited script or table never reuses stale results.
@@ -95,30 +71,7 @@ TorchResults compute_torch_results(const std::string& script) {
         for (const auto& x : xs) inputs.push_back(tensor_json(x));
         cases.push_back({{"name", c.name}, {"expr", c.torch}, {"inputs", inputs}, {"weights", tensor_json(weights_for(c, xs))}});
     }
-    std::string text = cases.dump(), script_text = file_text(script);
-    if (script_text.empty()) return TorchResults::failed("cannot read " + script);
-    // ctest runs each test in its own process: the first to miss the cache computes it, written
-    // atomically so that parallel processes can race.
-    std::string dir = FLUXION_BINARY_DIR, key = std::to_string(hash_name(text + '\0' + script_text));
-    std::string out = dir + "/op_cases_torch_" + key + ".json";
-    if (!std::ifstream(out)) {
-        std::string pid = std::to_string(::getpid());
-        std::string in = dir + "/op_cases_in_" + key + "." + pid + ".json", tmp = out + "." + pid;
-        std::ofstream(in) << text;
-        int status = std::system(("/usr/bin/python3 " + script + " " + in + " " + tmp).c_str());
-        std::remove(in.c_str());
-        if (status != 0) {
-            std::remove(tmp.c_str());
-            if (!torch_importable())
-                return TorchResults::skipped("PyTorch is not importable by /usr/bin/python3 (apt-get install python3-torch)");
-            return TorchResults::failed(script + " failed (status " + std::to_string(status) +
-                                        ") though PyTorch imports; its traceback is above");
-        }
-        std::rename(tmp.c_str(), out.c_str());
-    }
-    TorchResults r;
-    std::ifstream(out) >> r.results;
-    return r;
+    return fx_test::run_torch_script(script, cases.dump(), "op_cases");
 }
 
 const TorchResults& torch_results() {

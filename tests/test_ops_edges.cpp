@@ -280,3 +280,37 @@ TEST(OpsEdges, GeluErfIsPyTorchsDefaultGelu) {
     EXPECT_GT(std::abs(fx::gelu(x).to_vector<double>()[0] - y[0]), 1e-4);  // the tanh form differs
     EXPECT_EQ(fx::Dense(2, 3, fx::gelu_erf).describe(), "Dense(2 => 3, gelu_erf)");
 }
+
+// torch.logsumexp(torch.tensor([[1., inf, 2.], [-inf, -inf, -inf]]), 1) == tensor([inf, -inf]),
+// and the row without ±inf is unchanged; found by test_differential.
+TEST(OpsEdges, LogSumExpOfARowHoldingInfIsInf) {
+    Tensor x = fx::tensor<double>({1, INFINITY, 2, -INFINITY, -INFINITY, -INFINITY, 0.5, -1, 3}, {3, 3});
+    auto r = fx::logsumexp(x, 1).to_vector<double>();
+    EXPECT_EQ(r[0], INFINITY);
+    EXPECT_EQ(r[1], -INFINITY);
+    EXPECT_NEAR(r[2], 3.0956743294143823, 1e-12);  // torch.logsumexp(torch.tensor([0.5, -1., 3.]), 0)
+}
+
+// x = [1, nan, -2, nan]; torch.min(x).backward() gives x.grad = [0, 0.5, 0, 0.5]: the NaN result's
+// gradient goes to the NaN elements; found by test_differential.
+TEST(OpsEdges, ExtremumOverEverythingGivesANaNResultsGradientToTheNaNs) {
+    Tensor x = fx::tensor<double>({1, NAN, -2, NAN}, {4});
+    for (bool max : {false, true}) {
+        auto [g] = fx::gradient([max](const Tensor& a) { return max ? fx::max(a) : fx::min(a); }, x);
+        EXPECT_EQ(g.to_vector<double>(), (std::vector<double>{0, 0.5, 0, 0.5})) << (max ? "max" : "min");
+    }
+}
+
+// a = [1, nan, 3, 2], b = [nan, 5, 3, 1], w = [1, 2, 4, 8]; (torch.maximum(a, b) * w).sum().backward()
+// gives a.grad = [1, 2, 2, 8], b.grad = [1, 2, 2, 0]: where either is NaN both get all of it (and
+// minimum likewise); found by test_differential.
+TEST(OpsEdges, MaximumAndMinimumGiveANaNResultsGradientToBothArguments) {
+    Tensor a = fx::tensor<double>({1, NAN, 3, 2}, {4}), b = fx::tensor<double>({NAN, 5, 3, 1}, {4});
+    Tensor w = fx::tensor<double>({1, 2, 4, 8}, {4});
+    auto [ga, gb] = fx::gradient([&](const Tensor& p, const Tensor& q) { return fx::sum(fx::maximum(p, q) * w); }, a, b);
+    EXPECT_EQ(ga.to_vector<double>(), (std::vector<double>{1, 2, 2, 8}));
+    EXPECT_EQ(gb.to_vector<double>(), (std::vector<double>{1, 2, 2, 0}));
+    auto [ha, hb] = fx::gradient([&](const Tensor& p, const Tensor& q) { return fx::sum(fx::minimum(p, q) * w); }, a, b);
+    EXPECT_EQ(ha.to_vector<double>(), (std::vector<double>{1, 2, 2, 0}));
+    EXPECT_EQ(hb.to_vector<double>(), (std::vector<double>{1, 2, 2, 8}));
+}

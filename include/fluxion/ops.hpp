@@ -26,7 +26,8 @@ Tensor operator*(double s, const Tensor& a);
 Tensor operator/(double s, const Tensor& a);
 Tensor pow(const Tensor& a, const Tensor& b);
 Tensor pow(const Tensor& a, double exponent);
-// Equal arguments share the gradient half and half, as in PyTorch.
+// Equal arguments share the gradient half and half, and where either is NaN both get all of it,
+// as in PyTorch.
 Tensor maximum(const Tensor& a, const Tensor& b);
 Tensor minimum(const Tensor& a, const Tensor& b);
 
@@ -71,7 +72,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);  // differen
 // ---- reductions: over everything, or along one axis ----
 // As in PyTorch: axis 0 or -1 of a 0-d tensor is its one element; along an axis, the gradient of
 // max / min goes to the one index argmax / argmin returns (the first of tied values), while over
-// everything tied values share it equally.
+// everything tied values share it equally (the NaN elements, when the result is NaN).
 Tensor sum(const Tensor& x);
 Tensor sum(const Tensor& x, int axis, bool keepdims = false);
 Tensor mean(const Tensor& x);

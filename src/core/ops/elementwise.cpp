@@ -55,10 +55,11 @@ Tensor unary_op(const char* op_name, Unary op, const Tensor& x, double a = 0, do
     });
 }
 
-// 1 where `wins`, 0.5 where a == b, 0 elsewhere (NaN included), in g's dtype: PyTorch's split of
-// the gradient of maximum and minimum, which sends half to each argument when they are equal.
-Tensor share(const Tensor& wins, const Tensor& a, const Tensor& b, DType dtype) {
-    return cast(wins, dtype) + cast(eq(a, b), dtype) * 0.5;
+// 0 where `loses`, 0.5 where a == b, 1 elsewhere, in g's dtype: PyTorch's split of the gradient of
+// maximum and minimum, which sends half to each argument when they are equal and all of it to both
+// when either is NaN (neither loses: the NaN result depends on both).
+Tensor share(const Tensor& loses, const Tensor& a, const Tensor& b, DType dtype) {
+    return 1.0 - cast(loses, dtype) - cast(eq(a, b), dtype) * 0.5;
 }
 
 }  // namespace
@@ -129,8 +130,8 @@ Tensor maximum(const Tensor& a, const Tensor& b) {
     Tensor out = binary_op("maximum", Binary::maximum, a, b);
     if (!detail::any_tracked({a, b})) return out;
     return record("maximum", {a, b}, out, [a, b](const Tensor& g, const Needs& n) {
-        return Grads{n[0] ? sum_to(g * share(gt(a, b), a, b, g.dtype()), a.shape()) : Tensor(),
-                     n[1] ? sum_to(g * share(lt(a, b), a, b, g.dtype()), b.shape()) : Tensor()};
+        return Grads{n[0] ? sum_to(g * share(lt(a, b), a, b, g.dtype()), a.shape()) : Tensor(),
+                     n[1] ? sum_to(g * share(gt(a, b), a, b, g.dtype()), b.shape()) : Tensor()};
     });
 }
 
@@ -138,8 +139,8 @@ Tensor minimum(const Tensor& a, const Tensor& b) {
     Tensor out = binary_op("minimum", Binary::minimum, a, b);
     if (!detail::any_tracked({a, b})) return out;
     return record("minimum", {a, b}, out, [a, b](const Tensor& g, const Needs& n) {
-        return Grads{n[0] ? sum_to(g * share(lt(a, b), a, b, g.dtype()), a.shape()) : Tensor(),
-                     n[1] ? sum_to(g * share(gt(a, b), a, b, g.dtype()), b.shape()) : Tensor()};
+        return Grads{n[0] ? sum_to(g * share(gt(a, b), a, b, g.dtype()), a.shape()) : Tensor(),
+                     n[1] ? sum_to(g * share(lt(a, b), a, b, g.dtype()), b.shape()) : Tensor()};
     });
 }
 

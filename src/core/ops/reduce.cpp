@@ -90,9 +90,11 @@ Tensor reduce_extreme(Reduce op, const Tensor& x, int axis, bool keepdims) {
     Tensor out = reduce_raw(op, x, axis, keepdims);
     if (!detail::any_tracked({x})) return out;
     if (axis < 0) {
-        // Over everything, ties share the gradient equally (as PyTorch's max() and amax do).
+        // Over everything, ties share the gradient equally (as PyTorch's max() and amax do); when
+        // the result is NaN, the NaN elements are the ties (ne(v, v) is true for NaN only).
         return record(reduce_name(op), {x}, out, [x, out](const Tensor& g, const Needs&) {
-            Tensor hit = cast(eq(x, expand_back(out, x.shape(), -1, false)), g.dtype());
+            Tensor o = expand_back(out, x.shape(), -1, false);
+            Tensor hit = cast(eq(x, o), g.dtype()) + cast(ne(x, x), g.dtype()) * cast(ne(o, o), g.dtype());
             return Grads{hit * expand_back(g, x.shape(), -1, false) / sum(hit).reshape(Shape(x.ndim(), 1))};
         });
     }
@@ -147,8 +149,9 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
 Tensor logsumexp(const Tensor& x, int axis, bool keepdims) {
     int a = detail::normalize_scalar_axis("logsumexp", axis, x.ndim());
     Tensor m = max(x.detach(), a, true);
-    // An all -inf row has max -inf; shift by 0 there so the result is -inf, not NaN.
-    m = where(eq(m, full({}, -INFINITY, {.dtype = m.dtype(), .device = m.device()})), zeros_like(m), m);
+    // A row whose max is ±inf is shifted by 0, not by the max, so that it gives ±inf (as PyTorch
+    // does), not inf - inf = NaN.
+    m = where(eq(abs(m), full({}, INFINITY, {.dtype = m.dtype(), .device = m.device()})), zeros_like(m), m);
     Tensor r = log(sum(exp(x - m), a, true)) + m;
     return keepdims || x.ndim() == 0 ? r : r.squeeze(a);
 }

@@ -1,0 +1,303 @@
+// test_differential.cpp — seeded random differential testing against PyTorch (issue 15): N random
+// configurations of every op family (differential_cases.hpp), their forward values and the gradient
+// of every input compared with Debian's PyTorch on the same inputs in the same dtype. Skipped with
+// the reason without PyTorch; a broken script is a failure. FLUXION_DIFF_SEED, FLUXION_DIFF_FIRST
+// and FLUXION_DIFF_COUNT choose the configurations (a failure names the seed and index to re-run);
+// scripts/differential_long.sh runs many seeds.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "differential_cases.hpp"
+#include "torch_reference.hpp"
+
+namespace {
+
+namespace fx = fluxion;
+using fx::Tensor;
+using fx_test::DiffConfig;
+using json = nlohmann::json;
+
+std::uint64_t env_or(const char* name, std::uint64_t fallback) {
+    const char* v = std::getenv(name);
+    return v && *v ? std::strtoull(v, nullptr, 10) : fallback;
+}
+
+// The short run of `make test`: a few hundred configurations, a few seconds.
+constexpr std::uint64_t default_seed = 20261125, default_count = 300;
+
+std::vector<Tensor> make_inputs(const DiffConfig& c, std::uint64_t seed, std::uint64_t index) {
+    fx::seed(fx_test::fnv1a(std::to_string(seed) + "/" + std::to_string(index)));
+    std::vector<Tensor> xs;
+    for (std::size_t i = 0; i < c.shapes.size(); ++i) {
+        Tensor x = fx::randn(c.shapes[i], {.dtype = fx::DType::f64});
+        if (c.values[i] == fx_test::Values::positive) x = fx::abs(x) + 0.5;
+        if (c.values[i] == fx_test::Values::away_from_zero) x = fx::sign(x) * (fx::abs(x) + 0.1);
+        if (c.values[i] == fx_test::Values::unit) x = fx::rand(c.shapes[i], {.dtype = fx::DType::f64}) * 0.9 + 0.05;
+        if (c.values[i] == fx_test::Values::nonfinite) {
+            auto v = x.to_vector<double>();
+            auto u = fx::rand({std::int64_t(v.size())}, {.dtype = fx::DType::f64}).to_vector<double>();
+            const double special[] = {std::nan(""), INFINITY, -INFINITY};
+            for (std::size_t j = 0; j < v.size(); ++j)
+                if (u[j] < 0.2) v[j] = special[int(u[j] * 15)];
+            x = fx::tensor(v, c.shapes[i]);
+        }
+        xs.push_back(x.to(c.dtype));
+    }
+    return xs;
+}
+
+// fluxion's answer: the output and the gradients of sum(output * weights), or the error it threw.
+// The weights continue the random stream that make_inputs seeded, so they too depend only on the
+// seed and the index.
+struct Answer {
+    Tensor out, weights;
+    std::vector<Tensor> grads;
+    std::string error;
+};
+
+Answer fluxion_answer(const DiffConfig& c, const std::vector<Tensor>& xs) {
+    Answer a;
+    try {
+        {
+            fx::NoGrad no_grad;
+            a.out = c.f(xs);
+        }
+        a.weights = fx::randn(a.out.shape(), {.dtype = fx::DType::f64}).to(c.dtype);
+        auto [value, grads] =
+            fx::withgradient([&](const std::vector<Tensor>& v) { return fx::sum(c.f(v) * a.weights); }, xs);
+        (void)value;
+        a.grads = grads;
+    } catch (const fx::Error& e) {
+        a.error = e.what();
+    }
+    return a;
+}
+
+// Non-finite numbers as the strings "nan", "inf" and "-inf", which JSON cannot hold.
+json tensor_json(const Tensor& t) {
+    json data = json::array();
+    for (double v : t.to_vector<double>())
+        data.push_back(std::isfinite(v) ? json(v) : json(std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf"));
+    return {{"shape", t.shape()}, {"data", data}};
+}
+
+std::vector<double> numbers(const json& values) {
+    std::vector<double> v;
+    for (const auto& x : values) v.push_back(x.is_string() ? std::stod(x.get<std::string>()) : x.get<double>());
+    return v;
+}
+
+// Stated tolerances, element by element. f64: |got - want| <= rtol |want| + atol max(1, max |want|),
+// want PyTorch's f64 answer; the atol term scales with the tensor's largest element so that a sum
+// that cancels to near zero is judged by the size of its terms' rounding, not by its own. f32:
+// |got - exact| <= rtol |exact| + atol + 4 |want - exact|, exact PyTorch's answer computed in f64
+// from the same f32 inputs, want its f32 answer: fluxion may round differently from PyTorch but
+// not much worse, element by element (where a result cancels, both f32 answers are rounding noise
+// and PyTorch's own error bounds fluxion's; a precision loss like that of a naive log-softmax with
+// logits of 1e4 is caught).
+struct Tolerance {
+    double rtol, atol, torch_error_factor;
+};
+Tolerance tolerance(fx::DType dtype) {
+    return dtype == fx::DType::f64 ? Tolerance{1e-9, 1e-11, 0} : Tolerance{1e-5, 2e-6, 4};
+}
+
+// The first element where got and want differ beyond the tolerance, described; empty if none.
+// `exact` is want computed in f64 (for f32), or empty; non-finite values must match want's.
+std::string difference(const std::vector<double>& got, const std::vector<double>& want,
+                       const std::vector<double>& exact, Tolerance tol) {
+    if (got.size() != want.size())
+        return std::to_string(got.size()) + " elements, PyTorch " + std::to_string(want.size());
+    const std::vector<double>& ref = exact.size() == want.size() ? exact : want;
+    double scale = 1;
+    for (double w : ref)
+        if (std::isfinite(w) && &ref == &want) scale = std::max(scale, std::abs(w));
+    for (std::size_t i = 0; i < got.size(); ++i) {
+        double g = got[i], w = want[i], e = std::isfinite(ref[i]) ? ref[i] : w;
+        bool same = std::isnan(g) ? std::isnan(w)
+                    : std::isinf(g) || !std::isfinite(w)
+                        ? g == w
+                        : std::abs(g - e) <=
+                              tol.rtol * std::abs(e) + tol.atol * scale + tol.torch_error_factor * std::abs(w - e);
+        if (!same) {
+            std::ostringstream s;
+            s.precision(10);
+            s << "element " << i << ": " << g << ", PyTorch " << w;
+            if (&ref == &exact) s << " (" << e << " in f64)";
+            s << ", difference " << std::abs(g - w);
+            return s.str();
+        }
+    }
+    return "";
+}
+
+// What differs between fluxion's answer and PyTorch's, or empty.
+std::string compare(const DiffConfig& c, const Answer& a, const json& ref) {
+    if (ref.contains("error") || !a.error.empty()) {
+        if (ref.contains("error") && !a.error.empty()) return "";  // both refuse it
+        if (!a.error.empty()) return "fluxion refuses what PyTorch accepts: " + a.error;
+        return "PyTorch refuses (" + ref["error"].get<std::string>() + ") but fluxion gives shape " +
+               fx::to_string(a.out.shape());
+    }
+    if (a.out.shape() != ref["shape"].get<fx::Shape>())
+        return "output shape " + fx::to_string(a.out.shape()) + ", PyTorch " +
+               fx::to_string(ref["shape"].get<fx::Shape>());
+    Tolerance tol = tolerance(c.dtype);
+    bool exact = ref.contains("f64") && !ref["f64"].contains("error");
+    auto out = numbers(ref["out"]), out64 = exact ? numbers(ref["f64"]["out"]) : std::vector<double>();
+    if (auto d = difference(a.out.to_vector<double>(), out, out64, tol); !d.empty()) return "forward, " + d;
+    for (std::size_t i = 0; i < a.grads.size(); ++i) {
+        auto got = a.grads[i].to_vector<double>();
+        auto grad = [&](const json& g) { return g.is_null() ? std::vector<double>(got.size(), 0.0) : numbers(g); };
+        auto want = grad(ref["grads"][i]), want64 = exact ? grad(ref["f64"]["grads"][i]) : std::vector<double>();
+        if (auto d = difference(got, want, want64, tol); !d.empty())
+            return "gradient of x" + std::to_string(i) + ", " + d;
+    }
+    return "";
+}
+
+struct DiffRun {
+    std::uint64_t seed, first, count;
+    std::vector<DiffConfig> configs;
+    std::vector<std::vector<Tensor>> inputs;
+    std::vector<Answer> answers;
+};
+
+DiffRun make_run(std::uint64_t seed, std::uint64_t first, std::uint64_t count) {
+    DiffRun run{seed, first, count, {}, {}, {}};
+    for (std::uint64_t i = first; i < first + count; ++i) {
+        run.configs.push_back(fx_test::differential_config(seed, i));
+        run.inputs.push_back(make_inputs(run.configs.back(), seed, i));
+        run.answers.push_back(fluxion_answer(run.configs.back(), run.inputs.back()));
+    }
+    return run;
+}
+
+fx_test::TorchResults torch_answers(const DiffRun& run, const std::string& script) {
+    json configs = json::array();
+    for (std::size_t k = 0; k < run.configs.size(); ++k) {
+        json inputs = json::array();
+        for (const auto& x : run.inputs[k]) inputs.push_back(tensor_json(x));
+        const Answer& a = run.answers[k];
+        configs.push_back({{"expr", run.configs[k].torch},
+                           {"dtype", fx::name(run.configs[k].dtype)},
+                           {"inputs", inputs},
+                           {"weights", a.error.empty() ? tensor_json(a.weights) : json()}});
+    }
+    return fx_test::run_torch_script(script, configs.dump(), "differential");
+}
+
+const char* const script = FLUXION_SOURCE_DIR "/tests/reference/torch_differential.py";
+
+TEST(Differential, RandomConfigurationsMatchPyTorch) {
+    std::uint64_t seed = env_or("FLUXION_DIFF_SEED", default_seed), first = env_or("FLUXION_DIFF_FIRST", 0),
+                  count = env_or("FLUXION_DIFF_COUNT", default_count);
+    DiffRun run = make_run(seed, first, count);
+    auto torch = torch_answers(run, script);
+    if (!torch.skip.empty()) GTEST_SKIP() << torch.skip;
+    ASSERT_TRUE(torch.error.empty()) << torch.error;
+    ASSERT_EQ(torch.results.size(), run.configs.size()) << script << " answered a different number of configurations";
+    std::size_t mismatches = 0, refused = 0;
+    for (std::size_t k = 0; k < run.configs.size(); ++k) {
+        refused += !run.answers[k].error.empty() && torch.results[k].contains("error");
+        std::string d = compare(run.configs[k], run.answers[k], torch.results[k]);
+        if (d.empty()) continue;
+        ++mismatches;
+        std::uint64_t index = first + k;
+        ADD_FAILURE() << "seed " << seed << ", configuration " << index << ": " << d << "\n  " << run.configs[k].repro()
+                      << "\n  re-run alone: FLUXION_DIFF_SEED=" << seed << " FLUXION_DIFF_FIRST=" << index
+                      << " FLUXION_DIFF_COUNT=1 tests/test_differential";
+    }
+    std::cout << "[differential] seed " << seed << ": " << count << " configurations from " << first << ", "
+              << mismatches << " mismatches, " << refused << " refused by both\n";
+}
+
+// The f32 tolerance catches issue 15's precision loss: log-softmax as x - logsumexp(x) with
+// logits near 1e4 loses about 3 digits where PyTorch's log_softmax keeps them.
+TEST(Differential, AnF32PrecisionLossIsReported) {
+    DiffRun run = make_run(default_seed, 0, 1);
+    DiffConfig& c = run.configs[0];
+    c.dtype = fx::DType::f32;
+    c.shapes = {{4, 6}};
+    c.values = {fx_test::Values::normal};
+    c.views = {"contiguous"};
+    c.f = [](const std::vector<Tensor>& xs) {
+        Tensor x = xs[0] + 1e4;
+        return x - fx::logsumexp(x, 1, true);
+    };
+    c.torch = "torch.log_softmax(x0 + 10000.0, 1)";
+    run.inputs[0] = make_inputs(c, default_seed, 0);
+    Answer naive = fluxion_answer(c, run.inputs[0]);
+    c.f = [](const std::vector<Tensor>& xs) { return fx::logsoftmax(xs[0] + 1e4, 1); };
+    Answer good = naive;  // the same output weights
+    good.out = c.f(run.inputs[0]);
+    auto [value, grads] =
+        fx::withgradient([&](const std::vector<Tensor>& v) { return fx::sum(c.f(v) * good.weights); }, run.inputs[0]);
+    (void)value;
+    good.grads = grads;
+    run.answers[0] = naive;
+    auto torch = torch_answers(run, script);
+    if (!torch.skip.empty()) GTEST_SKIP() << torch.skip;
+    ASSERT_TRUE(torch.error.empty()) << torch.error;
+    EXPECT_NE(compare(c, naive, torch.results[0]), "") << "a naive f32 log-softmax passed";
+    EXPECT_EQ(compare(c, good, torch.results[0]), "") << "fluxion's own log-softmax failed";
+}
+
+TEST(Differential, ConfigurationsDependOnlyOnSeedAndIndex) {
+    for (std::uint64_t i : {0, 7, 123}) {
+        auto alone = fx_test::differential_config(default_seed, i),
+             again = fx_test::differential_config(default_seed, i);
+        EXPECT_EQ(alone.repro(), again.repro());
+        EXPECT_FALSE(alone.torch.empty()) << alone.family;
+    }
+    EXPECT_NE(fx_test::differential_config(1, 0).repro() + fx_test::differential_config(1, 1).repro(),
+              fx_test::differential_config(2, 0).repro() + fx_test::differential_config(2, 1).repro());
+}
+
+// Every family and both dtypes, views of every kind, and empty tensors occur in the short run.
+TEST(Differential, TheShortRunCoversEveryFamily) {
+    std::map<std::string, int> seen;
+    for (std::uint64_t i = 0; i < default_count; ++i) {
+        auto c = fx_test::differential_config(default_seed, i);
+        ++seen[c.family];
+        ++seen[fx::name(c.dtype)];
+        for (const auto& v : c.views) ++seen[v.substr(0, v.find('('))];
+        for (const auto& s : c.shapes)
+            if (std::find(s.begin(), s.end(), 0) != s.end()) ++seen["zero-size"];
+    }
+    for (const char* what :
+         {"unary", "binary", "reduction", "softmax", "matmul", "conv2d", "conv_transpose2d", "pool", "loss", "indexing",
+          "views", "composition", "f64", "f32", "contiguous", "permute", "slice", "expand", "zero-size"})
+        EXPECT_GE(seen[what], 5) << what;
+}
+
+TEST(Differential, AFailingScriptIsAnErrorNotASkip) {
+    if (!fx_test::torch_importable()) GTEST_SKIP() << "PyTorch is not importable by /usr/bin/python3";
+    std::string broken = FLUXION_BINARY_DIR "/torch_differential_failing.py";
+    std::ofstream(broken) << "raise SystemExit(3)\n";
+    auto r = torch_answers(make_run(default_seed, 0, 2), broken);
+    EXPECT_EQ(r.skip, "");
+    EXPECT_NE(r.error.find("torch_differential_failing.py failed"), std::string::npos) << r.error;
+}
+
+// A difference is reported: a configuration whose PyTorch expression is deliberately another op.
+TEST(Differential, AWrongAnswerIsReported) {
+    DiffRun run = make_run(default_seed, 0, 1);
+    DiffConfig& c = run.configs[0];
+    c.torch = "(" + c.torch + ") * 1.001 + 0.001";
+    auto torch = torch_answers(run, script);
+    if (!torch.skip.empty()) GTEST_SKIP() << torch.skip;
+    ASSERT_TRUE(torch.error.empty()) << torch.error;
+    EXPECT_NE(compare(c, run.answers[0], torch.results[0]), "") << c.repro();
+}
+
+}  // namespace

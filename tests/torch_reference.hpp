@@ -1,0 +1,69 @@
+// torch_reference.hpp — runs one of tests/reference/*.py under Debian's PyTorch (/usr/bin/python3)
+// on a JSON input and returns its JSON output, or why there is none: a reason to skip (PyTorch is
+// not importable) or an error (the script failed though PyTorch imports: a bug of ours, not a skip).
+#pragma once
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+
+namespace fx_test {
+
+inline std::uint64_t fnv1a(const std::string& s) {
+    std::uint64_t h = 1469598103934665603ull;
+    for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+    return h;
+}
+
+inline bool torch_importable() { return std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0; }
+
+struct TorchResults {
+    nlohmann::json results;
+    std::string skip, error;
+    static TorchResults skipped(std::string why) { return {nlohmann::json(), std::move(why), ""}; }
+    static TorchResults failed(std::string why) { return {nlohmann::json(), "", std::move(why)}; }
+};
+
+inline std::string file_text(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Runs `script input output` once and caches the output in the build folder under a key of the
+// input and the script's text, so that an edited script or input never reuses stale results.
+inline TorchResults run_torch_script(const std::string& script, const std::string& input,
+                                     const std::string& cache_name) {
+    std::string script_text = file_text(script);
+    if (script_text.empty()) return TorchResults::failed("cannot read " + script);
+    // ctest runs each test in its own process: the first to miss the cache computes it, written
+    // atomically so that parallel processes can race.
+    std::string dir = FLUXION_BINARY_DIR, key = std::to_string(fnv1a(input + '\0' + script_text));
+    std::string out = dir + "/" + cache_name + "_torch_" + key + ".json";
+    if (!std::ifstream(out)) {
+        std::string pid = std::to_string(::getpid());
+        std::string in = dir + "/" + cache_name + "_in_" + key + "." + pid + ".json", tmp = out + "." + pid;
+        std::ofstream(in) << input;
+        int status = std::system(("/usr/bin/python3 " + script + " " + in + " " + tmp).c_str());
+        std::remove(in.c_str());
+        if (status != 0) {
+            std::remove(tmp.c_str());
+            if (!torch_importable())
+                return TorchResults::skipped(
+                    "PyTorch is not importable by /usr/bin/python3 (apt-get install python3-torch)");
+            return TorchResults::failed(script + " failed (status " + std::to_string(status) +
+                                        ") though PyTorch imports; its traceback is above");
+        }
+        std::rename(tmp.c_str(), out.c_str());
+    }
+    TorchResults r;
+    std::ifstream(out) >> r.results;
+    return r;
+}
+
+}  // namespace fx_test
