@@ -48,7 +48,15 @@ SAFETENSORS = {
     "not_json": struct.pack("<Q", 8) + b"{\"a\":[1,",
     "json_array": safetensors([1, 2, 3]),
     "short": b"\x10\x00\x00",
+    "int64_overflowing_product": safetensors({"a": entry("U8", [3037000500, 3037000500], 0, 0)}),
+    "uint64_overflowing_product": safetensors({"a": entry("F32", [2**31, 2**31, 2**31], 0, 16)}, bytes(16)),
+    "offsets_past_the_file": safetensors({"a": entry("F32", [1], 2**62, 2**62 + 4)}, bytes(4)),
 }
+ITEMSIZE = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "U8": 1, "BOOL": 1}
+for _dtype, _size in ITEMSIZE.items():
+    _data = bytes(i % 2 for i in range(3)) if _dtype == "BOOL" else bytes(range(1, 3 * _size + 1))
+    SAFETENSORS[f"valid_{_dtype.lower()}_three"] = safetensors({"t": entry(_dtype, [3], 0, 3 * _size)}, _data)
+    SAFETENSORS[f"huge_2p60_{_dtype.lower()}"] = safetensors({"t": entry(_dtype, [2**60], 0, 2**60 * _size)}, bytes(16))
 
 
 

@@ -203,7 +203,7 @@ TEST(IOMalformed, FuzzCorpusNeverCrashes) {
             EXPECT_FALSE(valid) << e.what();
         }
     }
-    EXPECT_GE(files, 19u);
+    EXPECT_GE(files, 38u);
 }
 
 }  // namespace
