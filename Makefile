@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 
-.PHONY: demo test build setup sanitize bench fresh-check clean
+.PHONY: demo test build setup sanitize tsan bench fresh-check clean
 
 setup:
 	@bash scripts/setup.sh
@@ -29,6 +29,14 @@ sanitize: setup
 	cmake --preset dev | { grep "^-- fluxion:" || true; }
 	cmake --build build/dev -j$(JOBS)
 	cd build/dev && OMP_WAIT_POLICY=passive ctest --output-on-failure -j$(JOBS) --timeout 1800
+
+# The threaded parts under ThreadSanitizer (the `tsan` preset): the threads stress test and the tests
+# of the data loader's prefetching, devices and their queues, backends and their allocators, training.
+TSAN_TESTS := test_threads_stress test_data test_device test_io_devices test_backends test_train
+tsan: setup
+	cmake --preset tsan | { grep "^-- fluxion:" || true; }
+	cmake --build build/tsan -j$(JOBS) --target $(TSAN_TESTS)
+	ctest --preset tsan -j$(JOBS) --timeout 1800 -L '^($(subst $() ,|,$(TSAN_TESTS)))$$'
 
 # Side-by-side benchmarks against PyTorch (Debian's, and the current one from pip) and JAX (pip);
 # figures go to BENCHMARKS.md by hand.

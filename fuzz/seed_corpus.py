@@ -1,8 +1,11 @@
-"""Writes the seed corpus in fuzz/corpus/: small valid safetensors files and near misses.
+"""Writes the seed corpora in fuzz/corpus/NAME/, one per fuzz target: small valid files and near misses.
 
-Run from anywhere with any Python 3: python3 fuzz/seed_corpus.py. The fuzzer starts from these;
-tests/test_io_malformed.cpp runs every file here through the reader as a regression check.
+Run from anywhere with any Python 3: python3 fuzz/seed_corpus.py. The fuzzers start from these;
+tests/test_io_malformed.cpp (safetensors) and tests/test_fuzz_corpora.cpp (idx, preferences) run
+every file through the reader as a regression check: files named valid_* must be accepted, the
+others refused with an IOError.
 """
+import gzip
 import json
 import pathlib
 import struct
@@ -21,7 +24,7 @@ def entry(dtype, shape, begin, end):
     return {"dtype": dtype, "shape": shape, "data_offsets": [begin, end]}
 
 
-SEEDS = {
+SAFETENSORS = {
     "valid_two_f32": safetensors({"__metadata__": {"format": "pt"}, "a.weight": entry("F32", [2, 2], 0, 16),
                                   "a.bias": entry("F32", [2], 16, 24)}, bytes(range(24))),
     "valid_all_dtypes": safetensors({
@@ -45,9 +48,74 @@ SEEDS = {
     "not_json": struct.pack("<Q", 8) + b"{\"a\":[1,",
     "json_array": safetensors([1, 2, 3]),
     "short": b"\x10\x00\x00",
+    "int64_overflowing_product": safetensors({"a": entry("U8", [3037000500, 3037000500], 0, 0)}),
+    "uint64_overflowing_product": safetensors({"a": entry("F32", [2**31, 2**31, 2**31], 0, 16)}, bytes(16)),
+    "offsets_past_the_file": safetensors({"a": entry("F32", [1], 2**62, 2**62 + 4)}, bytes(4)),
+}
+ITEMSIZE = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "U8": 1, "BOOL": 1}
+for _dtype, _size in ITEMSIZE.items():
+    _data = bytes(i % 2 for i in range(3)) if _dtype == "BOOL" else bytes(range(1, 3 * _size + 1))
+    SAFETENSORS[f"valid_{_dtype.lower()}_three"] = safetensors({"t": entry(_dtype, [3], 0, 3 * _size)}, _data)
+    SAFETENSORS[f"huge_2p60_{_dtype.lower()}"] = safetensors({"t": entry(_dtype, [2**60], 0, 2**60 * _size)}, bytes(16))
+
+
+
+def idx(code, dims, data):
+    return bytes([0, 0, code, len(dims)]) + b"".join(struct.pack(">I", d) for d in dims) + data
+
+
+def gz(content):
+    return gzip.compress(content, mtime=0)  # mtime 0: the same bytes on every run
+
+
+IDX = {
+    "valid_u8_images": idx(0x08, [2, 2, 3], bytes(range(12))),
+    "valid_u8_labels_gz": gz(idx(0x08, [5], bytes([0, 9, 3, 3, 1]))),
+    "valid_i8": idx(0x09, [3], b"\xfb\x07\x80"),
+    "valid_i16": idx(0x0B, [2], b"\xfe\xd4\x01\x2c"),
+    "valid_i32_gz": gz(idx(0x0C, [1, 2], b"\xff\xff\xff\xfe\x00\x01\x11\x70")),
+    "valid_f32": idx(0x0D, [2], struct.pack(">2f", 1.5, -0.25)),
+    "valid_f64_gz": gz(idx(0x0E, [1], struct.pack(">d", 3.25))),
+    "valid_empty_dim": idx(0x08, [0, 7], b""),
+    "valid_eight_dims": idx(0x08, [1] * 8, b"\x2a"),
+    "truncated_data": idx(0x08, [10, 4], bytes(37)),
+    "truncated_header": idx(0x08, [10, 4], b"")[:10],
+    "extra_data": idx(0x08, [2], bytes(3)),
+    "huge_shape": idx(0x0E, [0xFFFFFFFF] * 8, bytes(16)),
+    "huge_shape_gz": gz(idx(0x08, [0xFFFFFFFF, 0xFFFFFFFF], bytes(64))),
+    "nine_dims": idx(0x08, [1] * 9, b"\x01"),
+    "zero_dims": idx(0x08, [], b""),
+    "unknown_type": idx(0x07, [1], b"\x00"),
+    "not_idx": b"\x89PNG\r\n\x1a\n",
+    "gz_corrupt": (lambda z: z[:20] + bytes([z[20] ^ 0xFF]) + z[21:])(gz(idx(0x08, [64], bytes(range(64))))),
+    "gz_truncated": gz(idx(0x08, [64], bytes(range(64))))[:30],
+    "short": b"\x00\x00",
 }
 
+PREFERENCES = {
+    "valid_backend": b'[fluxion]\ngpu_backend = "CUDA"\n',
+    "valid_other_sections": b'# a comment\n[Flux]\ngpu_backend = "AMDGPU"\n\n[fluxion]\ngpu_backend = "Vulkan"\n'
+                            b'other = [1, 2.5, "x", {a = 1}]\n',
+    "valid_no_section": b'title = "x"\n[other.nested]\nwhen = 1979-05-27T07:32:00Z\n',
+    "valid_empty": b"",
+    "valid_inline_table": b'fluxion = { gpu_backend = "CPU" }\n',
+    "valid_dotted_keys": b'fluxion.gpu_backend = "CUDA"\n"quoted key" = \'\'\'multi\nline\'\'\'\n',
+    "valid_arrays_of_tables": b'[[fluxion.models]]\nname = "a"\n[[fluxion.models]]\nname = "b"\n',
+    "valid_keys_toml_pp_writes_bare": b'"it\'s" = 1\n"a\\tb" = 2\n[fluxion]\ngpu_backend = "CPU"\n',
+    "backend_not_string": b"[fluxion]\ngpu_backend = 3\n",
+    "fluxion_not_table": b'fluxion = "CUDA"\n',
+    "fluxion_array": b"fluxion = [1, 2]\n",
+    "duplicate_key": b'[fluxion]\ngpu_backend = "CUDA"\ngpu_backend = "CPU"\n',
+    "unterminated_string": b'[fluxion]\ngpu_backend = "CUDA\n',
+    "bad_header": b"[fluxion\ngpu_backend = 1\n",
+    "bad_utf8": b'[fluxion]\ngpu_backend = "\xff\xfe"\n',
+    "nul_byte": b'[fluxion]\ngpu_backend = "CU\x00DA"\n',
+}
+
+CORPORA = {"safetensors": SAFETENSORS, "idx": IDX, "preferences": PREFERENCES}
+
 if __name__ == "__main__":
-    CORPUS.mkdir(exist_ok=True)
-    for name, content in SEEDS.items():
-        (CORPUS / f"{name}.bin").write_bytes(content)
+    for folder, seeds in CORPORA.items():
+        (CORPUS / folder).mkdir(parents=True, exist_ok=True)
+        for name, content in seeds.items():
+            (CORPUS / folder / f"{name}.bin").write_bytes(content)

@@ -240,6 +240,21 @@ TEST(Device, OnlyTheGpuBackendKeyIsThePreference) {
     EXPECT_EQ(selected(), high0);
 }
 
+// Found by fuzz/fuzz_preferences.cpp: toml++ 3.3 writes such keys without quotes.
+TEST(Device, PreferenceFileThatCannotBeRewrittenIsLeftAsItIs) {
+    const std::string text = "\"it's\" = 1\n\"a\\tb\" = 2\n[fluxion]\ngpu_backend = \"CPU\"\n";
+    PreferenceFolder folder(text);
+    try {
+        stderr_of([] { fx::gpu_backend("TestHost"); });
+        ADD_FAILURE() << "expected fx::IOError";
+    } catch (const fx::IOError& e) {
+        EXPECT_TRUE(contains(e.what(), "cannot rewrite LocalPreferences.toml")) << e.what();
+        EXPECT_TRUE(contains(e.what(), "left as it is")) << e.what();
+    }
+    EXPECT_EQ(folder.text(), text) << "the readable file is not replaced";
+    EXPECT_TRUE(selected().is_cpu()) << "and still reads";
+}
+
 TEST(Device, MalformedPreferenceFileIsAClearError) {
     const std::string broken = "[fluxion]\n\ngpu_backend = \"CPU\n";
     PreferenceFolder folder(broken);

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string_view>
 
 #include "fluxion/error.hpp"
@@ -55,10 +56,22 @@ void set_gpu_backend_preference(const std::string& backend) {
         section->insert_or_assign("gpu_backend", backend);
     else
         file.insert("fluxion", toml::table{{"gpu_backend", backend}});
+    std::ostringstream text;
+    text << toml::toml_formatter(file, toml::format_flags::none) << "\n";
+    // toml++ 3.3 writes keys holding ', a tab or a line break without quotes, which is not TOML
+    // (found by fuzz/fuzz_preferences.cpp): never replace a readable file with one that is not.
+    try {
+        (void)toml::parse(text.view());
+    } catch (const toml::parse_error& e) {
+        throw IOError(std::string("gpu_backend: cannot rewrite ") + kPreferencesFile +
+                      ": toml++ would write it as invalid TOML (" + std::string(e.description()) +
+                      "; a key holding ', a tab or a line break is written without quotes). The file is left as "
+                      "it is: set gpu_backend in its [fluxion] section by hand, or rename that key");
+    }
     const std::string tmp = std::string(kPreferencesFile) + ".tmp";
     {
         std::ofstream out(tmp, std::ios::trunc);
-        out << toml::toml_formatter(file, toml::format_flags::none) << "\n";
+        out << text.view();
         if (!out.flush()) throw IOError(std::string("gpu_backend: cannot write ") + tmp);
     }
     std::filesystem::rename(tmp, kPreferencesFile);

@@ -1,22 +1,35 @@
 #!/usr/bin/env bash
-# The safetensors reader's fuzz target (fuzz/), short form: builds it with clang's libFuzzer, ASan
-# and UBSan into BUILD/fuzz and runs it for SECONDS over the seed corpus. A crash, a leak or an
-# out-of-bounds read fails the test and leaves the input in BUILD/fuzz/crashes/. Exit 77 (skipped)
-# where clang or libFuzzer is missing.
+# One of fluxion's fuzz targets (fuzz/), short form: builds fuzz_NAME with clang's libFuzzer, ASan
+# and UBSan into BUILD/fuzz and runs it for SECONDS over the seed corpus fuzz/corpus/NAME (with the
+# dictionary fuzz/NAME.dict where there is one). A crash, a leak or an out-of-bounds access fails
+# the test and leaves the input in BUILD/fuzz/NAME/crashes/. Exit 77 (skipped) where clang or
+# libFuzzer is missing. The targets share one build folder, so CTest may run several at once:
+# configuring and building hold a lock on it.
 set -euo pipefail
-src=$1 build=$2 seconds=${3:-30}
+src=$1 build=$2 name=$3 seconds=${4:-30}
 out=$build/fuzz
 mkdir -p "$out"
 command -v clang++ >/dev/null || { echo "skipped: clang++ is not installed (apt-get install clang libclang-rt-14-dev)"; exit 77; }
-echo 'extern "C" int LLVMFuzzerTestOneInput(const char*, unsigned long) { return 0; }' > "$out/probe.cpp"
-clang++ -fsanitize=fuzzer "$out/probe.cpp" -o "$out/probe" 2>/dev/null ||
-  { echo "skipped: clang++ cannot link libFuzzer (apt-get install libclang-rt-14-dev)"; exit 77; }
-cmake -S "$src/fuzz" -B "$out" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$out" >/dev/null
-rm -rf "$out/corpus" "$out/crashes"
-mkdir -p "$out/corpus" "$out/crashes"
+(
+  flock 9
+  if [ ! -x "$out/probe" ]; then
+    echo 'extern "C" int LLVMFuzzerTestOneInput(const char*, unsigned long) { return 0; }' > "$out/probe.cpp"
+    clang++ -fsanitize=fuzzer "$out/probe.cpp" -o "$out/probe" 2>/dev/null || exit 77
+  fi
+  cmake -S "$src/fuzz" -B "$out" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake --build "$out" --target "fuzz_$name" >/dev/null
+) 9>"$out/.lock" || {
+  status=$?
+  [ "$status" -eq 77 ] && echo "skipped: clang++ cannot link libFuzzer (apt-get install libclang-rt-14-dev)"
+  exit "$status"
+}
+run=$out/$name
+rm -rf "$run"
+mkdir -p "$run/corpus" "$run/crashes"
+dict=()
+[ -f "$src/fuzz/$name.dict" ] && dict=(-dict="$src/fuzz/$name.dict")
 status=0
-"$out/fuzz_safetensors" -max_total_time="$seconds" -dict="$src/fuzz/safetensors.dict" \
-  -artifact_prefix="$out/crashes/" -print_final_stats=1 "$out/corpus" "$src/fuzz/corpus" > "$out/log" 2>&1 || status=$?
-if [ "$status" -ne 0 ]; then cat "$out/log"; exit "$status"; fi
-tail -n 6 "$out/log"
+"$out/fuzz_$name" -max_total_time="$seconds" "${dict[@]}" -artifact_prefix="$run/crashes/" -print_final_stats=1 \
+  "$run/corpus" "$src/fuzz/corpus/$name" > "$run/log" 2>&1 || status=$?
+if [ "$status" -ne 0 ]; then cat "$run/log"; exit "$status"; fi
+tail -n 6 "$run/log"
