@@ -91,4 +91,24 @@ INSTANTIATE_TEST_SUITE_P(Ops, HalfTest,
                              return std::get<0>(info.param).name + "_" + fx::name(std::get<1>(info.param));
                          });
 
+// Sums and dot products accumulate in f32: 4096 ones add up to 4096 although bf16 and f16 have no
+// 4097 (a running half sum would stall at 256 and 2048), and 4096 * 1 is still exactly 4096.
+TEST(Half, SumsAndProductsAccumulateInF32) {
+    for (DType t : {DType::f16, DType::bf16}) {
+        const Tensor ones = fx::ones({4096}).to(t);
+        EXPECT_EQ(fx::sum(ones).to(DType::f32).item(), 4096.0) << fx::name(t);
+        EXPECT_EQ(fx::mean(ones).to(DType::f32).item(), 1.0) << fx::name(t);
+        EXPECT_EQ(fx::matmul(ones, ones).to(DType::f32).item(), 4096.0) << fx::name(t);
+    }
+}
+
+TEST(Half, ComparisonsAndArgmaxSeeTheHalfValues) {
+    for (DType t : {DType::f16, DType::bf16}) {
+        const Tensor x = fx::tensor({0.5f, 3.0f, -1.0f, 3.0f}).to(t), y = fx::tensor({0.5f, 2.0f, 0.0f, 4.0f}).to(t);
+        EXPECT_EQ(fx::gt(x, y).to_vector<std::uint8_t>(), (std::vector<std::uint8_t>{0, 1, 0, 0})) << fx::name(t);
+        EXPECT_EQ(fx::eq(x, y).to_vector<std::uint8_t>(), (std::vector<std::uint8_t>{1, 0, 0, 0})) << fx::name(t);
+        EXPECT_EQ(fx::argmax(x).to_vector<std::int64_t>(), (std::vector<std::int64_t>{1})) << "the first of ties";
+    }
+}
+
 }  // namespace
