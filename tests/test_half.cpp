@@ -1,16 +1,18 @@
 // test_half.cpp — every entry of op_cases.hpp in f16 and bf16 on the CPU against the same op in f32
-// on the same (rounded) inputs, forward and gradients. The half kernels compute in f32 and round
-// their results, so the difference is the rounding of each intermediate tensor to the half type:
-// the bound is a relative tolerance on each element plus the same fraction of the tensor's largest
-// magnitude (cancellation in a sum of rounded terms is measured against the terms, not the sum).
+// on the same (rounded) inputs, forward and gradients, and on every other backend against the CPU. The half kernels
+// compute in f32 and round their results, so the difference is the rounding of each intermediate tensor to the half
+// type: the bound is a relative tolerance on each element plus the same fraction of the tensor's largest magnitude
+// (cancellation in a sum of rounded terms is measured against the terms, not the sum).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <tuple>
 
 #include "op_cases.hpp"
+#include "other_devices.hpp"
 
 namespace {
 
@@ -84,6 +86,29 @@ TEST_P(HalfTest, MatchesF32ForwardAndGradients) {
     }
 }
 
+// Backends with half kernels (the TestHost plugin, which runs the CPU's) give the CPU's results;
+// those without (Vulkan, CUDA) are skipped with the reason their fx::supports gives.
+TEST_P(HalfTest, OtherBackendsMatchCpu) {
+    const auto& [c, t] = GetParam();
+    if (fx::testing::other_devices().empty()) GTEST_SKIP() << "no backend besides the CPU is functional";
+    std::vector<Tensor> xs;
+    for (const auto& x : make_inputs(c)) xs.push_back(x.to(t));
+    fx::seed(seed_of(c.name) + 1);
+    const Tensor w = fx::randn(c.f(xs).shape()).to(t);
+    const auto cpu = evaluate(c, xs, w);
+    for (const auto& d : fx::testing::other_devices(t)) {
+        std::vector<Tensor> moved;
+        for (const auto& x : xs) moved.push_back(x | d);
+        const auto dev = evaluate(c, moved, w | d);
+        const std::string where = c.name + " in " + fx::name(t) + " on " + d.str();
+        EXPECT_EQ(dev.out.device(), d) << where;
+        expect_near_f32(dev.out | fx::cpu, cpu.out, tolerance(t), where + " forward");
+        for (std::size_t i = 0; i < xs.size(); ++i)
+            expect_near_f32(dev.grads[i] | fx::cpu, cpu.grads[i], tolerance(t),
+                            where + " gradient of input " + std::to_string(i));
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Ops, HalfTest,
                          ::testing::Combine(::testing::ValuesIn(op_cases()),
                                             ::testing::Values(DType::f16, DType::bf16)),
@@ -112,3 +137,10 @@ TEST(Half, ComparisonsAndArgmaxSeeTheHalfValues) {
 }
 
 }  // namespace
+
+// The test backend plugin is a second device for OtherBackendsMatchCpu.
+int main(int argc, char** argv) {
+    setenv("FLUXION_PLUGIN_PATH", FLUXION_TEST_PLUGIN_DIR, 0);
+    ::testing::InitGoogleTest(&argc, argv);
+    return RUN_ALL_TESTS();
+}
