@@ -62,6 +62,13 @@ void expect_near_f32(const Tensor& half, const Tensor& f32, double tol, const st
             << what << " element " << i << ": " << got[i] << " against f32 " << want[i];
 }
 
+}  // namespace
+
+// Test names and failure messages show the case's name, not its bytes.
+void PrintTo(const OpCase& c, std::ostream* os) { *os << c.name; }
+
+namespace {
+
 class HalfTest : public ::testing::TestWithParam<std::tuple<OpCase, DType>> {};
 
 TEST_P(HalfTest, MatchesF32ForwardAndGradients) {
