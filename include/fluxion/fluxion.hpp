@@ -11,6 +11,7 @@
 #include "fluxion/io.hpp"
 #include "fluxion/layers.hpp"
 #include "fluxion/losses.hpp"
+#include "fluxion/mixed_precision.hpp"
 #include "fluxion/ops.hpp"
 #include "fluxion/optimisers.hpp"
 #include "fluxion/progress.hpp"

@@ -1,5 +1,6 @@
 // fluxion/functor.hpp — walking structures of tensors (Flux's Functors.jl): fmap, the field
-// declarations for user types, and moving anything between devices (`x | fx::gpu`, `x | dev`).
+// declarations for user types, moving anything between devices (`x | fx::gpu`, `x | dev`) and
+// between precisions (`fx::bf16(model)`, `fx::f32(model)`).
 //
 // fmap(f, x) applies f to every tensor leaf of x and returns a new value of x's type. It walks
 // Tensor, std::tuple, std::pair, std::vector, std::array, std::map, std::optional, and every type
@@ -118,9 +119,25 @@ struct CpuMover {
 inline constexpr GpuMover gpu{};
 inline constexpr CpuMover cpu{};
 
+// ---- changing precision (Flux's f16, f32, f64; bf16 beside them) ----
+// fx::bf16(model) is a copy of model with every floating tensor leaf (weights, biases, running
+// statistics) converted to bf16, on the device it was on; integer and bool tensors are kept.
+// f16 and bf16 compute in f32 inside each CPU kernel and store their results rounded; the Vulkan and
+// CUDA backends have no half kernels yet and raise DTypeError (fx::supports says so beforehand).
+struct PrecisionMover {
+    DType dtype;
+    Tensor operator()(const Tensor& t) const { return is_floating(t.dtype()) ? t.to(dtype) : t; }
+    template <class T> T operator()(const T& x) const { return fmap(*this, x); }
+};
+inline constexpr PrecisionMover f16{DType::f16};
+inline constexpr PrecisionMover bf16{DType::bf16};
+inline constexpr PrecisionMover f32{DType::f32};
+inline constexpr PrecisionMover f64{DType::f64};
+
 template <class T> T operator|(const T& x, const Device& d) { return ToDevice{d}(x); }
 template <class T> T operator|(const T& x, GpuMover m) { return m(x); }
 template <class T> T operator|(const T& x, CpuMover m) { return m(x); }
+template <class T> T operator|(const T& x, PrecisionMover m) { return m(x); }
 
 }  // namespace fluxion
 

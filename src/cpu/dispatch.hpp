@@ -30,9 +30,11 @@ inline DTypeError unsupported(const char* kernel, DType t, const char* supported
                       supported + "); cast the tensor to one of those first");
 }
 
-inline constexpr const char* kFloatTypes = "f32, f64";
-inline constexpr const char* kNumericTypes = "f32, f64, i32, i64, u8";
-inline constexpr const char* kPlainTypes = "f32, f64, i32, i64, u8, bool";
+// The types the table's entries accept: f16 and bf16 reach the dispatchers below widened to f32
+// (widen.cpp), so they count among the supported types of every kernel that computes.
+inline constexpr const char* kFloatTypes = "f32, f64, f16, bf16";
+inline constexpr const char* kNumericTypes = "f32, f64, f16, bf16, i32, i64, u8";
+inline constexpr const char* kPlainTypes = "f32, f64, f16, bf16, i32, i64, u8, bool";
 inline constexpr const char* kAllTypes = "f32, f64, i32, i64, u8, bool, f16, bf16";
 
 // Each `f` is called with a value of the element type as its only argument (a type tag):

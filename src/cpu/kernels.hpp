@@ -117,4 +117,31 @@ void softmax_backward(int device, bool log, DType t, int64_t outer, int64_t n, i
 void optimiser_step(int device, Optimiser rule, DType t, int64_t n, void* param, const void* grad, void* state1,
                     void* state2, const OptimiserStep* hp);
 
+// ---- widen.cpp: the table's entries for the kernels that compute. f16 and bf16 run the f32 kernel
+// on widened copies and round the results back; every other type goes to the kernel above. ----
+namespace widen {
+void index_add(int device, DType t, int64_t outer, int64_t n_dst, int64_t inner, const void* src,
+               const int64_t* idx, int64_t n_idx, void* dst);
+void unary(int device, Unary op, DType t, int64_t n, const void* x, void* y, double a, double b);
+void unary_backward(int device, Unary op, DType t, int64_t n, const void* x, const void* y, const void* gy,
+                    void* gx, double a, double b);
+void binary(int device, Binary op, DType t, const Strided* a_view, const void* a, const Strided* b_view,
+            const void* b, void* out);
+void reduce(int device, Reduce op, DType t, int64_t outer, int64_t n, int64_t inner, const void* src, void* dst);
+void gemm(int device, DType t, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
+          const void* a, int64_t lda, int64_t stride_a, const void* b, int64_t ldb, int64_t stride_b, double beta,
+          void* c, int64_t ldc, int64_t stride_c, int64_t batch);
+void conv2d(int device, DType t, const Conv2dShape* s, const void* x, const void* w, void* y);
+void conv2d_backward_input(int device, DType t, const Conv2dShape* s, const void* gy, const void* w, void* gx);
+void conv2d_backward_weight(int device, DType t, const Conv2dShape* s, const void* x, const void* gy, void* gw);
+void pool2d(int device, Pool op, DType t, const Pool2dShape* s, const void* x, void* y);
+void pool2d_backward(int device, Pool op, DType t, const Pool2dShape* s, const void* x, const void* y,
+                     const void* gy, void* gx);
+void softmax(int device, bool log, DType t, int64_t outer, int64_t n, int64_t inner, const void* x, void* y);
+void softmax_backward(int device, bool log, DType t, int64_t outer, int64_t n, int64_t inner, const void* y,
+                      const void* gy, void* gx);
+void optimiser_step(int device, Optimiser rule, DType t, int64_t n, void* param, const void* grad, void* state1,
+                    void* state2, const OptimiserStep* hp);
+}  // namespace widen
+
 }  // namespace fluxion::backend::cpu

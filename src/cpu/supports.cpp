@@ -1,5 +1,5 @@
 // supports.cpp — the CPU table's capability query: the element types each kernel is instantiated
-// for (the dispatchers of dispatch.hpp that the kernels call).
+// for (the dispatchers of dispatch.hpp that the kernels call, f16 and bf16 through widen.cpp).
 #include <cstdio>
 
 #include "cpu/dispatch.hpp"
@@ -23,7 +23,7 @@ const char* supported_types(Op op) {
         case Op::index_select:
         case Op::where: return nullptr;
         case Op::index_add: return kNumericTypes;
-        case Op::unary: return "f32, f64, i32, i64";  // the integers for neg, abs, square, sign only
+        case Op::unary: return "f32, f64, f16, bf16, i32, i64";  // the integers for neg, abs, square, sign only
         case Op::binary:
         case Op::reduce: return kPlainTypes;  // bool not for sub, div, pow, sum, mean
         default: return kFloatTypes;
@@ -38,11 +38,11 @@ bool runs(Op op, DType t) {
         case Op::cast:
         case Op::index_select:
         case Op::where: return true;
-        case Op::index_add: return listed(t, {f32, f64, i32, i64, u8});
-        case Op::unary: return listed(t, {f32, f64, i32, i64});
+        case Op::index_add: return listed(t, {f32, f64, f16, bf16, i32, i64, u8});
+        case Op::unary: return listed(t, {f32, f64, f16, bf16, i32, i64});
         case Op::binary:
-        case Op::reduce: return listed(t, {f32, f64, i32, i64, u8, boolean});
-        default: return listed(t, {f32, f64});
+        case Op::reduce: return listed(t, {f32, f64, f16, bf16, i32, i64, u8, boolean});
+        default: return listed(t, {f32, f64, f16, bf16});
     }
 }
 

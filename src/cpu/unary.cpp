@@ -180,7 +180,7 @@ void unary(int device, Unary op, DType t, int64_t n, const void* x, void* y, dou
             };
             if (t == DType::i32) return integers(std::int32_t{});
             if (t == DType::i64) return integers(std::int64_t{});
-            if (!is_float(t)) throw unsupported(kernel_name("unary", op).c_str(), t, "f32, f64, i32, i64");
+            if (!is_float(t)) throw unsupported(kernel_name("unary", op).c_str(), t, "f32, f64, f16, bf16, i32, i64");
         }
         if (!is_float(t)) throw unsupported(kernel_name("unary", op).c_str(), t, kFloatTypes);
         dispatch_float(t, "unary", [&](auto tag) {

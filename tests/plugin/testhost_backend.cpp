@@ -41,7 +41,7 @@ void device_properties(int device, fluxion::backend::DeviceProperties* out) {
     out->kind = cpu ? fluxion::DeviceKind::cpu : fluxion::DeviceKind::virtual_gpu;
     out->total_bytes = out->free_bytes = std::size_t{1} << 30;
 }
-// The CPU's answer, the reason naming this device: "TestHost:1: gemm has no kernel for f16 (...)".
+// The CPU's answer, the reason naming this device: "TestHost:1: gemm has no kernel for i32 (...)".
 bool supports(int device, fluxion::Op op, fluxion::DType t, char* why, std::size_t n) {
     char cpu_why[256] = {};
     if (fluxion::backend::cpu_backend().supports(0, op, t, cpu_why, sizeof cpu_why)) return true;

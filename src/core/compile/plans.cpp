@@ -291,14 +291,20 @@ double CompiledPlans::read(const Tensor& t) {
     if (t.numel() != 1)
         throw ShapeError("fx::compile: the step returned " + summary(t) +
                          "; a training step returns a one-element loss");
-    if (t.dtype() != DType::f32 && t.dtype() != DType::f64)
-        throw DTypeError(std::string("fx::compile: the loss is ") + name(t.dtype()) + "; it must be f32 or f64");
-    double d = 0;
-    float f = 0;
-    void* dst = t.dtype() == DType::f32 ? static_cast<void*>(&f) : static_cast<void*>(&d);
-    if (t.device().is_cpu()) std::memcpy(dst, t.data_ptr(), itemsize(t.dtype()));
-    else untraced(backend_of(t)).copy_to_host(t.device().index, dst, t.data_ptr(), itemsize(t.dtype()));
-    return t.dtype() == DType::f32 ? double(f) : d;
+    if (!is_floating(t.dtype()))
+        throw DTypeError(std::string("fx::compile: the loss is ") + name(t.dtype()) +
+                         "; it must be a floating type (f32, f64, f16 or bf16)");
+    unsigned char bytes[8] = {};
+    if (t.device().is_cpu()) std::memcpy(bytes, t.data_ptr(), itemsize(t.dtype()));
+    else untraced(backend_of(t)).copy_to_host(t.device().index, bytes, t.data_ptr(), itemsize(t.dtype()));
+    if (t.dtype() == DType::f64) {
+        double d = 0;
+        std::memcpy(&d, bytes, sizeof d);
+        return d;
+    }
+    float f = 0;  // f32, or a half type widened on the host (no kernel of the step)
+    backend::cpu_backend().cast(0, t.dtype(), DType::f32, 1, bytes, &f);
+    return double(f);
 }
 
 double CompiledPlans::value(int p) const { return read(impl_->plans[static_cast<std::size_t>(p)]->output); }

@@ -1,0 +1,207 @@
+// The computing entries of the CPU table for f16 and bf16: the operands are widened to f32, the f32
+// kernel runs (so sums, dot products and convolutions accumulate in f32) and the results are
+// rounded back once, to nearest even. Every other type goes straight to its kernel.
+#include <algorithm>
+#include <cstddef>
+
+#include "cpu/kernels.hpp"
+
+namespace fluxion::backend::cpu::widen {
+namespace {
+
+bool is_half(DType t) { return t == DType::f16 || t == DType::bf16; }
+
+// An f32 copy of `n` elements of type `t` (or an uninitialised one when `src` is null), living as
+// long as the object; narrow() rounds it back into a buffer of type `t`. Not the kernels' Scratch:
+// the f32 kernel called in between uses that.
+class F32 {
+public:
+    F32(DType t, int64_t n, const void* src) : t_(t), n_(n), data_(nullptr) {
+        if (n_ <= 0) return;
+        data_ = static_cast<float*>(alloc(0, std::size_t(n_) * sizeof(float)));
+        if (src) cast(0, t_, DType::f32, n_, src, data_);
+    }
+    ~F32() { free(0, data_); }
+    F32(const F32&) = delete;
+    F32& operator=(const F32&) = delete;
+    float* data() const { return data_; }
+    void narrow(void* dst) const {
+        if (n_ > 0) cast(0, DType::f32, t_, n_, data_, dst);
+    }
+
+private:
+    DType t_;
+    int64_t n_;
+    float* data_;
+};
+
+// A strided operand widened over the span of elements its view can reach (strides may be zero
+// or negative), keeping its strides: `view` indexes the result as it indexed `src`.
+struct WidenedView {
+    WidenedView(DType t, const Strided& view, const void* src)
+        : span(reach(view)), copy(t, span.count(), at(t, src, span.low)) {}
+    const float* data() const { return copy.data() ? copy.data() - span.low : nullptr; }
+
+    struct Span {
+        int64_t low = 0, high = 0;  // element offsets reached, relative to the view's start
+        int64_t count() const { return high - low + 1; }
+    };
+    static Span reach(const Strided& view) {
+        Span s;
+        for (int d = 0; d < view.ndim; ++d) {
+            if (view.shape[d] == 0) return {0, -1};
+            const int64_t last = (view.shape[d] - 1) * view.strides[d];
+            (last < 0 ? s.low : s.high) += last;
+        }
+        return s;
+    }
+    static const void* at(DType t, const void* src, int64_t offset) {
+        return static_cast<const char*>(src) + offset * int64_t(itemsize(t));
+    }
+
+    Span span;
+    F32 copy;
+};
+
+// Elements of a row-major matrix batch reached by op(X) of `rows` × `cols` with leading dimension
+// `ld`, `batch` matrices `stride` apart (a stride of 0 repeats one matrix).
+int64_t matrix_reach(int64_t rows, int64_t cols, int64_t ld, int64_t stride, int64_t batch) {
+    if (rows == 0 || cols == 0 || batch == 0) return 0;
+    return (batch - 1) * stride + (rows - 1) * ld + cols;
+}
+
+}  // namespace
+
+void index_add(int device, DType t, int64_t outer, int64_t n_dst, int64_t inner, const void* src, const int64_t* idx,
+               int64_t n_idx, void* dst) {
+    if (!is_half(t)) return cpu::index_add(device, t, outer, n_dst, inner, src, idx, n_idx, dst);
+    F32 s(t, outer * n_idx * inner, src), d(t, outer * n_dst * inner, dst);
+    cpu::index_add(device, DType::f32, outer, n_dst, inner, s.data(), idx, n_idx, d.data());
+    d.narrow(dst);
+}
+
+void unary(int device, Unary op, DType t, int64_t n, const void* x, void* y, double a, double b) {
+    if (!is_half(t)) return cpu::unary(device, op, t, n, x, y, a, b);
+    F32 wx(t, n, x), wy(t, n, nullptr);
+    cpu::unary(device, op, DType::f32, n, wx.data(), wy.data(), a, b);
+    wy.narrow(y);
+}
+
+void unary_backward(int device, Unary op, DType t, int64_t n, const void* x, const void* y, const void* gy, void* gx,
+                    double a, double b) {
+    if (!is_half(t)) return cpu::unary_backward(device, op, t, n, x, y, gy, gx, a, b);
+    F32 wx(t, x ? n : 0, x), wy(t, y ? n : 0, y), wgy(t, n, gy), wgx(t, n, nullptr);
+    cpu::unary_backward(device, op, DType::f32, n, wx.data(), wy.data(), wgy.data(), wgx.data(), a, b);
+    wgx.narrow(gx);
+}
+
+void binary(int device, Binary op, DType t, const Strided* a_view, const void* a, const Strided* b_view, const void* b,
+            void* out) {
+    if (!is_half(t)) return cpu::binary(device, op, t, a_view, a, b_view, b, out);
+    WidenedView wa(t, *a_view, a), wb(t, *b_view, b);
+    const bool compares = op >= Binary::eq;
+    int64_t n = 1;
+    for (int d = 0; d < a_view->ndim; ++d) n *= a_view->shape[d];
+    if (compares) return cpu::binary(device, op, DType::f32, a_view, wa.data(), b_view, wb.data(), out);
+    F32 wout(t, n, nullptr);
+    cpu::binary(device, op, DType::f32, a_view, wa.data(), b_view, wb.data(), wout.data());
+    wout.narrow(out);
+}
+
+void reduce(int device, Reduce op, DType t, int64_t outer, int64_t n, int64_t inner, const void* src, void* dst) {
+    if (!is_half(t)) return cpu::reduce(device, op, t, outer, n, inner, src, dst);
+    F32 ws(t, outer * n * inner, src);
+    if (op == Reduce::argmax || op == Reduce::argmin)
+        return cpu::reduce(device, op, DType::f32, outer, n, inner, ws.data(), dst);
+    F32 wd(t, outer * inner, nullptr);
+    cpu::reduce(device, op, DType::f32, outer, n, inner, ws.data(), wd.data());
+    wd.narrow(dst);
+}
+
+void gemm(int device, DType t, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const void* a,
+          int64_t lda, int64_t stride_a, const void* b, int64_t ldb, int64_t stride_b, double beta, void* c,
+          int64_t ldc, int64_t stride_c, int64_t batch) {
+    if (!is_half(t))
+        return cpu::gemm(device, t, trans_a, trans_b, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc,
+                         stride_c, batch);
+    F32 wa(t, matrix_reach(trans_a ? k : m, trans_a ? m : k, lda, stride_a, batch), a);
+    F32 wb(t, matrix_reach(trans_b ? n : k, trans_b ? k : n, ldb, stride_b, batch), b);
+    // C is read only when beta is not zero; rows of C between the m × n blocks keep their values.
+    F32 wc(t, matrix_reach(m, n, ldc, stride_c, batch), c);
+    cpu::gemm(device, DType::f32, trans_a, trans_b, m, n, k, alpha, wa.data(), lda, stride_a, wb.data(), ldb, stride_b,
+              beta, wc.data(), ldc, stride_c, batch);
+    wc.narrow(c);
+}
+
+void conv2d(int device, DType t, const Conv2dShape* s, const void* x, const void* w, void* y) {
+    if (!is_half(t)) return cpu::conv2d(device, t, s, x, w, y);
+    F32 wx(t, s->n * s->c * s->h * s->w, x), ww(t, s->k * (s->c / s->groups) * s->r * s->s, w);
+    F32 wy(t, s->n * s->k * s->oh * s->ow, nullptr);
+    cpu::conv2d(device, DType::f32, s, wx.data(), ww.data(), wy.data());
+    wy.narrow(y);
+}
+
+void conv2d_backward_input(int device, DType t, const Conv2dShape* s, const void* gy, const void* w, void* gx) {
+    if (!is_half(t)) return cpu::conv2d_backward_input(device, t, s, gy, w, gx);
+    F32 wgy(t, s->n * s->k * s->oh * s->ow, gy), ww(t, s->k * (s->c / s->groups) * s->r * s->s, w);
+    F32 wgx(t, s->n * s->c * s->h * s->w, nullptr);
+    cpu::conv2d_backward_input(device, DType::f32, s, wgy.data(), ww.data(), wgx.data());
+    wgx.narrow(gx);
+}
+
+void conv2d_backward_weight(int device, DType t, const Conv2dShape* s, const void* x, const void* gy, void* gw) {
+    if (!is_half(t)) return cpu::conv2d_backward_weight(device, t, s, x, gy, gw);
+    F32 wx(t, s->n * s->c * s->h * s->w, x), wgy(t, s->n * s->k * s->oh * s->ow, gy);
+    F32 wgw(t, s->k * (s->c / s->groups) * s->r * s->s, nullptr);
+    cpu::conv2d_backward_weight(device, DType::f32, s, wx.data(), wgy.data(), wgw.data());
+    wgw.narrow(gw);
+}
+
+void pool2d(int device, Pool op, DType t, const Pool2dShape* s, const void* x, void* y) {
+    if (!is_half(t)) return cpu::pool2d(device, op, t, s, x, y);
+    F32 wx(t, s->n * s->c * s->h * s->w, x), wy(t, s->n * s->c * s->oh * s->ow, nullptr);
+    cpu::pool2d(device, op, DType::f32, s, wx.data(), wy.data());
+    wy.narrow(y);
+}
+
+// Max pooling finds each window's maximum again by comparing x with y: y holds one of the window's
+// half values exactly, so the widened copies compare equal where the originals did.
+void pool2d_backward(int device, Pool op, DType t, const Pool2dShape* s, const void* x, const void* y, const void* gy,
+                     void* gx) {
+    if (!is_half(t)) return cpu::pool2d_backward(device, op, t, s, x, y, gy, gx);
+    const int64_t in = s->n * s->c * s->h * s->w, out = s->n * s->c * s->oh * s->ow;
+    F32 wx(t, x ? in : 0, x), wy(t, y ? out : 0, y), wgy(t, out, gy), wgx(t, in, nullptr);
+    cpu::pool2d_backward(device, op, DType::f32, s, wx.data(), wy.data(), wgy.data(), wgx.data());
+    wgx.narrow(gx);
+}
+
+void softmax(int device, bool log, DType t, int64_t outer, int64_t n, int64_t inner, const void* x, void* y) {
+    if (!is_half(t)) return cpu::softmax(device, log, t, outer, n, inner, x, y);
+    F32 wx(t, outer * n * inner, x), wy(t, outer * n * inner, nullptr);
+    cpu::softmax(device, log, DType::f32, outer, n, inner, wx.data(), wy.data());
+    wy.narrow(y);
+}
+
+void softmax_backward(int device, bool log, DType t, int64_t outer, int64_t n, int64_t inner, const void* y,
+                      const void* gy, void* gx) {
+    if (!is_half(t)) return cpu::softmax_backward(device, log, t, outer, n, inner, y, gy, gx);
+    const int64_t count = outer * n * inner;
+    F32 wy(t, count, y), wgy(t, count, gy), wgx(t, count, nullptr);
+    cpu::softmax_backward(device, log, DType::f32, outer, n, inner, wy.data(), wgy.data(), wgx.data());
+    wgx.narrow(gx);
+}
+
+// Parameters and state stay in their half type (what fx::f16(model) asks for); the update itself is
+// computed in f32, so it is rounded once. Steps smaller than half a unit in the last place of a
+// parameter are lost, as in any pure half-precision training: keep f32 master weights for those.
+void optimiser_step(int device, Optimiser rule, DType t, int64_t n, void* param, const void* grad, void* state1,
+                    void* state2, const OptimiserStep* hp) {
+    if (!is_half(t)) return cpu::optimiser_step(device, rule, t, n, param, grad, state1, state2, hp);
+    F32 wp(t, n, param), wg(t, n, grad), ws1(t, state1 ? n : 0, state1), ws2(t, state2 ? n : 0, state2);
+    cpu::optimiser_step(device, rule, DType::f32, n, wp.data(), wg.data(), ws1.data(), ws2.data(), hp);
+    wp.narrow(param);
+    if (state1) ws1.narrow(state1);
+    if (state2) ws2.narrow(state2);
+}
+
+}  // namespace fluxion::backend::cpu::widen

@@ -1,0 +1,169 @@
+// test_half_models.cpp — whole models in f16 and bf16: fx::f16, fx::bf16 and fx::f32 convert every
+// floating tensor of a structure; a converted model runs, trains and saves in its type, and
+// PyTorch (Debian's /usr/bin/python3, skipped with the reason where it cannot import torch) reads
+// the F16 and BF16 safetensors it writes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <string>
+
+#include "fluxion/fluxion.hpp"
+#include "fluxion/io.hpp"
+#include "fluxion/layers.hpp"
+#include "test_io_support.hpp"
+
+namespace {
+
+using fx::DType;
+using fx::Tensor;
+using io_test::ScratchDir;
+
+constexpr const char* kPython = "/usr/bin/python3";
+
+auto small_cnn() {
+    return fx::Chain(fx::Conv({3, 3}, 1, 4, fx::relu), fx::BatchNorm(4), fx::MaxPool({2, 2}), fx::Flatten(),
+                     fx::Dense(4 * 3 * 3, 5));
+}
+
+// The largest |a - b| over the largest |b|.
+double relative_difference(const Tensor& a, const Tensor& b) {
+    const auto x = a.to(DType::f64).to_vector<double>(), y = b.to(DType::f64).to_vector<double>();
+    double diff = 0, scale = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        diff = std::max(diff, std::abs(x[i] - y[i]));
+        scale = std::max(scale, std::abs(y[i]));
+    }
+    return diff / scale;
+}
+
+std::map<std::string, Tensor> state_map(const auto& model) {
+    const auto state = fx::state(model);
+    return {state.begin(), state.end()};
+}
+
+std::vector<DType> dtypes_of(const auto& model) {
+    std::vector<DType> types;
+    fx::visit_tensors(model, [&](const std::string&, const Tensor& t) { types.push_back(t.dtype()); });
+    return types;
+}
+
+TEST(HalfModels, ConversionChangesEveryFloatingTensorAndKeepsTheRest) {
+    const auto labels = std::make_tuple(fx::tensor<std::int64_t>({1, 2}, {2}), fx::ones({2}));
+    const auto half = fx::f16(labels);
+    EXPECT_EQ(std::get<0>(half).dtype(), DType::i64) << "integer tensors are not parameters";
+    EXPECT_EQ(std::get<1>(half).dtype(), DType::f16);
+
+    const auto model = small_cnn();
+    for (DType u : dtypes_of(model | fx::bf16)) EXPECT_EQ(u, DType::bf16) << "the pipe form converts too";
+    for (auto [convert, t] : {std::pair{fx::bf16, DType::bf16}, std::pair{fx::f16, DType::f16}}) {
+        auto converted = convert(model);
+        const auto types = dtypes_of(converted);
+        ASSERT_EQ(types.size(), dtypes_of(model).size());
+        for (DType u : types) EXPECT_EQ(u, t);
+        // Back to f32: each value is the original rounded once to the half type.
+        const auto back = fx::f32(converted);
+        fx::visit_tensors(back,
+                          [&](const std::string& path, const Tensor& b) { EXPECT_EQ(b.dtype(), DType::f32) << path; });
+        const auto original = state_map(model), returned = state_map(back);
+        for (const auto& [name, t0] : original)
+            EXPECT_EQ(returned.at(name).to_vector<float>(), t0.to(t).to(DType::f32).to_vector<float>()) << name;
+    }
+}
+
+TEST(HalfModels, ConvertedModelsComputeCloseToF32) {
+    fx::seed(3);
+    auto model = small_cnn();
+    fx::testmode(model);
+    const Tensor x = fx::randn({2, 1, 8, 8});
+    const Tensor want = model(x);
+    for (auto [convert, t, tol] : {std::tuple{fx::bf16, DType::bf16, 2e-2}, std::tuple{fx::f16, DType::f16, 3e-3}}) {
+        auto half = convert(model);
+        const Tensor got = half(x.to(t));
+        EXPECT_EQ(got.dtype(), t);
+        EXPECT_LT(relative_difference(got, want), tol) << fx::name(t);
+    }
+}
+
+// Parameters and optimiser state stay in bf16; the loss of a separable problem still falls.
+TEST(HalfModels, ABf16ModelTrainsInBf16) {
+    fx::seed(5);
+    auto model = fx::bf16(fx::Chain(fx::Dense(4, 16, fx::relu), fx::Dense(16, 2)));
+    const Tensor x = fx::randn({64, 4}).to(DType::bf16);
+    const Tensor labels = fx::cast(fx::gt(fx::sum(x, 1), fx::zeros({64}).to(DType::bf16)), DType::i64);
+    const Tensor target = fx::onehot(labels, 2).to(DType::bf16);
+    auto loss = [&](const auto& m) { return fx::logitcrossentropy(m(x), target); };
+    auto opt = fx::setup(fx::Adam(0.01), model);
+    const double first = loss(model).to(DType::f32).item();
+    for (int step = 0; step < 60; ++step) {
+        auto [l, g] = fx::withgradient(loss, model);
+        EXPECT_EQ(l.dtype(), DType::bf16);
+        fx::update(opt, model, g);
+    }
+    for (DType t : dtypes_of(model)) EXPECT_EQ(t, DType::bf16);
+    const double last = loss(model).to(DType::f32).item();
+    EXPECT_LT(last, 0.5 * first) << "first " << first << ", last " << last;
+}
+
+// fx::compile (and so fx::train) replays a bf16 step: the same first loss as an eager step, and
+// the loss keeps falling.
+TEST(HalfModels, ACompiledStepTrainsABf16Model) {
+    fx::seed(6);
+    auto model = fx::bf16(fx::Chain(fx::Dense(4, 16, fx::relu), fx::Dense(16, 2)));
+    const Tensor x = fx::randn({64, 4}).to(DType::bf16);
+    const Tensor labels = fx::cast(fx::gt(fx::sum(x, 1), fx::zeros({64}).to(DType::bf16)), DType::i64);
+    const Tensor target = fx::onehot(labels, 2).to(DType::bf16);
+    auto lossfn = [](const auto& m, const Tensor& xb, const Tensor& yb) { return fx::logitcrossentropy(m(xb), yb); };
+    const double eager = [&] {
+        fx::NoGrad no_grad;
+        return lossfn(model, x, target).to(DType::f32).item();
+    }();
+    auto opt = fx::setup(fx::Adam(0.01), model);
+    auto step = fx::compile(lossfn, model, opt);
+    const double first = step(x, target);
+    EXPECT_EQ(first, eager);
+    double last = first;
+    for (int i = 0; i < 60; ++i) last = step(x, target);
+    for (DType t : dtypes_of(model)) EXPECT_EQ(t, DType::bf16);
+    EXPECT_LT(last, 0.5 * first) << "first " << first << ", last " << last;
+}
+
+TEST(HalfModels, SavingKeepsTheHalfType) {
+    ScratchDir dir;
+    for (auto [convert, t, tag] : {std::tuple{fx::bf16, DType::bf16, "BF16"}, std::tuple{fx::f16, DType::f16, "F16"}}) {
+        const auto model = convert(small_cnn());
+        const auto path = dir / (std::string(tag) + ".safetensors");
+        fx::save(path, model);
+        EXPECT_NE(io_test::file_bytes(path).find(std::string("\"dtype\":\"") + tag + "\""), std::string::npos) << tag;
+        auto loaded = convert(small_cnn());
+        EXPECT_TRUE(fx::load(path, loaded).complete());
+        const auto want = state_map(model), got = state_map(loaded);
+        for (const auto& [name, tensor] : want) {
+            EXPECT_EQ(got.at(name).dtype(), t) << name;
+            EXPECT_EQ(got.at(name).to_vector<float>(), tensor.to_vector<float>()) << name;
+        }
+    }
+}
+
+// PyTorch loads a bf16 and an f16 model's file as those dtypes, with the same values.
+TEST(HalfModels, PyTorchReadsTheHalfFiles) {
+    if (std::system((std::string(kPython) + " -c 'import torch' >/dev/null 2>&1").c_str()) != 0)
+        GTEST_SKIP() << kPython << " cannot import torch (Debian's python3-torch)";
+    ScratchDir dir;
+    const auto model = fx::Chain(fx::Dense(3, 4), fx::Dense(4, 2));
+    fx::save(dir / "bf16.safetensors", fx::bf16(model));
+    fx::save(dir / "f16.safetensors", fx::f16(model));
+    const auto script = std::filesystem::path(FLUXION_SOURCE_DIR) / "tests" / "interop" / "torch_half.py";
+    const std::string command = std::string(kPython) + " '" + script.string() + "' '" + dir.path().string() + "'";
+    ASSERT_EQ(std::system(command.c_str()), 0) << command;
+    for (auto [name, t] : {std::pair{"bf16", DType::bf16}, std::pair{"f16", DType::f16}}) {
+        const auto read = fx::load_state(dir / (std::string(name) + "_as_f32.safetensors"));
+        for (const auto& [key, tensor] : fx::state(model))
+            EXPECT_EQ(read.at(key).to_vector<float>(), tensor.to(t).to(DType::f32).to_vector<float>())
+                << name << " " << key;
+    }
+}
+
+}  // namespace

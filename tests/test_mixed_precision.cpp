@@ -1,0 +1,129 @@
+// test_mixed_precision.cpp — fx::MixedPrecision: f32 master weights and optimiser state, f16/bf16
+// forward and backward passes, and dynamic loss scaling for f16 that skips and counts the steps
+// whose gradients overflow, then goes on training.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "fluxion/fluxion.hpp"
+
+namespace {
+
+namespace fx = fluxion;
+using fx::DType;
+using fx::Tensor;
+
+auto small_model() { return fx::Chain(fx::Dense(4, 16), fx::BatchNorm(16, fx::relu), fx::Dense(16, 2)); }
+
+struct Problem {
+    Tensor x, target;
+};
+
+// Two classes split by the sign of the inputs' sum.
+Problem problem() {
+    fx::seed(11);
+    const Tensor x = fx::randn({128, 4});
+    const Tensor labels = fx::cast(fx::gt(fx::sum(x, 1), fx::zeros({128})), DType::i64);
+    return {x, fx::onehot(labels, 2)};
+}
+
+const auto lossfn = [](const auto& m, const Tensor& x, const Tensor& target) {
+    return fx::logitcrossentropy(m(x), target);
+};
+
+std::map<std::string, std::vector<float>> values(const auto& model) {
+    std::map<std::string, std::vector<float>> v;
+    fx::visit_tensors(model, [&](const std::string& path, const Tensor& t) { v[path] = t.to_vector<float>(); });
+    return v;
+}
+
+TEST(MixedPrecision, Bf16TrainsLikeF32WithF32MastersAndState) {
+    const auto [x, target] = problem();
+    fx::seed(12);
+    const auto init = small_model();
+
+    auto reference = fx::fmap([](const Tensor& t) { return t.clone(); }, init);  // init stays untrained
+    auto opt = fx::setup(fx::Adam{.eta = 0.01}, reference);
+    double f32_loss = 0;
+    for (int step = 0; step < 80; ++step) {
+        auto [l, g] = fx::withgradient([&](const auto& m) { return lossfn(m, x, target); }, reference);
+        f32_loss = l.item();
+        fx::update(opt, reference, g);
+    }
+
+    const auto untrained = values(init);
+    auto mp = fx::MixedPrecision(fx::Adam{.eta = 0.01}, init, DType::bf16);
+    EXPECT_EQ(mp.loss_scale(), 1.0) << "bf16 has f32's range: no scaling unless asked";
+    double first = 0, last = 0;
+    for (int step = 0; step < 80; ++step) {
+        last = mp.step(lossfn, x, target);
+        if (step == 0) first = last;
+    }
+    fx::visit_tensors(mp.model(),
+                      [](const std::string& path, const Tensor& t) { EXPECT_EQ(t.dtype(), DType::f32) << path; });
+    fx::visit_tensors(mp.compute_model(),
+                      [](const std::string& path, const Tensor& t) { EXPECT_EQ(t.dtype(), DType::bf16) << path; });
+    for (const auto& s : mp.optimiser().params) EXPECT_EQ(s.state2.dtype(), DType::f32) << s.path;
+    EXPECT_EQ(mp.skipped_steps(), 0);
+    EXPECT_LT(last, 0.3 * first);
+    EXPECT_NEAR(last, f32_loss, 0.1 * f32_loss) << "f32 training reached " << f32_loss;
+    // The running statistics the bf16 copy kept are the masters' too; the model passed in is not trained.
+    EXPECT_EQ(values(init), untrained);
+    EXPECT_NE(values(mp.model()).at("layers.1.running_mean"), values(init).at("layers.1.running_mean"));
+}
+
+// An injected overflow (the loss of one step multiplied by 60000, beyond f16 once scaled): that
+// step changes no weight, is counted, halves the scale, and training goes on.
+TEST(MixedPrecision, F16LossScalingRecoversFromAnOverflow) {
+    const auto [x, target] = problem();
+    fx::seed(12);
+    auto mp = fx::MixedPrecision(fx::Adam{.eta = 0.01}, small_model(), DType::f16,
+                                 {.initial = 1024, .growth_interval = 1000});
+    const int overflow_at = 10;
+    double first = 0, last = 0;
+    for (int step = 0; step < 60; ++step) {
+        const auto before = values(mp.model());
+        last = mp.step(
+            [&](const auto& m, const Tensor& xb, const Tensor& yb) {
+                const Tensor l = lossfn(m, xb, yb);
+                return step == overflow_at ? l * 60000.0 : l;
+            },
+            x, target);
+        if (step == 0) first = last;
+        if (step == overflow_at) {
+            EXPECT_EQ(mp.skipped_steps(), 1);
+            EXPECT_EQ(mp.loss_scale(), 512);
+            const auto after = values(mp.model());
+            for (const auto& [path, v] : before) {
+                if (path.find("running") == std::string::npos) {
+                    EXPECT_EQ(after.at(path), v) << path;
+                }
+            }
+        }
+    }
+    EXPECT_EQ(mp.skipped_steps(), 1);
+    EXPECT_EQ(mp.steps(), 60);
+    EXPECT_LT(last, 0.3 * first) << "first " << first << ", last " << last;
+    std::ostringstream printed;
+    printed << mp;
+    EXPECT_EQ(printed.str(), "MixedPrecision(f16, loss scale 512, 1 of 60 steps skipped)");
+}
+
+TEST(MixedPrecision, TheScaleGrowsAfterARunOfFiniteSteps) {
+    const auto [x, target] = problem();
+    auto mp =
+        fx::MixedPrecision(fx::Descent{.eta = 0.01}, small_model(), DType::f16, {.initial = 8, .growth_interval = 3});
+    for (int step = 0; step < 7; ++step) mp.step(lossfn, x, target);
+    EXPECT_EQ(mp.loss_scale(), 32);
+    EXPECT_EQ(mp.skipped_steps(), 0);
+}
+
+TEST(MixedPrecision, RefusesAComputeTypeThatIsNotHalf) {
+    EXPECT_THROW(fx::MixedPrecision(fx::Adam{}, small_model(), DType::f32), fx::DTypeError);
+    EXPECT_THROW(fx::MixedPrecision(fx::Adam{}, small_model(), DType::f16, {.backoff = 2}), fx::ValueError);
+}
+
+}  // namespace
