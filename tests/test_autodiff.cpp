@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <utility>
+#include <vector>
 
+#include "core/tape.hpp"
 #include "fluxion/fluxion.hpp"
 
 namespace fx = fluxion;
@@ -63,14 +66,16 @@ TEST(Autodiff, StructuresGetGradientsOfTheirOwnType) {
 
 TEST(Autodiff, NoGradScopeRecordsNothing) {
     Tensor x = fx::tensor({2});
-    auto [g] = fx::gradient([](const Tensor& a) {
-        Tensor c;
-        {
-            fx::NoGrad no_grad;
-            c = a * 10.0;  // treated as a constant
-        }
-        return fx::sum(a * c);
-    }, x);
+    auto [g] = fx::gradient(
+        [](const Tensor& a) {
+            Tensor c;
+            {
+                fx::NoGrad no_grad;
+                c = a * 10.0;  // treated as a constant
+            }
+            return fx::sum(a * c);
+        },
+        x);
     EXPECT_EQ(g.item(), 20.0);
     EXPECT_TRUE(fx::grad_enabled());
 }
@@ -117,4 +122,62 @@ TEST(Autodiff, BasicExampleMatchesFiniteDifferences) {
         EXPECT_NEAR(gb[i], 2 * r[i], 1e-12);
         for (std::size_t j = 0; j < 5; ++j) EXPECT_NEAR(gw[i * 5 + j], 2 * r[i] * xs[j], 1e-12);
     }
+}
+
+// The reverse sweep tells an observer of each argument's gradient as soon as no entry left adds
+// to it (data parallelism starts its allreduce there): in a Chain, the last layer's tensors before
+// the first's, each with the value the sweep ends with; an argument the result does not use is
+// told at once, without a gradient.
+namespace {
+struct Told {
+    std::vector<std::pair<const void*, fx::Tensor>> leaves;  // storage and gradient, in the order told
+    int sweeps = 0;
+};
+class Recording final : public fx::detail::LeafObserver {
+public:
+    explicit Recording(Told& told) : told_(told) { fx::detail::set_leaf_observer(this); }
+    ~Recording() override { fx::detail::set_leaf_observer(nullptr); }
+    void sweep_begins() override { ++told_.sweeps; }
+    void leaf_ready(const fx::Tensor& leaf, const fx::Tensor& grad) override {
+        told_.leaves.emplace_back(leaf.data_ptr(), grad.defined() ? grad.clone() : fx::Tensor());
+    }
+
+private:
+    Told& told_;
+};
+}  // namespace
+
+TEST(Autodiff, TheSweepTellsEachArgumentsGradientWhenItIsFinal) {
+    fx::seed(3);
+    auto model = fx::Chain(fx::Dense(4, 5, fx::tanh), fx::Dense(5, 2));
+    const fx::Tensor x = fx::randn({3, 4}), unused = fx::randn({2});
+    Told told;
+    fx::Tensor dW1, db1, dW2, db2;
+    {
+        Recording recording(told);
+        auto [g, du] =
+            fx::gradient([&](const auto& m, const fx::Tensor&) { return fx::sum(fx::square(m(x))); }, model, unused);
+        dW1 = std::get<0>(g.layers).weight, db1 = std::get<0>(g.layers).bias;
+        dW2 = std::get<1>(g.layers).weight, db2 = std::get<1>(g.layers).bias;
+        EXPECT_EQ(fx::max(fx::abs(du)).item(), 0.0);
+    }
+    EXPECT_EQ(told.sweeps, 1);
+    ASSERT_EQ(told.leaves.size(), 5u);
+    EXPECT_EQ(told.leaves[0].first, unused.data_ptr());
+    EXPECT_FALSE(told.leaves[0].second.defined());
+    auto position = [&](const fx::Tensor& t) {
+        for (std::size_t i = 0; i < told.leaves.size(); ++i)
+            if (told.leaves[i].first == t.data_ptr()) return i;
+        ADD_FAILURE() << "not told";
+        return std::size_t{0};
+    };
+    const auto& l1 = std::get<0>(model.layers);
+    const auto& l2 = std::get<1>(model.layers);
+    EXPECT_LT(position(l2.weight), position(l1.weight));
+    EXPECT_LT(position(l2.bias), position(l1.weight));
+    EXPECT_LT(position(l2.weight), position(l1.bias));
+    const std::pair<const fx::Tensor*, const fx::Tensor*> pairs[] = {
+        {&l1.weight, &dW1}, {&l1.bias, &db1}, {&l2.weight, &dW2}, {&l2.bias, &db2}};
+    for (auto [param, grad] : pairs)
+        EXPECT_EQ(fx::max(fx::abs(told.leaves[position(*param)].second - *grad)).item(), 0.0);
 }

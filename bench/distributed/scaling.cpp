@@ -1,13 +1,13 @@
 // scaling.cpp — training throughput of data parallelism on this machine: run under mpirun with 1,
 // then 2 processes; each takes global_batch / N images per step (scaling.sh runs it all).
-//   scaling lenet5|wide STEPS     prints, on rank 0, "<model> <processes> <images/s>"
+//   scaling lenet5|wide STEPS [plain]   prints, on rank 0, "<model> <processes> <images/s>"
+// `plain` averages the gradients after the backward pass instead of overlapping the two.
 // LeNet-5: global batch 64 of 28×28 images; wide MLP 784 => 1024 => 1024 => 10: global batch 256.
-#include <fluxion/distributed.hpp>
-#include <fluxion/fluxion.hpp>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fluxion/distributed.hpp>
+#include <fluxion/fluxion.hpp>
 #include <string>
 #include <vector>
 
@@ -16,12 +16,16 @@ namespace dist = fluxion::distributed;
 
 namespace {
 
+bool g_overlap = true;
+
 template <class Model> double images_per_second(Model model, const fx::Tensor& x, const fx::Tensor& y, int steps) {
     model = dist::broadcast(model);
-    auto opt = fx::setup(fx::OptimiserChain(dist::AverageGradients{}, fx::Adam{}), model);
+    auto opt = fx::setup(fx::OptimiserChain(dist::AverageGradients{.overlap = g_overlap}, fx::Adam{}), model);
     const fx::Tensor target = fx::onehot(y, 10);
     // Compiled steps, as fx::train and fashion_mnist take them: the allreduce is replayed with them.
-    auto lossfn = [](const Model& m, const fx::Tensor& a, const fx::Tensor& b) { return fx::logitcrossentropy(m(a), b); };
+    auto lossfn = [](const Model& m, const fx::Tensor& a, const fx::Tensor& b) {
+        return fx::logitcrossentropy(m(a), b);
+    };
     auto compiled = fx::compile(lossfn, model, opt);
     auto step = [&] { compiled(x, target); };
     for (int i = 0; i < 5; ++i) step();  // warm-up: caches, oneDNN plans
@@ -45,19 +49,20 @@ int main(int argc, char** argv) {
     dist::init();
     const std::string name = argc > 1 ? argv[1] : "";
     const int steps = argc > 2 ? std::atoi(argv[2]) : 0;
-    if ((name != "lenet5" && name != "wide") || steps < 1) {
-        std::fprintf(stderr, "usage: scaling lenet5|wide STEPS\n");
+    g_overlap = !(argc > 3 && std::string(argv[3]) == "plain");
+    if ((name != "lenet5" && name != "wide") || steps < 1 || (argc > 3 && g_overlap)) {
+        std::fprintf(stderr, "usage: scaling lenet5|wide STEPS [plain]\n");
         return 2;
     }
     fx::seed(dist::rank());  // each process its own images
     double rate = 0;
     if (name == "lenet5") {
         const std::int64_t batch = 64 / dist::world_size();
-        rate = images_per_second(fx::Chain(fx::Conv({5, 5}, 1, 6, fx::relu), fx::MaxPool({2, 2}),
-                                           fx::Conv({5, 5}, 6, 16, fx::relu), fx::MaxPool({2, 2}), fx::Flatten(),
-                                           fx::Dense(256, 120, fx::relu), fx::Dense(120, 84, fx::relu),
-                                           fx::Dense(84, 10)),
-                                 fx::randn({batch, 1, 28, 28}), labels(batch), steps);
+        rate =
+            images_per_second(fx::Chain(fx::Conv({5, 5}, 1, 6, fx::relu), fx::MaxPool({2, 2}),
+                                        fx::Conv({5, 5}, 6, 16, fx::relu), fx::MaxPool({2, 2}), fx::Flatten(),
+                                        fx::Dense(256, 120, fx::relu), fx::Dense(120, 84, fx::relu), fx::Dense(84, 10)),
+                              fx::randn({batch, 1, 28, 28}), labels(batch), steps);
     } else {
         const std::int64_t batch = 256 / dist::world_size();
         rate = images_per_second(

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Data-parallel scaling from 1 to 2 processes (one thread each) on this machine: fluxion on MPI
 # beside PyTorch DDP with Gloo, same models, same global batches. Efficiency = rate(2) / (2 rate(1)).
+# fluxion-plain averages after the backward pass instead of during it (AverageGradients::overlap).
 # usage: bench/distributed/scaling.sh [BUILD_DIR] [ROUNDS]   (default build/release, 3 rounds;
 # each figure is the best of its rounds, as in bench/compare.py, since shared machines drift)
 set -euo pipefail
@@ -18,6 +19,8 @@ for _ in $(seq "$rounds"); do
     for np in 1 2; do
       read -r _ _ rate < <(mpirun --bind-to none -np $np "$build/bin/bench_distributed_scaling" $name $steps)
       keep fluxion $name $np $rate
+      read -r _ _ rate < <(mpirun --bind-to none -np $np "$build/bin/bench_distributed_scaling" $name $steps plain)
+      keep fluxion-plain $name $np $rate
       read -r _ _ rate < <("$python" "$here/scaling_torch.py" $name $steps $np 2>/dev/null)
       keep pytorch $name $np $rate
     done
@@ -26,7 +29,7 @@ done
 echo "| model | library | 1 process (images/s) | 2 processes (images/s) | efficiency |"
 echo "| --- | --- | --- | --- | --- |"
 for name in lenet5 wide; do
-  for lib in fluxion pytorch; do
+  for lib in fluxion fluxion-plain pytorch; do
     one=${best[$lib $name 1]} two=${best[$lib $name 2]}
     echo "| $name | $lib | $one | $two | $(( 100 * two / (2 * one) ))% |"
   done

@@ -130,11 +130,18 @@ template <class Rule> OptimiserState<Rule> broadcast(const OptimiserState<Rule>&
 // An optimiser modifier that replaces each step's gradients by their mean over all processes (a
 // bucketed allreduce), so every process takes the same step and the replicas stay identical. Put
 // it first in the chain, before modifiers such as ClipNorm that must see the global gradient.
-// fx::compile replays it: the allreduce is recorded as a host call between the copies that pack
-// the gradients and the optimiser's kernels (host memory; steps whose gradients go through NCCL
-// run eagerly under CompileOptions::fall_back, as fx::train does).
+// With `overlap` (host tensors), the allreduce of each bucket starts during the backward pass as
+// soon as its gradients are final, as PyTorch's DistributedDataParallel does, and the step only
+// waits: buckets are laid out when the optimiser is set up (every rank checks that the others
+// plan the same tensors), in reverse order of the model's tensors. Where gradients reach the step
+// changed (a modifier before this one), the step averages them itself and the early work is dropped.
+// fx::compile replays both: the allreduce's start and wait are recorded host calls among the
+// copies that pack the gradients and the optimiser's kernels (steps whose gradients go through
+// NCCL run eagerly under CompileOptions::fall_back, as fx::train does).
 struct AverageGradients {
     std::size_t bucket_bytes = default_bucket_bytes;
+    bool overlap = true;
+    void prepare(const std::vector<Tensor>& params) const;
     void modify(std::vector<Tensor>& grads, const std::vector<Tensor>& params) const;
 };
 

@@ -151,6 +151,17 @@ void check_update(const std::vector<ParamState>& states, const Trainable& params
 void set_frozen(std::vector<ParamState>& states, const std::string& prefix, bool frozen);
 }  // namespace detail
 
+namespace detail {
+// A modifier may plan ahead for the tensors it will be given: `void prepare(const std::vector<Tensor>&
+// params) const` runs once in setup (fx::distributed::AverageGradients lays out its buckets there).
+template <class R> void prepare(const R& r, const std::vector<Tensor>& params) {
+    if constexpr (requires { r.parts; })
+        std::apply([&](const auto&... part) { (prepare(part, params), ...); }, r.parts);
+    else if constexpr (requires { r.prepare(params); })
+        r.prepare(params);
+}
+}  // namespace detail
+
 template <class Rule, class M> OptimiserState<Rule> setup(const Rule& rule, const M& model) {
     static_assert(detail::is_rule<Rule> || requires { rule.rule(); },
                   "fluxion: setup takes a rule (Descent, Momentum, Nesterov, RMSProp, Adam, AdamW) or an "
@@ -163,6 +174,7 @@ template <class Rule, class M> OptimiserState<Rule> setup(const Rule& rule, cons
         detail::final_rule(rule).init(s, params.tensors[i]);
         opt.params.push_back(std::move(s));
     }
+    detail::prepare(rule, params.tensors);
     return opt;
 }
 

@@ -1,6 +1,8 @@
 // autodiff.cpp — the tape: recording ops, and the reverse sweep.
 #include "fluxion/autodiff.hpp"
 
+#include <algorithm>
+
 #include "core/dispatch.hpp"
 #include "core/tape.hpp"
 #include "fluxion/ops.hpp"
@@ -9,6 +11,31 @@ namespace fluxion {
 namespace {
 thread_local bool g_grad_enabled = true;
 thread_local detail::TapeData* g_active = nullptr;
+thread_local detail::LeafObserver* g_leaf_observer = nullptr;
+
+// For each entry, the leaves whose last contribution it makes in the reverse sweep (the first
+// entry, in recording order, that reads them); leaves no entry reads are listed in `unused`.
+struct LeafSchedule {
+    std::vector<std::vector<std::size_t>> after;  // by entry index: positions in TapeData::leaves
+    std::vector<std::size_t> unused;
+};
+LeafSchedule schedule_leaves(const detail::TapeData& d) {
+    LeafSchedule s;
+    s.after.resize(d.entries.size());
+    std::vector<std::int64_t> position(static_cast<std::size_t>(d.next_id), -1);
+    for (std::size_t k = 0; k < d.leaves.size(); ++k)
+        position[static_cast<std::size_t>(d.leaves[k].first)] = std::int64_t(k);
+    std::vector<bool> placed(d.leaves.size(), false);
+    for (std::size_t e = 0; e < d.entries.size(); ++e)
+        for (std::int64_t id : d.entries[e].inputs) {
+            if (id < 0 || position[static_cast<std::size_t>(id)] < 0) continue;
+            const auto k = static_cast<std::size_t>(position[static_cast<std::size_t>(id)]);
+            if (!placed[k]) placed[k] = true, s.after[e].push_back(k);
+        }
+    for (std::size_t k = 0; k < d.leaves.size(); ++k)
+        if (!placed[k]) s.unused.push_back(k);
+    return s;
+}
 }  // namespace
 
 NoGrad::NoGrad() : previous_(g_grad_enabled) { g_grad_enabled = false; }
@@ -16,6 +43,8 @@ NoGrad::~NoGrad() { g_grad_enabled = previous_; }
 bool grad_enabled() { return g_grad_enabled; }
 
 namespace detail {
+
+void set_leaf_observer(LeafObserver* observer) { g_leaf_observer = observer; }
 
 TapeData* active_tape() { return g_grad_enabled ? g_active : nullptr; }
 
@@ -54,6 +83,7 @@ Tensor Tape::track(const Tensor& x) {
     Tensor t = make_view(x, x.shape(), x.strides(), x.offset());
     t.impl_ptr()->tape = data_.get();
     t.impl_ptr()->tape_id = data_->next_id++;
+    data_->leaves.emplace_back(t.impl()->tape_id, t);
     return t;
 }
 
@@ -68,22 +98,37 @@ void Tape::backward(const Tensor& result) {
     auto& d = *data_;
     d.grads.assign(static_cast<std::size_t>(d.next_id), Tensor());
     d.done = true;
-    if (result.impl()->tape != &d) return;  // the result does not depend on any argument
+    LeafObserver* observer = g_leaf_observer;
+    LeafSchedule schedule;
+    if (observer) {
+        schedule = schedule_leaves(d);
+        observer->sweep_begins();
+    }
+    auto tell = [&](const std::vector<std::size_t>& leaves) {
+        for (std::size_t k : leaves) observer->leaf_ready(d.leaves[k].second, d.grads[d.leaves[k].first]);
+    };
     NoGrad no_grad;
+    if (observer) tell(schedule.unused);
+    if (result.impl()->tape != &d) {  // the result does not depend on any argument
+        if (observer) std::for_each(schedule.after.begin(), schedule.after.end(), tell);
+        return;
+    }
     d.grads[result.impl()->tape_id] = ones_like(result);
-    for (auto it = d.entries.rbegin(); it != d.entries.rend(); ++it) {
-        Tensor g = std::move(d.grads[it->output]);
-        if (!g.defined()) continue;
-        std::vector<bool> needs;
-        for (auto id : it->inputs) needs.push_back(id >= 0);
-        auto gin = it->backward(g, needs);
-        for (std::size_t i = 0; i < it->inputs.size(); ++i) {
-            auto id = it->inputs[i];
-            if (id < 0 || i >= gin.size() || !gin[i].defined()) continue;
-            auto& acc = d.grads[id];
-            acc = acc.defined() ? acc + gin[i] : gin[i];
+    for (std::size_t e = d.entries.size(); e-- > 0;) {
+        TapeEntry& entry = d.entries[e];
+        if (Tensor g = std::move(d.grads[entry.output]); g.defined()) {
+            std::vector<bool> needs;
+            for (auto id : entry.inputs) needs.push_back(id >= 0);
+            auto gin = entry.backward(g, needs);
+            for (std::size_t i = 0; i < entry.inputs.size(); ++i) {
+                auto id = entry.inputs[i];
+                if (id < 0 || i >= gin.size() || !gin[i].defined()) continue;
+                auto& acc = d.grads[id];
+                acc = acc.defined() ? acc + gin[i] : gin[i];
+            }
         }
-        it->backward = nullptr;  // frees what the rule captured as soon as it is used
+        entry.backward = nullptr;  // frees what the rule captured as soon as it is used
+        if (observer) tell(schedule.after[e]);
     }
 }
 
@@ -91,7 +136,8 @@ Tensor Tape::grad(const Tensor& tracked) const {
     const auto& d = *data_;
     if (!d.done) throw Error("gradient: backward() has not run on this tape");
     auto id = tracked.impl()->tape_id;
-    if (tracked.impl()->tape == &d && id >= 0 && id < static_cast<std::int64_t>(d.grads.size()) && d.grads[id].defined()) {
+    if (tracked.impl()->tape == &d && id >= 0 && id < static_cast<std::int64_t>(d.grads.size()) &&
+        d.grads[id].defined()) {
         // Gradients reach users and optimisers as dense tensors of the argument's type.
         NoGrad no_grad;
         Tensor g = d.grads[id].dtype() == tracked.dtype() ? d.grads[id] : cast(d.grads[id], tracked.dtype());

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "core/tensor_impl.hpp"
@@ -23,6 +24,7 @@ struct TapeEntry {
 
 struct TapeData {
     std::vector<TapeEntry> entries;
+    std::vector<std::pair<std::int64_t, Tensor>> leaves;  // tape id and handle of each tracked argument
     std::int64_t next_id = 0;
     std::vector<Tensor> grads;  // by tape id, filled by backward()
     bool done = false;
@@ -37,5 +39,19 @@ Tensor record(const char* op, const std::vector<Tensor>& inputs, Tensor out, Bac
 
 // Whether any of the tensors is tracked on the active tape (lets ops skip building closures).
 bool any_tracked(const std::vector<Tensor>& inputs);
+
+// Told during a reverse sweep, on the sweeping thread, as soon as the gradient of a tracked argument
+// (a leaf) is final: no entry left to run adds to it. Data parallelism starts the allreduce of a
+// bucket of gradients there, while the sweep goes on (src/distributed/overlap.cpp).
+class LeafObserver {
+public:
+    virtual ~LeafObserver() = default;
+    virtual void sweep_begins() = 0;
+    // `leaf` shares the argument's storage; `grad` is the tape's accumulated gradient, undefined
+    // when the result does not depend on the leaf.
+    virtual void leaf_ready(const Tensor& leaf, const Tensor& grad) = 0;
+};
+// Installs the observer of this thread's sweeps (null for none).
+void set_leaf_observer(LeafObserver* observer);
 
 }  // namespace fluxion::detail

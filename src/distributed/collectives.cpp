@@ -8,48 +8,17 @@
 // cannot honour FLUXION_DISTRIBUTED_TIMEOUT.
 #include <algorithm>
 #include <cstring>
-#include <functional>
 #include <string>
 #include <vector>
 
 #include "core/compile/recorder.hpp"
 #include "distributed/device_collectives.hpp"
+#include "distributed/exchange.hpp"
 #include "distributed/runtime.hpp"
 #include "fluxion/distributed.hpp"
 
 namespace fluxion::distributed::detail {
 namespace {
-
-// MPI has no half-precision types: f16 and bf16 travel, and are summed, as f32.
-DType wire_dtype(DType d) { return d == DType::f16 || d == DType::bf16 ? DType::f32 : d; }
-
-MPI_Datatype mpi_type(DType d) {
-    switch (d) {
-        case DType::f32: return MPI_FLOAT;
-        case DType::f64: return MPI_DOUBLE;
-        case DType::i32: return MPI_INT32_T;
-        case DType::i64: return MPI_INT64_T;
-        case DType::u8: return MPI_UINT8_T;
-        case DType::boolean: return MPI_C_BOOL;
-        default: return MPI_BYTE;
-    }
-}
-
-// Throws DTypeError for a reduction the element type does not have.
-MPI_Op mpi_op(ReduceOp op, DType d, const char* operation) {
-    if (op == ReduceOp::mean && !is_floating(d))
-        throw DTypeError(std::string("fx::distributed::") + operation + ": the mean of a " + fluxion::name(d) +
-                         " tensor is not a " + fluxion::name(d) +
-                         "; use ReduceOp::sum and divide, or cast the tensor to f32 first");
-    if (d == DType::boolean) return op == ReduceOp::min ? MPI_LAND : MPI_LOR;
-    switch (op) {
-        case ReduceOp::sum:
-        case ReduceOp::mean: return MPI_SUM;
-        case ReduceOp::max: return MPI_MAX;
-        case ReduceOp::min: return MPI_MIN;
-    }
-    return MPI_SUM;
-}
 
 std::string describe(const std::vector<Tensor>& tensors) {
     std::string s = std::to_string(tensors.size()) + " tensors (";
@@ -72,8 +41,8 @@ std::vector<Tensor> route(const std::vector<Tensor>& tensors, OnDevice&& on_devi
             host.push_back(i);
             continue;
         }
-        const auto g = static_cast<std::size_t>(std::find(devices.begin(), devices.end(), tensors[i].device()) -
-                                                devices.begin());
+        const auto g =
+            static_cast<std::size_t>(std::find(devices.begin(), devices.end(), tensors[i].device()) - devices.begin());
         if (g == devices.size()) {
             devices.push_back(tensors[i].device());
             members.emplace_back();
@@ -88,35 +57,10 @@ std::vector<Tensor> route(const std::vector<Tensor>& tensors, OnDevice&& on_devi
         for (std::size_t k = 0; k < indices.size(); ++k) out[indices[k]] = std::move(done[k]);
     };
     for (std::size_t g = 0; g < devices.size(); ++g)
-        run(members[g], [&](const std::vector<Tensor>& part) {
-            return on_device_call(*device_collectives(devices[g]), part);
-        });
+        run(members[g],
+            [&](const std::vector<Tensor>& part) { return on_device_call(*device_collectives(devices[g]), part); });
     run(host, through_host);
     return out;
-}
-
-// Every rank must pass the same number of tensors with the same shapes and dtypes (devices may
-// differ): one small allreduce of a digest, compared by its maximum and minimum.
-void check_same_everywhere(const std::vector<Tensor>& tensors, const char* operation) {
-    std::uint64_t digest = 1469598103934665603ull;
-    auto mix = [&](std::int64_t v) { digest = (digest ^ static_cast<std::uint64_t>(v)) * 1099511628211ull; };
-    mix(static_cast<std::int64_t>(tensors.size()));
-    for (const Tensor& t : tensors) {
-        mix(t.defined() ? t.ndim() : -1);
-        if (!t.defined()) continue;
-        mix(static_cast<std::int64_t>(t.dtype()));
-        mix(on_device(t) ? 1 : 0);  // NCCL on one rank and MPI on another would never meet
-        for (std::int64_t n : t.shape()) mix(n);
-    }
-    const auto d = static_cast<std::int64_t>(digest >> 1);  // non-negative, so -d cannot overflow
-    std::int64_t bounds[2] = {d, -d};
-    std::vector<MPI_Request> request(1);
-    check(MPI_Iallreduce(MPI_IN_PLACE, bounds, 2, MPI_INT64_T, MPI_MAX, communicator(), request.data()), operation);
-    wait_all(request, operation);
-    if (bounds[0] != -bounds[1])
-        throw CommunicationError(std::string("fx::distributed::") + operation + ": the processes pass different " +
-                                 "tensors (count, shapes or dtypes); rank " + std::to_string(rank()) + " passes " +
-                                 describe(tensors) + ". Every rank must make the same calls with the same model");
 }
 
 // The tensors of one wire type, packed end to end in one host tensor. With arithmetic (allreduce),
@@ -152,7 +96,8 @@ std::vector<Group> pack(const std::vector<Tensor>& tensors, bool as_wire_type) {
                 at += t.numel();
             } else {
                 const Tensor host = t.to(Device{}).contiguous();
-                if (const std::size_t n = bytes_of(host)) std::memcpy(g.flat.data<std::byte>() + at, host.data_ptr(), n);
+                if (const std::size_t n = bytes_of(host))
+                    std::memcpy(g.flat.data<std::byte>() + at, host.data_ptr(), n);
                 at += static_cast<std::int64_t>(bytes_of(host));
             }
         }
@@ -172,48 +117,14 @@ std::vector<Tensor> unpack(const std::vector<Tensor>& tensors, const std::vector
                 at += original.numel();
             } else {  // bytes of another type
                 host = empty(original.shape(), {.dtype = original.dtype()});
-                if (const std::size_t n = bytes_of(host)) std::memcpy(host.data_ptr(), g.flat.data<std::byte>() + at, n);
+                if (const std::size_t n = bytes_of(host))
+                    std::memcpy(host.data_ptr(), g.flat.data<std::byte>() + at, n);
                 at += static_cast<std::int64_t>(bytes_of(host));
             }
             out[i] = host.to(original.dtype()).to(original.device());
         }
     }
     return out;
-}
-
-// Starts one nonblocking collective per bucket of at most bucket_bytes of `count` elements of
-// `wire` at `data`.
-using Start = std::function<int(void* data, int count, MPI_Datatype type, MPI_Request* request)>;
-void start_buckets(void* data, std::size_t count, DType wire, std::size_t bucket_bytes, const Start& start,
-                   std::vector<MPI_Request>& requests, const char* operation) {
-    const std::size_t item = itemsize(wire);
-    const std::size_t per_bucket = std::max<std::size_t>(1, bucket_bytes / item);
-    for (std::size_t first = 0; first < count; first += per_bucket) {
-        MPI_Request r;
-        check(start(static_cast<std::byte*>(data) + first * item, static_cast<int>(std::min(per_bucket, count - first)),
-                    mpi_type(wire), &r),
-              operation);
-        requests.push_back(r);
-    }
-}
-
-template <class T> void divide(void* data, std::size_t count, int by) {
-    T* x = static_cast<T*>(data);
-    for (std::size_t i = 0; i < count; ++i) x[i] /= static_cast<T>(by);
-}
-
-// Reduces `count` elements of `wire` at `data` over every process, in place.
-void exchange(void* data, std::size_t count, DType wire, ReduceOp op, std::size_t bucket_bytes, const char* operation) {
-    const MPI_Op reduce = mpi_op(op, wire, operation);
-    std::vector<MPI_Request> requests;
-    start_buckets(data, count, wire, bucket_bytes,
-                  [&](void* at, int n, MPI_Datatype type, MPI_Request* r) {
-                      return MPI_Iallreduce(MPI_IN_PLACE, at, n, type, reduce, communicator(), r);
-                  },
-                  requests, operation);
-    wait_all(requests, operation);
-    if (op == ReduceOp::mean)
-        wire == DType::f64 ? divide<double>(data, count, world_size()) : divide<float>(data, count, world_size());
 }
 
 void check_bucket_bytes(std::size_t bucket_bytes, const char* operation) {
@@ -223,6 +134,28 @@ void check_bucket_bytes(std::size_t bucket_bytes, const char* operation) {
 }
 
 }  // namespace
+
+void check_same_everywhere(const std::vector<Tensor>& tensors, const char* operation) {
+    std::uint64_t digest = 1469598103934665603ull;
+    auto mix = [&](std::int64_t v) { digest = (digest ^ static_cast<std::uint64_t>(v)) * 1099511628211ull; };
+    mix(static_cast<std::int64_t>(tensors.size()));
+    for (const Tensor& t : tensors) {
+        mix(t.defined() ? t.ndim() : -1);
+        if (!t.defined()) continue;
+        mix(static_cast<std::int64_t>(t.dtype()));
+        mix(on_device(t) ? 1 : 0);  // NCCL on one rank and MPI on another would never meet
+        for (std::int64_t n : t.shape()) mix(n);
+    }
+    const auto d = static_cast<std::int64_t>(digest >> 1);  // non-negative, so -d cannot overflow
+    std::int64_t bounds[2] = {d, -d};
+    std::vector<MPI_Request> request(1);
+    check(MPI_Iallreduce(MPI_IN_PLACE, bounds, 2, MPI_INT64_T, MPI_MAX, communicator(), request.data()), operation);
+    wait_all(request, operation);
+    if (bounds[0] != -bounds[1])
+        throw CommunicationError(std::string("fx::distributed::") + operation + ": the processes pass different " +
+                                 "tensors (count, shapes or dtypes); rank " + std::to_string(rank()) + " passes " +
+                                 describe(tensors) + ". Every rank must make the same calls with the same model");
+}
 
 std::vector<Tensor> allreduce(const std::vector<Tensor>& tensors, ReduceOp op, std::size_t bucket_bytes,
                               const char* operation) {
@@ -273,11 +206,12 @@ std::vector<Tensor> broadcast(const std::vector<Tensor>& tensors, int root, std:
             std::vector<Group> groups = pack(part, false);  // bytes: a broadcast needs no arithmetic
             std::vector<MPI_Request> requests;
             for (Group& g : groups)
-                start_buckets(g.flat.data_ptr(), static_cast<std::size_t>(g.flat.numel()), g.wire, bucket_bytes,
-                              [&](void* data, int count, MPI_Datatype type, MPI_Request* r) {
-                                  return MPI_Ibcast(data, count, type, root, communicator(), r);
-                              },
-                              requests, operation);
+                start_buckets(
+                    g.flat.data_ptr(), static_cast<std::size_t>(g.flat.numel()), g.wire, bucket_bytes,
+                    [&](void* data, int count, MPI_Datatype type, MPI_Request* r) {
+                        return MPI_Ibcast(data, count, type, root, communicator(), r);
+                    },
+                    requests, operation);
             wait_all(requests, operation);
             return unpack(part, groups);
         });

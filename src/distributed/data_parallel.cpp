@@ -3,13 +3,20 @@
 #include <string>
 #include <vector>
 
+#include "distributed/overlap.hpp"
 #include "distributed/runtime.hpp"
 #include "fluxion/distributed.hpp"
 
 namespace fluxion::distributed {
 
-void AverageGradients::modify(std::vector<Tensor>& grads, const std::vector<Tensor>&) const {
+void AverageGradients::prepare(const std::vector<Tensor>& params) const {
+    if (overlap) detail::plan_overlap(params, bucket_bytes);
+}
+
+void AverageGradients::modify(std::vector<Tensor>& grads, const std::vector<Tensor>& params) const {
+    if (overlap && detail::finish_overlap(grads, params, bucket_bytes)) return;
     grads = detail::allreduce(grads, ReduceOp::mean, bucket_bytes, "AverageGradients");
+    if (overlap) detail::plan_overlap(params, bucket_bytes);  // the next steps overlap
 }
 
 namespace detail {
