@@ -17,6 +17,7 @@
 namespace {
 std::atomic<bool> g_counting{false};
 std::atomic<long> g_ours{0}, g_libraries{0};
+std::atomic<std::size_t> g_largest{0};
 
 bool in_kernel_library(void* caller) {
     Dl_info info;
@@ -26,9 +27,12 @@ bool in_kernel_library(void* caller) {
     return false;
 }
 
-void counted(void* caller) {
+void counted(void* caller, std::size_t bytes) {
     if (!g_counting.load(std::memory_order_relaxed)) return;
     (in_kernel_library(caller) ? g_libraries : g_ours).fetch_add(1, std::memory_order_relaxed);
+    for (std::size_t seen = g_largest.load(std::memory_order_relaxed);
+         bytes > seen && !g_largest.compare_exchange_weak(seen, bytes, std::memory_order_relaxed);)
+        ;
 }
 }  // namespace
 
@@ -38,23 +42,23 @@ void* __libc_calloc(std::size_t, std::size_t);
 void* __libc_realloc(void*, std::size_t);
 void* __libc_memalign(std::size_t, std::size_t);
 void* malloc(std::size_t n) {
-    counted(__builtin_return_address(0));
+    counted(__builtin_return_address(0), n);
     return __libc_malloc(n);
 }
 void* calloc(std::size_t n, std::size_t size) {
-    counted(__builtin_return_address(0));
+    counted(__builtin_return_address(0), n * size);
     return __libc_calloc(n, size);
 }
 void* realloc(void* p, std::size_t n) {
-    counted(__builtin_return_address(0));
+    counted(__builtin_return_address(0), n);
     return __libc_realloc(p, n);
 }
 void* aligned_alloc(std::size_t alignment, std::size_t n) {
-    counted(__builtin_return_address(0));
+    counted(__builtin_return_address(0), n);
     return __libc_memalign(alignment, n);
 }
 int posix_memalign(void** p, std::size_t alignment, std::size_t n) {
-    counted(__builtin_return_address(0));
+    counted(__builtin_return_address(0), n);
     *p = __libc_memalign(alignment, n);
     return *p ? 0 : ENOMEM;
 }
@@ -62,7 +66,7 @@ int posix_memalign(void** p, std::size_t alignment, std::size_t n) {
 
 namespace {
 void* allocate(std::size_t n, std::size_t alignment, void* caller) {
-    counted(caller);
+    counted(caller, n);
     void* p = alignment <= alignof(std::max_align_t) ? __libc_malloc(n) : __libc_memalign(alignment, n);
     if (!p) throw std::bad_alloc();
     return p;
@@ -91,12 +95,13 @@ namespace allocation_counting {
 void start() {
     g_ours = 0;
     g_libraries = 0;
+    g_largest = 0;
     g_counting = true;
 }
 
 Allocations stop() {
     g_counting = false;
-    return {g_ours.load(), g_libraries.load()};
+    return {g_ours.load(), g_libraries.load(), g_largest.load()};
 }
 
 }  // namespace allocation_counting

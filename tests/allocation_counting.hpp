@@ -2,12 +2,14 @@
 // made them (allocation_counting.cpp replaces malloc and operator new for the whole test program;
 // link it into the tests that use this header). Not available under AddressSanitizer.
 #pragma once
+#include <cstddef>
 
 namespace allocation_counting {
 
 struct Allocations {
-    long ours;       // fluxion, the C++ library, the test
-    long libraries;  // OpenBLAS, oneDNN, the Vulkan loader, driver and validation layer
+    long ours;                // fluxion, the C++ library, the test
+    long libraries;           // OpenBLAS, oneDNN, the Vulkan loader, driver and validation layer
+    std::size_t largest = 0;  // bytes of the largest single allocation, by anyone
 };
 
 void start();

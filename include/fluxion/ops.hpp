@@ -120,6 +120,17 @@ Tensor meanpool2d(const Tensor& x, const Pool2dOptions& options);
 Tensor softmax(const Tensor& x, int axis = -1);
 Tensor logsoftmax(const Tensor& x, int axis = -1);
 Tensor logsumexp(const Tensor& x, int axis, bool keepdims = false);
+struct AttentionOptions {
+    Tensor mask = {};         // bool, broadcastable to {..., L, S}: true where a query may not attend to a key
+    double scale = 0;         // of the scores; 0 means 1 / √d
+    std::int64_t block = 0;   // queries per block; 0 chooses blocks of about 8 MiB of scores
+};
+// softmax(q kᵀ · scale, masked scores → −∞) v for q {..., L, d}, k {..., S, d}, v {..., S, dv} with the
+// same leading dimensions (PyTorch's F.scaled_dot_product_attention). Memory-efficient: queries are
+// taken a block at a time, and the backward pass recomputes a block's weights, so no {..., L, S}
+// matrix is kept. A query whose every key is masked gets NaN, as in PyTorch.
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const AttentionOptions& options = {});
 
 // ---- joining, indexing, conversion ----
 Tensor concat(const std::vector<Tensor>& xs, int axis = 0);

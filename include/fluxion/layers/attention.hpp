@@ -10,7 +10,8 @@
 //
 // One sample drops the leading N ({L, E}). Attention is softmax(q kᵀ / √d) v per head, d = E / heads;
 // masked positions get no weight. A query whose every key is masked gets NaN, as in PyTorch.
-// The scores {N, heads, L, S} are kept for the backward pass (no fused memory-efficient kernel yet).
+// Without dropout on the weights (p = 0, or testing) it runs fx::scaled_dot_product_attention, which
+// keeps no {N, heads, L, S} scores; with it, the scores are kept for the backward pass.
 #pragma once
 #include <cstdint>
 #include <string>

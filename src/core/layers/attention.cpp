@@ -117,9 +117,17 @@ Tensor MultiHeadAttention::operator()(const Tensor& query, const Tensor& key, co
             return split_heads(linear(x, w, b), h);
         };
         const double scale = 1.0 / std::sqrt(double(e / h));
+        const std::vector<Tensor> masked_by = masks_of(masks, n, l, s, query.device());
+        if (dropout.p == 0 || !training(dropout.mode)) {
+            // No dropout on the weights: the memory-efficient op, which keeps no {N, heads, L, S} scores.
+            Tensor masked;
+            for (const Tensor& m : masked_by) masked = masked.defined() ? where(masked, masked, m) : m;  // or
+            return out_proj(merge_heads(scaled_dot_product_attention(
+                project(query, 0), project(key, 1), project(value, 2), {.mask = masked, .scale = scale})));
+        }
         Tensor q = project(query, 0) * scale, k = project(key, 1), v = project(value, 2);
         Tensor scores = matmul(q, k.transpose(-2, -1));  // {N, heads, L, S}
-        for (const Tensor& masked : masks_of(masks, n, l, s, query.device())) {
+        for (const Tensor& masked : masked_by) {
             Tensor minus_inf = full({}, -std::numeric_limits<double>::infinity(),
                                     {.dtype = scores.dtype(), .device = scores.device()});
             scores = where(masked, minus_inf, scores);
