@@ -36,24 +36,34 @@ fx::BatchNorm reference_batchnorm() {
     return bn;
 }
 
+// The running mean after the script's training step, kept from PyTorch.
+std::vector<double> train_running_mean() {
+    return reference::kept("batchnorm_train", "running_mean", {0.00131380851778, -0.00178592308797, 0.002207772144});
+}
+
 // ---- BatchNorm ----
 
 TEST(BatchNorm, TrainingStepAndRunningStatisticsMatchPyTorch) {
     auto bn = reference_batchnorm();
     fx::trainmode(bn);
     Tensor x = wave({2, 3, 7, 6}, 0.37, 0.1);
-    expect_matches(bn(x), {2, 3, 7, 6}, 3.87110628616, {0.283350641, 1.0300168, 1.6470489});
-    expect_near(bn.running_mean, {0.00131380851778, -0.00178592308797, 0.002207772144}, 1e-12);
-    expect_near(bn.running_var, {0.950909828783, 0.950756930931, 0.950580910982}, 1e-11);  // unbiased
+    expect_matches(bn(x), "batchnorm_train", {2, 3, 7, 6}, 3.87110628616, {0.283350641, 1.0300168, 1.6470489});
+    expect_near(bn.running_mean, train_running_mean(), 1e-12);
+    expect_near(bn.running_var,
+                reference::kept("batchnorm_train", "running_var", {0.950909828783, 0.950756930931, 0.950580910982}),
+                1e-11);  // unbiased
     fx::testmode(bn);
-    expect_matches(bn(x), {2, 3, 7, 6}, 2.80514804765, {0.251545129, 0.794619181, 1.24340626});
+    expect_matches(bn(x), "batchnorm_test", {2, 3, 7, 6}, 2.80514804765, {0.251545129, 0.794619181, 1.24340626});
 }
 
 TEST(BatchNorm, VectorsUseTheFeatureAxis) {
     auto bn = reference::f64(fx::BatchNorm(3));
     fx::trainmode(bn);
-    expect_matches(bn(wave({5, 3}, 0.53, 0.2)), {5, 3}, -6.44955820032, {0.234023147, 0.757787713, 1.01886908});
-    expect_near(bn.running_var, {0.951143527727, 0.959480456872, 0.968156246799}, 1e-11);
+    expect_matches(bn(wave({5, 3}, 0.53, 0.2)), "batchnorm_vectors", {5, 3}, -6.44955820032,
+                   {0.234023147, 0.757787713, 1.01886908});
+    expect_near(bn.running_var,
+                reference::kept("batchnorm_vectors", "running_var", {0.951143527727, 0.959480456872, 0.968156246799}),
+                1e-11);
 }
 
 TEST(BatchNorm, AutomaticModeTrainsInsideAGradientOnly) {
@@ -63,7 +73,7 @@ TEST(BatchNorm, AutomaticModeTrainsInsideAGradientOnly) {
     expect_near(bn.running_mean, {0, 0, 0}, 0);
     expect_near(outside.slice(1, 0, 1), (x.slice(1, 0, 1) / std::sqrt(1 + 1e-5) * 1.5 + 0.1).to_vector<double>(), 1e-12);
     auto [loss, g] = fx::withgradient([&](const fx::BatchNorm& m) { return fx::sum(m(x)); }, bn);
-    expect_near(bn.running_mean, {0.00131380851778, -0.00178592308797, 0.002207772144}, 1e-12);  // updated in place
+    expect_near(bn.running_mean, train_running_mean(), 1e-12);  // updated in place
     expect_near(g.running_mean, {0, 0, 0}, 0);
     EXPECT_EQ(g.weight.shape(), (fx::Shape{3}));
 }
@@ -129,7 +139,8 @@ TEST(LayerNorm, MatchesPyTorchOverTheLastAxes) {
     auto ln = reference::f64(fx::LayerNorm(fx::Shape{7, 6}));
     ln.weight = wave({7, 6}, 0.31, 1.0);
     ln.bias = wave({7, 6}, 0.17, 0.4);
-    expect_matches(ln(wave({2, 3, 7, 6}, 0.37, 0.1)), {2, 3, 7, 6}, -12.4467515574, {0.356556082, 0.989685254, 1.55622943});
+    expect_matches(ln(wave({2, 3, 7, 6}, 0.37, 0.1)), "layernorm", {2, 3, 7, 6}, -12.4467515574,
+                   {0.356556082, 0.989685254, 1.55622943});
     EXPECT_EQ(shown(fx::LayerNorm(fx::Shape{7, 6})), "LayerNorm((7, 6))  # 84 parameters");
 }
 
