@@ -29,7 +29,8 @@ TEST(Conv, HoldsPyTorchLayoutAndPrintsAsFlux) {
     EXPECT_EQ(shown(c), "Conv((5, 5), 1 => 16, relu)  # 416 parameters");
     fx::Conv s({3, 3}, 4, 8, {.stride = 2, .pad = 1, .dilation = {1, 2}, .groups = 2, .bias = false});
     EXPECT_EQ(s.weight.shape(), (fx::Shape{8, 2, 3, 3}));
-    EXPECT_EQ(shown(s), "Conv((3, 3), 4 => 8, pad=1, stride=2, dilation=(1, 2), groups=2; bias=false)  # 144 parameters");
+    EXPECT_EQ(shown(s),
+              "Conv((3, 3), 4 => 8, pad=1, stride=2, dilation=(1, 2), groups=2; bias=false)  # 144 parameters");
     EXPECT_EQ(shown(fx::Conv({2, 3}, 1, 1, {.pad = fx::SamePad()})),
               "Conv((2, 3), 1 => 1, pad=(0, 1, 1, 1))  # 7 parameters");
 }
@@ -95,6 +96,16 @@ TEST(ConvTranspose, SamePadDoublesTheSizeWithStrideTwoAndMatchesPyTorch) {
                    {-0.105228924, 0.771797548, 0.780685459});
     EXPECT_EQ(shown(fx::ConvTranspose({4, 4}, 3, 2, {.stride = 2, .pad = 1})),
               "ConvTranspose((4, 4), 3 => 2, pad=1, stride=2)  # 98 parameters");
+}
+
+TEST(ConvTranspose, GroupsDilationAndOutputPaddingMatchPyTorch) {
+    auto c = reference::f64(
+        fx::ConvTranspose({3, 3}, 4, 6, {.stride = 2, .pad = 1, .dilation = 2, .groups = 2, .output_pad = 1}));
+    ASSERT_EQ(c.weight.shape(), (fx::Shape{4, 3, 3, 3}));
+    c.weight = wave({4, 3, 3, 3}, 0.31, 0.2);
+    c.bias = wave({6}, 0.7, 0.3);
+    expect_matches(c(wave({2, 4, 5, 5}, 0.41, 0.3)), "convtranspose_groups", {2, 6, 12, 12}, 6.06404888989,
+                   {0.295520207, 0.295520207, 0.295520207});
 }
 
 // The layer's output is conv_transpose2d's (checked against PyTorch in the op table) with the

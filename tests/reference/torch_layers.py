@@ -48,6 +48,12 @@ def main(dst):
     wt = wave([3, 2, 4, 4], 0.29, 0.4)
     bt = wave([2], 0.9, 0.1)
     report("convtranspose_same", F.conv_transpose2d(x, wt, bt, stride=2, padding=1))
+    # ConvTranspose, 4 => 6 in 2 groups (weight {in, out/groups, kh, kw}), stride 2, padding 1,
+    # dilation 2, output padding 1.
+    wtg = wave([4, 3, 3, 3], 0.31, 0.2)
+    btg = wave([6], 0.7, 0.3)
+    report("convtranspose_groups",
+           F.conv_transpose2d(xg, wtg, btg, stride=2, padding=1, output_padding=1, groups=2, dilation=2))
     # Pools.
     report("maxpool_pad", F.max_pool2d(x, 3, stride=2, padding=1))
     report("meanpool_pad", F.avg_pool2d(x, 3, stride=2, padding=1, count_include_pad=True))
@@ -66,6 +72,14 @@ def main(dst):
     v = wave([5, 3], 0.53, 0.2)
     bn1 = torch.nn.BatchNorm1d(3)
     report("batchnorm_vectors", bn1(v), running_var=bn1.running_var)
+    # BatchNorm with every option changed: momentum 0.3, epsilon 0.5, no affine parameters; two
+    # training steps (the second on x scaled by 2), then evaluation.
+    bno = torch.nn.BatchNorm2d(3, momentum=0.3, eps=0.5, affine=False)
+    bno.train()
+    bno(x)
+    report("batchnorm_options_train", bno(2 * x), running_mean=bno.running_mean, running_var=bno.running_var)
+    bno.eval()
+    report("batchnorm_options_test", bno(x))
 
     # LayerNorm over the last two axes {7, 6} with weight/bias.
     ln = torch.nn.LayerNorm([7, 6])
@@ -73,6 +87,8 @@ def main(dst):
         ln.weight.copy_(wave([7, 6], 0.31, 1.0))
         ln.bias.copy_(wave([7, 6], 0.17, 0.4))
     report("layernorm", ln(x))
+    # LayerNorm over the last axis, epsilon 0.5, no affine parameters.
+    report("layernorm_options", F.layer_norm(x, [6], eps=0.5))
     json.dump(results, open(dst, "w"))
 
 
