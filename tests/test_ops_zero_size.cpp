@@ -1,15 +1,18 @@
 // test_ops_zero_size.cpp — every entry of op_cases.hpp again, with a zero-length leading axis,
 // against PyTorch (tests/reference/torch_zero_size.py; skipped with the reason where PyTorch cannot
 // be imported): the same output shape, values (the empty sum's 0, the empty mean's NaN) and
-// gradients (zeros for a weight that met no data), or an fx::Error where PyTorch raises one.
+// gradients (zeros for a weight that met no data), or an fx::Error where PyTorch raises one; and on
+// every other functional backend, the CPU's results or its error.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "op_cases.hpp"
+#include "other_devices.hpp"
 #include "torch_reference.hpp"
 
 namespace {
@@ -79,6 +82,20 @@ void PrintTo(const OpCase& c, std::ostream* os) { *os << c.name; }
 
 namespace {
 
+struct Result {
+    Tensor out;
+    std::vector<Tensor> grads;
+};
+
+// The output and the gradients of Σ f(xs)·w, w = 1 + 0.5 i over the flattened output, on the
+// inputs' device.
+Result evaluate(const OpCase& c, const std::vector<Tensor>& xs) {
+    Tensor out = c.f(xs);
+    Tensor w = (fx::arange(0, double(out.numel()), 1, {.dtype = xs[0].dtype()}) * 0.5 + 1.0).reshape(out.shape());
+    w = w | out.device();
+    return {out, fx::withgradient([&](const std::vector<Tensor>& v) { return fx::sum(c.f(v) * w); }, xs).grad};
+}
+
 class ZeroSize : public ::testing::TestWithParam<OpCase> {};
 
 TEST_P(ZeroSize, MatchesPyTorch) {
@@ -95,22 +112,56 @@ TEST_P(ZeroSize, MatchesPyTorch) {
         EXPECT_THROW(c.f(xs), fx::Error) << what << ": PyTorch raises " << ref["error"].get<std::string>();
         return;
     }
-    Tensor out;
-    std::vector<Tensor> grads;
+    Result r;
     try {
-        out = c.f(xs);
-        Tensor w = (fx::arange(0, double(out.numel()), 1, {.dtype = fx::DType::f64}) * 0.5 + 1.0).reshape(out.shape());
-        grads = fx::withgradient([&](const std::vector<Tensor>& v) { return fx::sum(c.f(v) * w); }, xs).grad;
+        r = evaluate(c, xs);
     } catch (const fx::Error& e) {
         FAIL() << what << " raised, where PyTorch gives shape " << ref["shape"].dump() << ": " << e.what();
     }
-    EXPECT_EQ(out.shape(), ref["shape"].get<fx::Shape>()) << what;
-    expect_same(out.to_vector<double>(), numbers(ref["out"]), what + " output");
+    EXPECT_EQ(r.out.shape(), ref["shape"].get<fx::Shape>()) << what;
+    expect_same(r.out.to_vector<double>(), numbers(ref["out"]), what + " output");
     for (std::size_t i = 0; i < xs.size(); ++i) {
         if (ref["grads"][i].is_null()) continue;
-        ASSERT_EQ(grads[i].shape(), xs[i].shape()) << what << " gradient of input " << i;
-        expect_same(grads[i].to_vector<double>(), numbers(ref["grads"][i]),
+        ASSERT_EQ(r.grads[i].shape(), xs[i].shape()) << what << " gradient of input " << i;
+        expect_same(r.grads[i].to_vector<double>(), numbers(ref["grads"][i]),
                     what + " gradient of input " + std::to_string(i));
+    }
+}
+
+TEST_P(ZeroSize, OtherBackendsMatchCpu) {
+    const auto& c = GetParam();
+    if (fx::testing::other_devices().empty()) GTEST_SKIP() << "no backend besides the CPU is functional";
+    for (auto dtype : {fx::DType::f64, fx::DType::f32}) {
+        auto xs = make_inputs(c);
+        for (auto& x : xs) x = x.to(dtype);
+        bool cpu_raised = false;
+        Result cpu;
+        try {
+            cpu = evaluate(c, xs);
+        } catch (const fx::Error&) {
+            cpu_raised = true;
+        }
+        for (const auto& d : fx::testing::other_devices(dtype)) {
+            const std::string where = c.name + " on " + d.str() + " (" + fx::name(dtype) + ")";
+            std::vector<Tensor> moved;
+            for (const auto& x : xs) moved.push_back(x | d);
+            if (cpu_raised) {
+                EXPECT_THROW(evaluate(c, moved), fx::Error) << where << ": the CPU raises";
+                continue;
+            }
+            Result dev;
+            try {
+                dev = evaluate(c, moved);
+            } catch (const fx::Error& e) {
+                ADD_FAILURE() << where << " raised where the CPU does not: " << e.what();
+                continue;
+            }
+            EXPECT_EQ(dev.out.shape(), cpu.out.shape()) << where;
+            expect_same((dev.out | fx::cpu).to_vector<double>(), cpu.out.to_vector<double>(), where + " output");
+            for (std::size_t i = 0; i < xs.size(); ++i)
+                expect_same((dev.grads[i] | fx::cpu).to_vector<double>(), cpu.grads[i].to_vector<double>(),
+                            where + " gradient of input " + std::to_string(i));
+        }
     }
 }
 
@@ -118,3 +169,10 @@ INSTANTIATE_TEST_SUITE_P(Ops, ZeroSize, ::testing::ValuesIn(op_cases()),
                          [](const ::testing::TestParamInfo<OpCase>& info) { return info.param.name; });
 
 }  // namespace
+
+// The test backend plugin is a second device for OtherBackendsMatchCpu.
+int main(int argc, char** argv) {
+    setenv("FLUXION_PLUGIN_PATH", FLUXION_TEST_PLUGIN_DIR, 0);
+    ::testing::InitGoogleTest(&argc, argv);
+    return RUN_ALL_TESTS();
+}
