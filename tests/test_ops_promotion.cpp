@@ -1,11 +1,17 @@
 // test_ops_promotion.cpp — the element type an op on two types computes in (fx::promote, PyTorch's
-// torch.promote_types), and that arithmetic, comparisons, matmul, scalars and gradients use it.
+// torch.promote_types), and that arithmetic, comparisons, matmul, scalars and gradients use it, on
+// the CPU and on every other functional backend.
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <iostream>
+#include <string>
 #include <vector>
 
 #include "fluxion/fluxion.hpp"
+#include "other_devices.hpp"
 
 namespace fx = fluxion;
 using fx::DType;
@@ -111,4 +117,68 @@ TEST(Promotion, GradientsHaveTheTypeOfTheirArgument) {
     EXPECT_EQ(gy.to_vector<double>(), (std::vector<double>{1.0, 2.0}));
 }
 
+// Each mixed-type expression gives the CPU's type and values on every other device that runs
+// binary ops and casts on all the types involved.
+TEST(Promotion, OtherBackendsPromoteAsTheCpu) {
+    struct Case {
+        std::string name;
+        std::vector<Tensor> args;
+        std::function<Tensor(const std::vector<Tensor>&)> f;
+    };
+    using A = std::vector<Tensor>;
+    const Tensor u8 = fx::tensor(std::vector<std::uint8_t>{200, 3}),
+                 i32 = fx::tensor(std::vector<std::int32_t>{100, -7});
+    const Tensor i64 = fx::tensor(std::vector<std::int64_t>{std::int64_t{1} << 40, 5});
+    const Tensor flags = fx::tensor(std::vector<bool>{true, false}), f32 = fx::tensor({16777216.0f, 0.5f});
+    const Tensor f64 = fx::tensor(std::vector<double>{1.0, 1e-9});
+    const std::vector<Case> cases = {
+        {"u8 + i32", {u8, i32}, [](const A& a) { return a[0] + a[1]; }},
+        {"bool + u8", {flags, u8}, [](const A& a) { return a[0] + a[1]; }},
+        {"i32 * f32", {i32, f32}, [](const A& a) { return a[0] * a[1]; }},
+        {"f32 + f64", {f32, f64}, [](const A& a) { return a[0] + a[1]; }},
+        {"i64 * i32", {i64, i32}, [](const A& a) { return a[0] * a[1]; }},
+        {"i32 < f32", {i32, f32}, [](const A& a) { return fx::lt(a[0], a[1]); }},
+        {"u8 * 2", {u8}, [](const A& a) { return a[0] * 2.0; }},
+        {"i32 + 0.5", {i32}, [](const A& a) { return a[0] + 0.5; }},
+        {"bool + 1", {flags}, [](const A& a) { return a[0] + 1.0; }},
+    };
+    for (const auto& d : fx::testing::other_devices()) {
+        for (const auto& c : cases) {
+            const Tensor want = c.f(c.args);
+            bool runs = true;
+            std::string why;
+            for (const auto& t : c.args) runs = runs && fx::supports(d, fx::Op::binary, t.dtype(), &why);
+            runs = runs && fx::supports(d, fx::Op::binary, want.dtype(), &why) &&
+                   fx::supports(d, fx::Op::cast, want.dtype(), &why);
+            if (!runs) {
+                std::cout << "  not run: " << c.name << " on " << d.str() << ": " << why << "\n";
+                continue;
+            }
+            A moved;
+            for (const auto& t : c.args) moved.push_back(t | d);
+            Tensor got;
+            try {
+                got = c.f(moved);
+            } catch (const fx::DTypeError& e) {
+                // A clear refusal (Vulkan has no u8 or bool arithmetic, though it compares them), not a wrong value.
+                std::cout << "  refused: " << c.name << " on " << d.str() << ": " << e.what() << "\n";
+                continue;
+            }
+            const std::string where = c.name + " on " + d.str();
+            EXPECT_EQ(got.device(), d) << where;
+            EXPECT_EQ(got.dtype(), want.dtype()) << where;
+            EXPECT_EQ(fx::cast(got | fx::cpu, DType::f64).to_vector<double>(),
+                      fx::cast(want, DType::f64).to_vector<double>())
+                << where;
+        }
+    }
+}
+
 }  // namespace
+
+// The test backend plugin is a second device.
+int main(int argc, char** argv) {
+    setenv("FLUXION_PLUGIN_PATH", FLUXION_TEST_PLUGIN_DIR, 0);
+    ::testing::InitGoogleTest(&argc, argv);
+    return RUN_ALL_TESTS();
+}
