@@ -180,4 +180,21 @@ TEST(Autodiff, TheSweepTellsEachArgumentsGradientWhenItIsFinal) {
         {&l1.weight, &dW1}, {&l1.bias, &db1}, {&l2.weight, &dW2}, {&l2.bias, &db2}};
     for (auto [param, grad] : pairs)
         EXPECT_EQ(fx::max(fx::abs(told.leaves[position(*param)].second - *grad)).item(), 0.0);
+
+// autodiff.hpp: gradients of gradients are not supported; a gradient taken inside f records on its
+// own tape, is right, and is a constant to the outer one, which records on after it.
+TEST(Autodiff, NestedGradientIsRightAndAConstantToTheOuterTape) {
+    Tensor x = fx::tensor(std::vector<double>{1.0, -2.0, 0.5});
+    std::vector<double> inner_seen;
+    auto [value, g] = fx::withgradient(
+        [&](const Tensor& a) {
+            auto [da] = fx::gradient([](const Tensor& v) { return fx::sum(v * v * v); }, a);  // 3a²
+            inner_seen = da.to_vector<double>();
+            return fx::sum(a * da) + fx::sum(a * a);
+        },
+        x);
+    EXPECT_EQ(inner_seen, (std::vector<double>{3.0, 12.0, 0.75}));
+    EXPECT_DOUBLE_EQ(value.item(), 3.0 - 24.0 + 0.375 + 1.0 + 4.0 + 0.25);  // Σ 3a³ + Σ a²
+    // d/da [a·c + a²] with c = 3a² held constant: 3a² + 2a (not 9a² + 2a, the second-order answer).
+    EXPECT_EQ(g.to_vector<double>(), (std::vector<double>{5.0, 8.0, 1.75}));
 }

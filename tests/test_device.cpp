@@ -3,6 +3,7 @@
 // of tensors and structures, mixed-device errors. Besides TestHost (priority 0, two devices, device 1
 // of vendor AMD here) this binary sees TestHostHigh (priority 10) and TestHostBroken (20, never
 // functional), built from the same source (tests/CMakeLists.txt).
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <unistd.h>  // getpid
 
@@ -342,15 +343,39 @@ TEST(Device, GradientsFlowAcrossMoves) {
     EXPECT_EQ(g.to_vector<float>(), (std::vector<float>{2, 4, 6}));
 }
 
-TEST(Device, SynchronizeRefusesDevicesThatCannotRun) {
-    EXPECT_NO_THROW(fx::synchronize(host1));
-    EXPECT_NO_THROW(fx::synchronize());
+// The synchronize calls device `device` of a TestHost plugin has received (the plugins count them),
+// or -1 if the plugin is not loaded.
+long synchronize_calls(const char* plugin, int device) {
+    void* handle = dlopen(plugin, RTLD_NOW | RTLD_NOLOAD);
+    if (!handle) return -1;
+    auto count = reinterpret_cast<long (*)(int)>(dlsym(handle, "testhost_synchronize_calls"));
+    const long n = count ? count(device) : -1;
+    dlclose(handle);
+    return n;
+}
+
+TEST(Device, SynchronizeReachesTheDeviceNamedAndRefusesDevicesThatCannotRun) {
+    constexpr const char* kTestHost = FLUXION_TEST_PLUGIN_DIR "/libfluxion-testhost.so";
+    constexpr const char* kTestHostHigh = FLUXION_TEST_DEVICE_PLUGIN_DIR "/libfluxion-testhost-high.so";
+    (void)fx::devices("TestHost"), (void)fx::devices("TestHostHigh");  // both loaded
+    const long host0_before = synchronize_calls(kTestHost, 0), host1_before = synchronize_calls(kTestHost, 1),
+               high0_before = synchronize_calls(kTestHostHigh, 0), high1_before = synchronize_calls(kTestHostHigh, 1);
+    ASSERT_GE(host1_before, 0) << kTestHost << " is not loaded";
+    ASSERT_GE(high0_before, 0) << kTestHostHigh << " is not loaded";
+    fx::synchronize(host1);
+    EXPECT_EQ(synchronize_calls(kTestHost, 1), host1_before + 1) << "TestHost:1 waits on TestHost's device 1";
+    fx::synchronize();
+    EXPECT_EQ(synchronize_calls(kTestHostHigh, 0), high0_before + 1) << "the default device, TestHostHigh:0";
+    fx::synchronize(fx::Device{"AMDGPU", 1});
+    EXPECT_EQ(synchronize_calls(kTestHostHigh, 1), high1_before + 1) << "AMDGPU:1 is TestHostHigh's device 1";
     const std::string unknown = device_error([] { fx::synchronize(fx::Device{"NoSuchBackend", 1}); });
     EXPECT_TRUE(contains(unknown, "unknown device NoSuchBackend:1")) << unknown;
     const std::string broken = device_error([] { fx::synchronize(fx::Device{"TestHostBroken", 0}); });
     EXPECT_TRUE(contains(broken, "TestHostBroken:0 is not usable")) << broken;
     const std::string not_amd = device_error([] { fx::synchronize(fx::Device{"AMDGPU", 0}); });
     EXPECT_TRUE(contains(not_amd, "TestHostHigh:0 is not a GPU of vendor AMD")) << not_amd;
+    EXPECT_EQ(synchronize_calls(kTestHostHigh, 0), high0_before + 1) << "a refused device reached no backend";
+    EXPECT_EQ(synchronize_calls(kTestHost, 0), host0_before) << "nothing named TestHost:0";
 }
 
 }  // namespace

@@ -29,7 +29,8 @@ TEST(Conv, HoldsPyTorchLayoutAndPrintsAsFlux) {
     EXPECT_EQ(shown(c), "Conv((5, 5), 1 => 16, relu)  # 416 parameters");
     fx::Conv s({3, 3}, 4, 8, {.stride = 2, .pad = 1, .dilation = {1, 2}, .groups = 2, .bias = false});
     EXPECT_EQ(s.weight.shape(), (fx::Shape{8, 2, 3, 3}));
-    EXPECT_EQ(shown(s), "Conv((3, 3), 4 => 8, pad=1, stride=2, dilation=(1, 2), groups=2; bias=false)  # 144 parameters");
+    EXPECT_EQ(shown(s),
+              "Conv((3, 3), 4 => 8, pad=1, stride=2, dilation=(1, 2), groups=2; bias=false)  # 144 parameters");
     EXPECT_EQ(shown(fx::Conv({2, 3}, 1, 1, {.pad = fx::SamePad()})),
               "Conv((2, 3), 1 => 1, pad=(0, 1, 1, 1))  # 7 parameters");
 }
@@ -38,20 +39,20 @@ TEST(Conv, SamePadWithEvenKernelMatchesPyTorch) {
     auto c = reference::f64(fx::Conv({2, 3}, 3, 4, {.pad = fx::SamePad()}));
     c.weight = wave({4, 3, 2, 3}, 0.23, 0.5);
     c.bias = wave({4}, 1.1, 0.2);
-    expect_matches(c(input()), {2, 4, 7, 6}, 20.0915147755, {-0.163675305, -0.903005395, -1.44757218});
+    expect_matches(c(input()), "conv_same", {2, 4, 7, 6}, 20.0915147755, {-0.163675305, -0.903005395, -1.44757218});
 }
 
 TEST(Conv, StrideDilationAndPaddingMatchPyTorch) {
     auto c = reference::f64(fx::Conv({2, 3}, 3, 4, {.stride = 2, .pad = 1, .dilation = {1, 2}}));
     c.weight = wave({4, 3, 2, 3}, 0.23, 0.5);
     c.bias = wave({4}, 1.1, 0.2);
-    expect_matches(c(input()), {2, 4, 4, 2}, -2.57080142437, {0.535976103, 0.199909318, 0.0727352101});
+    expect_matches(c(input()), "conv_strided", {2, 4, 4, 2}, -2.57080142437, {0.535976103, 0.199909318, 0.0727352101});
 }
 
 TEST(Conv, GroupsMatchPyTorch) {
     auto c = reference::f64(fx::Conv({3, 3}, 4, 6, {.groups = 2, .bias = false}));
     c.weight = wave({6, 2, 3, 3}, 0.19, 0.7);
-    expect_matches(c(wave({2, 4, 5, 5}, 0.41, 0.3)), {2, 6, 3, 3}, -0.157256673457,
+    expect_matches(c(wave({2, 4, 5, 5}, 0.41, 0.3)), "conv_groups", {2, 6, 3, 3}, -0.157256673457,
                    {-2.45537603, -2.12312995, -1.43895734});
 }
 
@@ -91,9 +92,20 @@ TEST(ConvTranspose, SamePadDoublesTheSizeWithStrideTwoAndMatchesPyTorch) {
     EXPECT_EQ(c.output_pad, fx::Size2(0));
     c.weight = wave({3, 2, 4, 4}, 0.29, 0.4);
     c.bias = wave({2}, 0.9, 0.1);
-    expect_matches(c(input()), {2, 2, 14, 12}, 166.248300727, {-0.105228924, 0.771797548, 0.780685459});
+    expect_matches(c(input()), "convtranspose_same", {2, 2, 14, 12}, 166.248300727,
+                   {-0.105228924, 0.771797548, 0.780685459});
     EXPECT_EQ(shown(fx::ConvTranspose({4, 4}, 3, 2, {.stride = 2, .pad = 1})),
               "ConvTranspose((4, 4), 3 => 2, pad=1, stride=2)  # 98 parameters");
+}
+
+TEST(ConvTranspose, GroupsDilationAndOutputPaddingMatchPyTorch) {
+    auto c = reference::f64(
+        fx::ConvTranspose({3, 3}, 4, 6, {.stride = 2, .pad = 1, .dilation = 2, .groups = 2, .output_pad = 1}));
+    ASSERT_EQ(c.weight.shape(), (fx::Shape{4, 3, 3, 3}));
+    c.weight = wave({4, 3, 3, 3}, 0.31, 0.2);
+    c.bias = wave({6}, 0.7, 0.3);
+    expect_matches(c(wave({2, 4, 5, 5}, 0.41, 0.3)), "convtranspose_groups", {2, 6, 12, 12}, 6.06404888989,
+                   {0.295520207, 0.295520207, 0.295520207});
 }
 
 // The layer's output is conv_transpose2d's (checked against PyTorch in the op table) with the
@@ -126,9 +138,9 @@ TEST(ConvTranspose, SamePadKeepsSizeForOddKernelsAndUsesOutputPadForEven) {
 
 TEST(Pooling, MaxAndMeanWithPaddingMatchPyTorch) {
     fx::MaxPool mp({3, 3}, {.stride = 2, .pad = 1});
-    expect_matches(mp(input()), {2, 3, 4, 3}, -0.0208795062957, {0.732231444, 0.935616002, 0.999957646});
+    expect_matches(mp(input()), "maxpool_pad", {2, 3, 4, 3}, -0.0208795062957, {0.732231444, 0.935616002, 0.999957646});
     fx::MeanPool ap({3, 3}, {.stride = 2, .pad = 1});
-    expect_matches(ap(input()), {2, 3, 4, 3}, 0.458516880201, {0.191261136, 0.262957881, 0.123530198});
+    expect_matches(ap(input()), "meanpool_pad", {2, 3, 4, 3}, 0.458516880201, {0.191261136, 0.262957881, 0.123530198});
     EXPECT_EQ(shown(mp), "MaxPool((3, 3), pad=1, stride=2)");
     EXPECT_EQ(shown(fx::MaxPool({2, 2})), "MaxPool((2, 2))");
 }
@@ -145,7 +157,8 @@ TEST(Pooling, StrideDefaultsToTheWindow) {
 
 TEST(Pooling, AdaptiveMatchesPyTorchWhenTheSizesDivide) {
     fx::AdaptiveMeanPool p({2, 3});
-    expect_matches(p(input().slice(2, 0, 6)), {2, 3, 2, 3}, -0.14369780806, {-0.0407276585, 0.00707203971, 0.0511726165});
+    expect_matches(p(input().slice(2, 0, 6)), "adaptive_2x3", {2, 3, 2, 3}, -0.14369780806,
+                   {-0.0407276585, 0.00707203971, 0.0511726165});
     EXPECT_EQ(shown(p), "AdaptiveMeanPool((2, 3))");
     EXPECT_THROW(p(fx::ones({1, 1, 3})), fx::ShapeError);
 }

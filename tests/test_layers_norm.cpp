@@ -36,24 +36,34 @@ fx::BatchNorm reference_batchnorm() {
     return bn;
 }
 
+// The running mean after the script's training step, kept from PyTorch.
+std::vector<double> train_running_mean() {
+    return reference::kept("batchnorm_train", "running_mean", {0.00131380851778, -0.00178592308797, 0.002207772144});
+}
+
 // ---- BatchNorm ----
 
 TEST(BatchNorm, TrainingStepAndRunningStatisticsMatchPyTorch) {
     auto bn = reference_batchnorm();
     fx::trainmode(bn);
     Tensor x = wave({2, 3, 7, 6}, 0.37, 0.1);
-    expect_matches(bn(x), {2, 3, 7, 6}, 3.87110628616, {0.283350641, 1.0300168, 1.6470489});
-    expect_near(bn.running_mean, {0.00131380851778, -0.00178592308797, 0.002207772144}, 1e-12);
-    expect_near(bn.running_var, {0.950909828783, 0.950756930931, 0.950580910982}, 1e-11);  // unbiased
+    expect_matches(bn(x), "batchnorm_train", {2, 3, 7, 6}, 3.87110628616, {0.283350641, 1.0300168, 1.6470489});
+    expect_near(bn.running_mean, train_running_mean(), 1e-12);
+    expect_near(bn.running_var,
+                reference::kept("batchnorm_train", "running_var", {0.950909828783, 0.950756930931, 0.950580910982}),
+                1e-11);  // unbiased
     fx::testmode(bn);
-    expect_matches(bn(x), {2, 3, 7, 6}, 2.80514804765, {0.251545129, 0.794619181, 1.24340626});
+    expect_matches(bn(x), "batchnorm_test", {2, 3, 7, 6}, 2.80514804765, {0.251545129, 0.794619181, 1.24340626});
 }
 
 TEST(BatchNorm, VectorsUseTheFeatureAxis) {
     auto bn = reference::f64(fx::BatchNorm(3));
     fx::trainmode(bn);
-    expect_matches(bn(wave({5, 3}, 0.53, 0.2)), {5, 3}, -6.44955820032, {0.234023147, 0.757787713, 1.01886908});
-    expect_near(bn.running_var, {0.951143527727, 0.959480456872, 0.968156246799}, 1e-11);
+    expect_matches(bn(wave({5, 3}, 0.53, 0.2)), "batchnorm_vectors", {5, 3}, -6.44955820032,
+                   {0.234023147, 0.757787713, 1.01886908});
+    expect_near(bn.running_var,
+                reference::kept("batchnorm_vectors", "running_var", {0.951143527727, 0.959480456872, 0.968156246799}),
+                1e-11);
 }
 
 TEST(BatchNorm, AutomaticModeTrainsInsideAGradientOnly) {
@@ -61,11 +71,36 @@ TEST(BatchNorm, AutomaticModeTrainsInsideAGradientOnly) {
     Tensor x = wave({2, 3, 7, 6}, 0.37, 0.1);
     Tensor outside = bn(x);  // running statistics: mean 0, var 1
     expect_near(bn.running_mean, {0, 0, 0}, 0);
-    expect_near(outside.slice(1, 0, 1), (x.slice(1, 0, 1) / std::sqrt(1 + 1e-5) * 1.5 + 0.1).to_vector<double>(), 1e-12);
+    expect_near(outside.slice(1, 0, 1), (x.slice(1, 0, 1) / std::sqrt(1 + 1e-5) * 1.5 + 0.1).to_vector<double>(),
+                1e-12);
     auto [loss, g] = fx::withgradient([&](const fx::BatchNorm& m) { return fx::sum(m(x)); }, bn);
-    expect_near(bn.running_mean, {0.00131380851778, -0.00178592308797, 0.002207772144}, 1e-12);  // updated in place
+    expect_near(bn.running_mean, train_running_mean(), 1e-12);  // updated in place
     expect_near(g.running_mean, {0, 0, 0}, 0);
     EXPECT_EQ(g.weight.shape(), (fx::Shape{3}));
+}
+
+TEST(BatchNorm, MomentumEpsilonAndNoAffineMatchPyTorch) {
+    auto bn = reference::f64(fx::BatchNorm(3, {.momentum = 0.3, .epsilon = 0.5, .affine = false}));
+    EXPECT_FALSE(bn.weight.defined());
+    EXPECT_FALSE(bn.bias.defined());
+    fx::trainmode(bn);
+    Tensor x = wave({2, 3, 7, 6}, 0.37, 0.1);
+    (void)bn(x);
+    expect_matches(bn(x * 2.0), "batchnorm_options_train", {2, 3, 7, 6}, -0.765999049962,
+                   {0.109396365, 0.55489556, 0.923048454});
+    expect_near(
+        bn.running_mean,
+        reference::kept("batchnorm_options_train", "running_mean", {0.010641848994, -0.0144659770125, 0.0178829543664}),
+        1e-12);
+    expect_near(
+        bn.running_var,
+        reference::kept("batchnorm_options_train", "running_var", {1.20782858584, 1.20567272612, 1.20319084484}),
+        1e-11);
+    fx::testmode(bn);
+    expect_matches(bn(x), "batchnorm_options_test", {2, 3, 7, 6}, -0.487157907258,
+                   {0.0682498432, 0.338407702, 0.561661522});
+    EXPECT_EQ(shown(fx::BatchNorm(3, {.momentum = 0.3, .epsilon = 0.5, .affine = false})),
+              "BatchNorm(3, momentum=0.3, epsilon=0.5, affine=false)  # 0 parameters, plus 6 non-trainable");
 }
 
 TEST(BatchNorm, RunningStatisticsAreStateButNotTrainable) {
@@ -87,11 +122,13 @@ TEST(BatchNorm, OneSampleTrainsOnlyWithSpatialValuesAndTestsAlways) {
     Tensor x = fx::rand({3, 4, 4}, {.dtype = fx::DType::f64});
     fx::BatchNorm bn64 = bn;
     bn64.weight = fx::cast(bn.weight, fx::DType::f64), bn64.bias = fx::cast(bn.bias, fx::DType::f64);
-    bn64.running_mean = fx::cast(bn.running_mean, fx::DType::f64), bn64.running_var = fx::cast(bn.running_var, fx::DType::f64);
+    bn64.running_mean = fx::cast(bn.running_mean, fx::DType::f64),
+    bn64.running_var = fx::cast(bn.running_var, fx::DType::f64);
     Tensor y = bn64(x);
     ASSERT_EQ(y.shape(), (fx::Shape{3, 4, 4}));
     Tensor mu = fx::mean(x.reshape({3, 16}), 1, true), var = fx::mean(fx::square(x.reshape({3, 16}) - mu), 1, true);
-    auto want = ((x.reshape({3, 16}) - mu) / fx::sqrt(var + bn.epsilon)).to_vector<double>(), got = y.to_vector<double>();
+    auto want = ((x.reshape({3, 16}) - mu) / fx::sqrt(var + bn.epsilon)).to_vector<double>(),
+         got = y.to_vector<double>();
     for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-12) << i;
     // The running statistics moved by momentum 0.1 towards the sample's (unbiased variance).
     auto rm = bn64.running_mean.to_vector<double>(), rv = bn64.running_var.to_vector<double>();
@@ -104,7 +141,8 @@ TEST(BatchNorm, OneSampleTrainsOnlyWithSpatialValuesAndTestsAlways) {
     // Test mode uses the running statistics: (1 - running_mean) / sqrt(running_var + eps).
     Tensor t = bn64(fx::ones({3}, {.dtype = fx::DType::f64}));
     ASSERT_EQ(t.shape(), (fx::Shape{3}));
-    for (std::size_t c = 0; c < 3; ++c) EXPECT_NEAR(t.to_vector<double>()[c], (1 - rm[c]) / std::sqrt(rv[c] + bn.epsilon), 1e-12);
+    for (std::size_t c = 0; c < 3; ++c)
+        EXPECT_NEAR(t.to_vector<double>()[c], (1 - rm[c]) / std::sqrt(rv[c] + bn.epsilon), 1e-12);
     fx::testmode(bn);
     try {
         bn(fx::ones({2, 5}));
@@ -129,8 +167,17 @@ TEST(LayerNorm, MatchesPyTorchOverTheLastAxes) {
     auto ln = reference::f64(fx::LayerNorm(fx::Shape{7, 6}));
     ln.weight = wave({7, 6}, 0.31, 1.0);
     ln.bias = wave({7, 6}, 0.17, 0.4);
-    expect_matches(ln(wave({2, 3, 7, 6}, 0.37, 0.1)), {2, 3, 7, 6}, -12.4467515574, {0.356556082, 0.989685254, 1.55622943});
+    expect_matches(ln(wave({2, 3, 7, 6}, 0.37, 0.1)), "layernorm", {2, 3, 7, 6}, -12.4467515574,
+                   {0.356556082, 0.989685254, 1.55622943});
     EXPECT_EQ(shown(fx::LayerNorm(fx::Shape{7, 6})), "LayerNorm((7, 6))  # 84 parameters");
+}
+
+TEST(LayerNorm, EpsilonAndNoAffineMatchPyTorch) {
+    fx::LayerNorm ln(6, {}, {.epsilon = 0.5, .affine = false});
+    EXPECT_FALSE(ln.weight.defined());
+    EXPECT_FALSE(ln.bias.defined());
+    expect_matches(ln(wave({2, 3, 7, 6}, 0.37, 0.1)), "layernorm_options", {2, 3, 7, 6}, 2.26078184749,
+                   {-0.764394452, -0.309924249, 0.0656421307});
 }
 
 TEST(LayerNorm, NormalisesEachSampleAndChecksTheTrailingShape) {

@@ -1,11 +1,13 @@
 // test_optimisers.cpp — one and two steps of every rule and modifier against PyTorch
-// (tests/reference/torch_optimisers.py), optimiser state, adjust, freeze/thaw, and errors.
+// (tests/reference/torch_optimisers.py, run where PyTorch imports; the numbers kept here, checked
+// against it there, serve elsewhere), optimiser state, adjust, freeze/thaw, and errors.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 
 #include "fluxion/layers.hpp"
 #include "fluxion/optimisers.hpp"
+#include "torch_reference.hpp"
 
 namespace fx = fluxion;
 using fx::Tensor;
@@ -30,34 +32,52 @@ void expect_values(const fx::Dense& d, const std::vector<double>& want, const ch
     for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-12) << when << ", element " << i;
 }
 
-// Two steps (gradients g1, g2) must give PyTorch's parameters after each.
-template <class Rule>
-void expect_pytorch(const Rule& rule, const std::vector<double>& step1, const std::vector<double>& step2) {
+// The script's results, computed once per test process (and cached across them).
+const fx_test::TorchResults& torch_optimisers() {
+    static const fx_test::TorchResults results =
+        fx_test::run_torch_script(FLUXION_SOURCE_DIR "/tests/reference/torch_optimisers.py", "", "torch_optimisers");
+    return results;
+}
+
+// Two steps (gradients g1, g2) must give PyTorch's parameters after each: the numbers kept from the
+// script's case `name` (15 significant digits) and, where PyTorch runs, the script's own, with the
+// kept numbers checked against those.
+template <class Rule> void expect_pytorch(const Rule& rule, const std::string& name, const std::vector<double>& step1,
+                                          const std::vector<double>& step2) {
     fx::Dense model = start();
     auto opt = fx::setup(rule, model);
     fx::update(opt, model, grad1());
     expect_values(model, step1, "after step 1");
+    const auto after1 = flat(model);
     fx::update(opt, model, grad2());
     expect_values(model, step2, "after step 2");
+    if (!fx_test::ran(torch_optimisers())) return;
+    const auto& script = torch_optimisers().results.at(name);
+    fx_test::expect_close(after1, script.at(0), 1e-14, 1e-15, name + " after step 1");
+    fx_test::expect_close(flat(model), script.at(1), 1e-14, 1e-15, name + " after step 2");
+    fx_test::expect_kept(step1, script.at(0), 1e-13, name + " after step 1");
+    fx_test::expect_kept(step2, script.at(1), 1e-13, name + " after step 2");
 }
 
 TEST(Optimisers, DescentMatchesPyTorch) {
-    expect_pytorch(fx::Descent{.eta = 0.1}, {0.47, -1.18, 0.29, 1.85, 0.14, -0.705, 0.23, -0.49},
+    expect_pytorch(fx::Descent{.eta = 0.1}, "Descent(0.1)", {0.47, -1.18, 0.29, 1.85, 0.14, -0.705, 0.23, -0.49},
                    {0.48, -1.22, 0.27, 1.78, 0.11, -0.645, 0.225, -0.52});
 }
 
 TEST(Optimisers, MomentumMatchesPyTorch) {
-    expect_pytorch(fx::Momentum{.eta = 0.05, .rho = 0.8}, {0.485, -1.19, 0.295, 1.925, 0.12, -0.7025, 0.24, -0.495},
+    expect_pytorch(fx::Momentum{.eta = 0.05, .rho = 0.8}, "Momentum(0.05, 0.8)",
+                   {0.485, -1.19, 0.295, 1.925, 0.12, -0.7025, 0.24, -0.495},
                    {0.478, -1.202, 0.281, 1.83, 0.121, -0.6745, 0.2295, -0.506});
 }
 
 TEST(Optimisers, NesterovMatchesPyTorch) {
-    expect_pytorch(fx::Nesterov{.eta = 0.05, .rho = 0.8}, {0.473, -1.182, 0.291, 1.865, 0.136, -0.7045, 0.232, -0.491},
+    expect_pytorch(fx::Nesterov{.eta = 0.05, .rho = 0.8}, "Nesterov(0.05, 0.8)",
+                   {0.473, -1.182, 0.291, 1.865, 0.136, -0.7045, 0.232, -0.491},
                    {0.4724, -1.2116, 0.2698, 1.754, 0.1218, -0.6521, 0.2211, -0.5148});
 }
 
 TEST(Optimisers, RMSPropMatchesPyTorch) {
-    expect_pytorch(fx::RMSProp{.eta = 0.01, .rho = 0.9, .epsilon = 1e-8},
+    expect_pytorch(fx::RMSProp{.eta = 0.01, .rho = 0.9, .epsilon = 1e-8}, "RMSProp(0.01, 0.9, 1e-8)",
                    {0.468377226731649, -1.16837722839832, 0.268377233398313, 1.96837722406498, 0.131622774101684,
                     -0.731622756601696, 0.218377228398315, -0.468377233398313},
                    {0.478860073999967, -1.19694865492893, 0.239805808908517, 1.95441903628338, 0.112011161869917,
@@ -65,7 +85,7 @@ TEST(Optimisers, RMSPropMatchesPyTorch) {
 }
 
 TEST(Optimisers, AdamMatchesPyTorch) {
-    expect_pytorch(fx::Adam{.eta = 0.01, .beta1 = 0.8, .beta2 = 0.99, .epsilon = 1e-8},
+    expect_pytorch(fx::Adam{.eta = 0.01, .beta1 = 0.8, .beta2 = 0.99, .epsilon = 1e-8}, "Adam(0.01, 0.8, 0.99, 1e-8)",
                    {0.490000000333333, -1.1900000005, 0.290000001, 1.99000000006667, 0.10999999975, -0.709999998,
                     0.2400000005, -0.490000001},
                    {0.486514659759404, -1.19421002858123, 0.28017660245398, 1.98096719050829, 0.110314490749463,
@@ -74,6 +94,7 @@ TEST(Optimisers, AdamMatchesPyTorch) {
 
 TEST(Optimisers, AdamWMatchesPyTorch) {
     expect_pytorch(fx::AdamW{.eta = 0.01, .beta1 = 0.8, .beta2 = 0.99, .lambda = 0.1, .epsilon = 1e-8},
+                   "AdamW(0.01, 0.8, 0.99, 0.1, 1e-8)",
                    {0.489500000333333, -1.1888000005, 0.289700001, 1.98800000006667, 0.10989999975, -0.709299998,
                     0.2397500005, -0.489500001},
                    {0.485525159759071, -1.19182122858073, 0.27958690245298, 1.97697919050823, 0.110104590749713,
@@ -81,20 +102,21 @@ TEST(Optimisers, AdamWMatchesPyTorch) {
 }
 
 TEST(Optimisers, WeightDecayInAChainMatchesPyTorchsWeightDecay) {
-    expect_pytorch(fx::OptimiserChain(fx::WeightDecay{0.01}, fx::Momentum{.eta = 0.05, .rho = 0.8}),
-                   {0.48475, -1.1894, 0.29485, 1.924, 0.11995, -0.70215, 0.239875, -0.49475},
-                   {0.477307625, -1.2003253, 0.280582575, 1.827238, 0.120850025, -0.673518925, 0.2291550625,
-                    -0.505302625});
+    expect_pytorch(
+        fx::OptimiserChain(fx::WeightDecay{0.01}, fx::Momentum{.eta = 0.05, .rho = 0.8}),
+        "WeightDecay(0.01) + Momentum(0.05, 0.8)",
+        {0.48475, -1.1894, 0.29485, 1.924, 0.11995, -0.70215, 0.239875, -0.49475},
+        {0.477307625, -1.2003253, 0.280582575, 1.827238, 0.120850025, -0.673518925, 0.2291550625, -0.505302625});
 }
 
 TEST(Optimisers, ClipGradMatchesPyTorchsClipGradValue) {
-    expect_pytorch(fx::OptimiserChain(fx::ClipGrad{0.5}, fx::Descent{.eta = 0.1}),
+    expect_pytorch(fx::OptimiserChain(fx::ClipGrad{0.5}, fx::Descent{.eta = 0.1}), "ClipGrad(0.5) + Descent(0.1)",
                    {0.47, -1.18, 0.29, 1.95, 0.14, -0.705, 0.23, -0.49},
                    {0.48, -1.22, 0.27, 1.9, 0.11, -0.655, 0.225, -0.52});
 }
 
 TEST(Optimisers, ClipNormScalesByTheGlobalNormAsPyTorchsClipGradNorm) {
-    expect_pytorch(fx::OptimiserChain(fx::ClipNorm{1.0}, fx::Adam{.eta = 0.01}),
+    expect_pytorch(fx::OptimiserChain(fx::ClipNorm{1.0}, fx::Adam{.eta = 0.01}), "ClipNorm(1.0) + Adam(0.01)",
                    {0.490000000537743, -1.19000000080661, 0.290000001613227, 1.99000000010755, 0.109999999596693,
                     -0.709999996773546, 0.240000000806614, -0.490000001613227},
                    {0.487200154159687, -1.19484678623952, 0.280779131797908, 1.98028178170317, 0.109064761336295,

@@ -1,9 +1,11 @@
 // torch_reference.hpp — runs one of tests/reference/*.py under Debian's PyTorch (/usr/bin/python3)
-// on a JSON input and returns its JSON output, or why there is none: a reason to skip (PyTorch is
+// on a JSON input (or none) and returns its JSON output, or why there is none: a reason to skip (PyTorch is
 // not importable) or an error (the script failed though PyTorch imports: a bug of ours, not a skip).
 #pragma once
+#include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace fx_test {
 
@@ -35,8 +38,9 @@ inline std::string file_text(const std::string& path) {
     return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-// Runs `script input output` once and caches the output in the build folder under a key of the
-// input and the script's text, so that an edited script or input never reuses stale results.
+// Runs `script input output` (`script output` where the input is empty) once and caches the output
+// in the build folder under a key of the input and the script's text, so that an edited script or
+// input never reuses stale results.
 inline TorchResults run_torch_script(const std::string& script, const std::string& input,
                                      const std::string& cache_name) {
     std::string script_text = file_text(script);
@@ -48,9 +52,9 @@ inline TorchResults run_torch_script(const std::string& script, const std::strin
     if (!std::ifstream(out)) {
         std::string pid = std::to_string(::getpid());
         std::string in = dir + "/" + cache_name + "_in_" + key + "." + pid + ".json", tmp = out + "." + pid;
-        std::ofstream(in) << input;
-        int status = std::system(("/usr/bin/python3 " + script + " " + in + " " + tmp).c_str());
-        std::remove(in.c_str());
+        if (!input.empty()) std::ofstream(in) << input;
+        int status = std::system(("/usr/bin/python3 " + script + " " + (input.empty() ? "" : in + " ") + tmp).c_str());
+        if (!input.empty()) std::remove(in.c_str());
         if (status != 0) {
             std::remove(tmp.c_str());
             if (!torch_importable())
@@ -64,6 +68,33 @@ inline TorchResults run_torch_script(const std::string& script, const std::strin
     TorchResults r;
     std::ifstream(out) >> r.results;
     return r;
+}
+
+// Whether the script's results are there to compare with: not where PyTorch is missing (the test
+// then relies on the numbers it keeps), and a failure, not a skip, where the script broke.
+inline bool ran(const TorchResults& r) {
+    if (!r.error.empty()) ADD_FAILURE() << r.error;
+    return r.skip.empty() && r.error.empty();
+}
+
+// Numbers a test keeps for machines without PyTorch must be the script's, to the relative precision
+// they were kept at, so that they cannot drift from the script unnoticed.
+inline void expect_kept(const std::vector<double>& kept, const nlohmann::json& script, double rtol,
+                        const std::string& what) {
+    const auto want = script.is_array() ? script.get<std::vector<double>>() : std::vector{script.get<double>()};
+    ASSERT_EQ(kept.size(), want.size()) << what;
+    for (std::size_t i = 0; i < kept.size(); ++i)
+        EXPECT_NEAR(kept[i], want[i], rtol * std::abs(want[i]) + 1e-15)
+            << what << " element " << i << ": the kept number differs from the script's";
+}
+
+// Values against the script's, element by element.
+inline void expect_close(const std::vector<double>& got, const nlohmann::json& script, double rtol, double atol,
+                         const std::string& what) {
+    const auto want = script.is_array() ? script.get<std::vector<double>>() : std::vector{script.get<double>()};
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (std::size_t i = 0; i < got.size(); ++i)
+        EXPECT_NEAR(got[i], want[i], atol + rtol * std::abs(want[i])) << what << " element " << i;
 }
 
 }  // namespace fx_test

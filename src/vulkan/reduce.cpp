@@ -1,6 +1,7 @@
 // reduce.cpp — sum, mean, max, min, argmax and argmin over the middle axis (shader reduce.comp;
 // sums use subgroup arithmetic where the device has it).
 #include <algorithm>
+#include <limits>
 #include <string>
 
 #include "fluxion/error.hpp"
@@ -14,11 +15,13 @@ void reduce(int device, Reduce op, DType t, std::int64_t outer, std::int64_t n, 
             void* dst) {
     const std::int64_t outputs = outer * inner;
     if (outputs <= 0) return;
+    // The empty mean is NaN, as 0 / 0, on every backend (the CPU's, CUDA's and PyTorch's answer).
+    if (n == 0 && op == Reduce::mean) return fill(device, t, outputs, dst, std::numeric_limits<double>::quiet_NaN());
     Launch launch(device, "reduce");
     const bool arg = op == Reduce::argmax || op == Reduce::argmin;
     require(launch.ctx(), backend::Op::reduce, t, "reduce");
-    if (n == 0 && op != Reduce::sum) throw ValueError("reduce on " + launch.ctx().label() + ": an empty axis has no " +
-                                                      (op == Reduce::mean ? "mean" : "extreme"));
+    if (n == 0 && op != Reduce::sum)
+        throw ValueError("reduce on " + launch.ctx().label() + ": an empty axis has no extreme");
     const std::string type = suffix(t, launch.ctx(), "reduce");
     check_count(outer * n * inner, launch.ctx(), "reduce");
     const std::size_t size = itemsize(t), out_size = arg ? 8 : size;

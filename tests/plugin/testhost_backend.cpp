@@ -5,6 +5,7 @@
 // instead (how the tests see an "AMD" device on any machine), FLUXION_TESTHOST_KIND=cpu makes both
 // cpu-kind (as lavapipe's). Built again under other names (TESTHOST_NAME, TESTHOST_PRIORITY,
 // TESTHOST_BROKEN) for test_device's checks of selection by priority and of the reasons given.
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -49,7 +50,9 @@ bool supports(int device, fluxion::Op op, fluxion::DType t, char* why, std::size
     if (why && n > 0) std::snprintf(why, n, "%s:%d:%s", TESTHOST_NAME, device, reason ? reason : cpu_why);
     return false;
 }
-void synchronize(int) {}
+// Counted per device, so that test_device can see fx::synchronize reach the device it names.
+std::atomic<long> g_synchronize_calls[2];
+void synchronize(int device) { ++g_synchronize_calls[device]; }
 
 void* alloc(int device, std::size_t bytes) {
     void* p = std::aligned_alloc(kHeader, kHeader + ((bytes + kHeader - 1) / kHeader) * kHeader);
@@ -91,3 +94,6 @@ extern "C" const Backend* fluxion_backend_entry(int abi_version) {
     static const Backend table = make_table();
     return &table;
 }
+
+// The synchronize calls device `device` (0 or 1) of this plugin has received.
+extern "C" long testhost_synchronize_calls(int device) { return g_synchronize_calls[device].load(); }
