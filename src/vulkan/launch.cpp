@@ -79,10 +79,20 @@ std::string suffix(DType t, const Context& ctx, const char* op) {
             return "i64";
         case DType::u8: return "u8";
         case DType::boolean: return "bool";
-        default:
-            throw DTypeError(std::string(op) + " on " + ctx.label() + ": element type " + fluxion::name(t) +
-                             " is not supported (f32, f64, i32, i64, u8 and bool are)");
+        case DType::f16:
+        case DType::bf16:
+            if (!ctx.storage16)
+                throw DTypeError(std::string(op) + " on " + ctx.label() + ": " + fluxion::name(t) +
+                                 " needs storageBuffer16BitAccess, which the device lacks; use f32");
+            return fluxion::name(t);
     }
+    throw DTypeError(std::string(op) + " on " + ctx.label() + ": element type " + fluxion::name(t) +
+                     " is not supported");
+}
+
+std::string bits_suffix(DType t, const Context& ctx, const char* op) {
+    const std::string s = suffix(t, ctx, op);
+    return itemsize(t) == 2 ? "u16" : s;
 }
 
 void check_count(std::int64_t n, const Context& ctx, const char* op) {
