@@ -63,7 +63,7 @@ void device_properties(int device, backend::DeviceProperties* out) {
 }
 
 std::string unsupported(const Context& ctx, Op op, DType t) {
-    // f16 and bf16 compute in f32 wherever f32 does.
+    // f16 and bf16 compute in f32 wherever f32 does, in uint16_t storage or packed in words.
     const bool half = t == DType::f16 || t == DType::bf16;
     const bool floating = t == DType::f32 || t == DType::f64 || half;
     const bool number = floating || t == DType::i32 || t == DType::i64;
@@ -84,8 +84,6 @@ std::string unsupported(const Context& ctx, Op op, DType t) {
     }
     if (!typed) return ctx.label() + " runs " + name(op) + " on " + types + ", not " + fluxion::name(t);
     if (t == DType::f64 && !ctx.float64) return ctx.label() + " has no shaderFloat64 (f64 elements)";
-    if (half && !ctx.storage16)
-        return ctx.label() + " has no storageBuffer16BitAccess (f16 and bf16 elements, stored as 16 bits)";
     if ((t == DType::i64 || op == Op::index_select || op == Op::index_add || op == Op::reduce) && !ctx.int64)
         return ctx.label() + " has no shaderInt64 (i64 elements, indices and argmax)";
     return {};

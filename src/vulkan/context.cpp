@@ -171,7 +171,7 @@ void create_device(Context& c) {
     VkPhysicalDeviceFeatures2 features2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     features2.pNext = &storage16;
     vkGetPhysicalDeviceFeatures2(c.physical, &features2);
-    // Tests hide the feature to reach the errors that devices without it give.
+    // Tests hide the feature to run the packed variants that devices without it use.
     c.storage16 = storage16.storageBuffer16BitAccess && !std::getenv("FLUXION_VULKAN_DEBUG_NO_16BIT_STORAGE");
     VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
     VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};

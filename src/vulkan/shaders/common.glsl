@@ -19,11 +19,20 @@
         atomicOr(words[(i) >> 2], (uint(v) & 0xffu) << shift_);            \
     }
 
+// 16-bit elements without storageBuffer16BitAccess: half i of a word array, stored the same way.
+#define HALF_AT(words, i) ((words[(i) >> 1] >> (uint((i) & 1) * 16u)) & 0xffffu)
+#define SET_HALF(words, i, v)                                              \
+    {                                                                      \
+        const uint shift_ = uint((i) & 1) * 16u;                           \
+        atomicAnd(words[(i) >> 1], ~(0xffffu << shift_));                  \
+        atomicOr(words[(i) >> 1], (uint(v) & 0xffffu) << shift_);          \
+    }
+
 // for (i = this invocation; i < n; i += all invocations)
 #define FOR_EACH(i, n) \
     for (int i = int(gl_GlobalInvocationID.x); i < (n); i += int(gl_NumWorkGroups.x * gl_WorkGroupSize.x))
 
-#if USES_16BIT
+#if USES_HALF
 // f16 and bf16 as bits in a uint, converted with integer operations rather than packHalf2x16 and
 // OpFConvert, whose rounding GLSL leaves to the implementation: the same steps as the CPU backend's
 // src/cpu/half.hpp, so that both round alike bit for bit (to nearest even, NaN kept quiet).

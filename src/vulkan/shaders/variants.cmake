@@ -1,17 +1,21 @@
 # The shader variants built into the plugin: fluxion_vulkan_variant(<variant> <source> <slot> <type>...)
 # (shaders.cmake). A kernel looks its variant up by name; a missing one is an unsupported type.
 # f16 and bf16 compute in f32 (slot C), as the CPU backend does; kernels that only move elements
-# (copies, index_select, where) move the 16 bits of both as u16.
+# (copies, index_select, where) move the 16 bits of both as u16. Each has a variant over uint16_t
+# arrays (storageBuffer16BitAccess) and one over halves of uint words (suffix p) for devices without.
 set(_all_types f32 f64 i32 i64 u8 bool)
-set(_half_types f16 bf16)
+set(_half_types f16 bf16 f16p bf16p)
 
 foreach(t ${_all_types} ${_half_types})
   fluxion_vulkan_variant(fill_${t} fill.comp S0 ${t})
   foreach(to ${_all_types} ${_half_types})
-    fluxion_vulkan_variant(cast_${t}_${to} cast.comp S0 ${t} S1 ${to})
+    # One kernel never mixes the two ways of storing 16 bits.
+    if(NOT ((t MATCHES "16$" AND to MATCHES "16p$") OR (t MATCHES "16p$" AND to MATCHES "16$")))
+      fluxion_vulkan_variant(cast_${t}_${to} cast.comp S0 ${t} S1 ${to})
+    endif()
   endforeach()
 endforeach()
-foreach(t ${_all_types} u16)
+foreach(t ${_all_types} u16 u16p)
   fluxion_vulkan_variant(copy_strided_${t} copy_strided.comp S0 ${t} S1 ${t})
 endforeach()
 foreach(t ${_half_types})
@@ -30,8 +34,10 @@ foreach(t ${_half_types})
   fluxion_vulkan_variant(softmax_backward_${t} softmax.comp C f32 S0 ${t} S1 ${t} S2 ${t} DEFINES -DBACKWARD=1)
   fluxion_vulkan_variant(optimiser_${t} optimiser.comp C f32 S0 ${t} S1 ${t} S2 ${t} S3 ${t})
 endforeach()
-fluxion_vulkan_variant(index_select_u16 index_select.comp S0 u16 S1 i64 S2 u16)
-fluxion_vulkan_variant(where_u16 where.comp S0 bool S1 u16 S2 u16 S3 u16)
+foreach(t u16 u16p)
+  fluxion_vulkan_variant(index_select_${t} index_select.comp S0 ${t} S1 i64 S2 ${t})
+  fluxion_vulkan_variant(where_${t} where.comp S0 bool S1 ${t} S2 ${t} S3 ${t})
+endforeach()
 
 set(_float_types f32 f64)
 set(_number_types f32 f64 i32 i64)
