@@ -191,6 +191,44 @@ TEST(HalfModels, OtherBackendsComputeAndTrainAsTheCpuDoes) {
     }
 }
 
+// The parameters after 3 steps of `rule` on a converted Dense layer, on `d`; the state (momentum,
+// moments) stays in the half type too.
+std::map<std::string, Tensor> after_steps(const auto& rule, const auto& convert, DType t, const fx::Device& d) {
+    fx::seed(11);
+    auto model = convert(fx::Dense(4, 3)) | d;
+    fx::seed(12);
+    const Tensor x = fx::randn({8, 4}).to(t) | d;
+    auto opt = fx::setup(rule, model);
+    for (int i = 0; i < 3; ++i) {
+        auto [l, g] = fx::withgradient([&](const auto& m) { return fx::sum(fx::square(m(x))); }, model);
+        fx::update(opt, model, g);
+    }
+    return state_map(model);
+}
+
+// Every rule's step on half parameters and state, on every other backend against the CPU.
+TEST(HalfModels, OtherBackendsStepEveryRuleAsTheCpuDoes) {
+    const auto check = [](const auto& rule, const std::string& name) {
+        for (auto [convert, t] : {std::pair{fx::bf16, DType::bf16}, std::pair{fx::f16, DType::f16}}) {
+            const auto want = after_steps(rule, convert, t, fx::Device{});
+            for (const auto& d : fx::testing::other_devices(t)) {
+                const auto got = after_steps(rule, convert, t, d);
+                for (const auto& [path, w] : want) {
+                    EXPECT_EQ(got.at(path).dtype(), t) << name << " " << path;
+                    EXPECT_LT(relative_difference(got.at(path) | fx::cpu, w), other_backend_tolerance(t))
+                        << name << " " << path << " in " << fx::name(t) << " on " << d.str();
+                }
+            }
+        }
+    };
+    check(fx::Descent{}, "Descent");
+    check(fx::Momentum{.eta = 0.05}, "Momentum");
+    check(fx::Nesterov{.eta = 0.05}, "Nesterov");
+    check(fx::RMSProp{.eta = 0.01, .epsilon = 1e-3}, "RMSProp");  // ε as in adam_losses
+    check(fx::Adam{.eta = 0.01, .epsilon = 1e-3}, "Adam");
+    check(fx::AdamW{.eta = 0.01, .lambda = 0.1, .epsilon = 1e-3}, "AdamW");
+}
+
 TEST(HalfModels, SavingKeepsTheHalfType) {
     ScratchDir dir;
     for (auto [convert, t, tag] : {std::tuple{fx::bf16, DType::bf16, "BF16"}, std::tuple{fx::f16, DType::f16, "F16"}}) {
