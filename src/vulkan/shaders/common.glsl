@@ -53,8 +53,11 @@ uint f16_from_float(float f) {
     if (magnitude > 0x7f800000u) return sign | 0x7e00u | ((magnitude >> 13) & 0x3ffu);  // NaN
     if (magnitude >= 0x477ff000u) return sign | 0x7c00u;  // rounds to infinity
     // Below the smallest normal half, adding 0.5 leaves round(|f| * 2^24) in the low mantissa bits.
-    if (magnitude < 0x38800000u) return sign | (floatBitsToUint(uintBitsToFloat(magnitude) + 0.5) - 0x3f000000u);
-    magnitude += 0xc8000fffu + ((magnitude >> 13) & 1u);  // re-bias 127 -> 15, round the 13 dropped bits
+    if (magnitude < 0x38800000u) {
+        return sign | (floatBitsToUint(uintBitsToFloat(magnitude) + 0.5) - 0x3f000000u);
+    }
+    // Re-bias the exponent (127 -> 15) and round the 13 dropped bits to nearest even.
+    magnitude += 0xc8000fffu + ((magnitude >> 13) & 1u);
     return sign | (magnitude >> 13);
 }
 

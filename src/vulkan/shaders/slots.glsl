@@ -1,8 +1,8 @@
 // slots.glsl — the storage buffers of a shader: slot Sk (k = 0..3) at binding k + 1 when Sk_T is
 // defined. LOADk(i) reads element i as stored (8-bit types as uint; f16 and bf16, whether in
-// uint16_t or packed in words, as float; u16 as uint), STOREk(i, v) writes it (bool slots store v != 0, f16 and bf16 round to nearest even). A
-// shader defines Sk_QUAL as readonly for the slots it only reads, which tells synchronization
-// validation (and the driver) that they are not written.
+// uint16_t or packed in words, as float; u16 as uint), STOREk(i, v) writes it (bool slots store
+// v != 0, f16 and bf16 round to nearest even). A shader defines Sk_QUAL as readonly for the slots
+// it only reads, which tells synchronization validation (and the driver) that they are not written.
 // (Generated once by hand from one pattern; keep the four blocks alike.)
 
 #ifdef S0_T
