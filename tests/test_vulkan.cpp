@@ -506,14 +506,19 @@ TEST_P(VulkanHalf, ViewsAtOddElementOffsets) {
             for (std::int64_t i = 0; i < n + 8; ++i)
                 ASSERT_EQ(got[i], (i >= off && i < off + n) ? in : out)
                     << "fill n " << n << " offset " << off << " i " << i;
-            // b[off + 2 ...] = a[off ...] through copy_strided, bit for bit.
+            // b[off + 2 + j] = a[off + 2 j] through copy_strided, bit for bit: every other element,
+            // so each read is the same half of consecutive words.
             t().copy_from_host(0, static_cast<std::uint16_t*>(a) + off, host.data(), host.size() * 2);
-            const Strided view{1, {n}, {1}};
+            const std::int64_t every_other = (n + 1) / 2;
+            const Strided strided{1, {every_other}, {2}};
             const std::int64_t dense[] = {1};
-            t().copy_strided(0, h, &view, static_cast<std::uint16_t*>(a) + off, dense,
+            t().copy_strided(0, h, &strided, static_cast<std::uint16_t*>(a) + off, dense,
                              static_cast<std::uint16_t*>(b) + off + 2);
-            ASSERT_EQ(download<std::uint16_t>(static_cast<std::uint16_t*>(b) + off + 2, std::size_t(n)), host);
+            got = download<std::uint16_t>(static_cast<std::uint16_t*>(b) + off + 2, std::size_t(every_other));
+            for (std::int64_t j = 0; j < every_other; ++j)
+                ASSERT_EQ(got[std::size_t(j)], host[std::size_t(2 * j)]) << "copy n " << n << " offset " << off;
             // a + a, computed in f32 and rounded once.
+            const Strided view{1, {n}, {1}};
             t().binary(0, fx::backend::Binary::add, h, &view, static_cast<std::uint16_t*>(a) + off, &view,
                        static_cast<std::uint16_t*>(a) + off, static_cast<std::uint16_t*>(b) + off);
             got = download<std::uint16_t>(static_cast<std::uint16_t*>(b) + off, std::size_t(n));
