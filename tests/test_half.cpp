@@ -93,8 +93,9 @@ TEST_P(HalfTest, MatchesF32ForwardAndGradients) {
     }
 }
 
-// Backends with half kernels (the TestHost plugin, which runs the CPU's) give the CPU's results;
-// those without (Vulkan, CUDA) are skipped with the reason their fx::supports gives.
+// Backends with half kernels (the TestHost plugin, which runs the CPU's; Vulkan, which computes in
+// f32 as the CPU does) give the CPU's results; those without (CUDA) are left out with the reason
+// their fx::supports gives.
 TEST_P(HalfTest, OtherBackendsMatchCpu) {
     const auto& [c, t] = GetParam();
     if (fx::testing::other_devices().empty()) GTEST_SKIP() << "no backend besides the CPU is functional";
@@ -123,14 +124,20 @@ INSTANTIATE_TEST_SUITE_P(Ops, HalfTest,
                              return std::get<0>(info.param).name + "_" + fx::name(std::get<1>(info.param));
                          });
 
-// Sums and dot products accumulate in f32: 4096 ones add up to 4096 although bf16 and f16 have no
-// 4097 (a running half sum would stall at 256 and 2048), and 4096 * 1 is still exactly 4096.
+// Sums and dot products accumulate in f32, on the CPU and every other backend that runs the type:
+// 4096 ones add up to 4096 although bf16 and f16 have no 4097 (a running half sum would stall at
+// 256 and 2048), and 4096 * 1 is still exactly 4096.
 TEST(Half, SumsAndProductsAccumulateInF32) {
     for (DType t : {DType::f16, DType::bf16}) {
-        const Tensor ones = fx::ones({4096}).to(t);
-        EXPECT_EQ(fx::sum(ones).to(DType::f32).item(), 4096.0) << fx::name(t);
-        EXPECT_EQ(fx::mean(ones).to(DType::f32).item(), 1.0) << fx::name(t);
-        EXPECT_EQ(fx::matmul(ones, ones).to(DType::f32).item(), 4096.0) << fx::name(t);
+        std::vector<fx::Device> devices{fx::Device{}};  // the CPU
+        for (const auto& d : fx::testing::other_devices(t)) devices.push_back(d);
+        for (const auto& d : devices) {
+            const Tensor ones = fx::ones({4096}).to(t) | d;
+            const std::string where = std::string(fx::name(t)) + " on " + d.str();
+            EXPECT_EQ(fx::sum(ones).to(DType::f32).item(), 4096.0) << where;
+            EXPECT_EQ(fx::mean(ones).to(DType::f32).item(), 1.0) << where;
+            EXPECT_EQ(fx::matmul(ones, ones).to(DType::f32).item(), 4096.0) << where;
+        }
     }
 }
 

@@ -1,7 +1,8 @@
 // test_half_models.cpp — whole models in f16 and bf16: fx::f16, fx::bf16 and fx::f32 convert every
 // floating tensor of a structure; a converted model runs, trains and saves in its type, and
 // PyTorch (Debian's /usr/bin/python3, skipped with the reason where it cannot import torch) reads
-// the F16 and BF16 safetensors it writes.
+// the F16 and BF16 safetensors it writes; every other backend that runs the half type (TestHost,
+// Vulkan) computes and trains a converted model as the CPU does.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,10 +10,12 @@
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "fluxion/fluxion.hpp"
 #include "fluxion/io.hpp"
 #include "fluxion/layers.hpp"
+#include "other_devices.hpp"
 #include "test_io_support.hpp"
 
 namespace {
@@ -130,6 +133,102 @@ TEST(HalfModels, ACompiledStepTrainsABf16Model) {
     EXPECT_LT(last, 0.5 * first) << "first " << first << ", last " << last;
 }
 
+// test_half.cpp's tolerances between the CPU and another backend: 8 units of bf16's last place
+// (2^-8 relative) and 4 of f16's (2^-11).
+double other_backend_tolerance(DType t) { return t == DType::bf16 ? 1e-2 : 2e-3; }
+
+// The losses of 5 Adam steps on `model` (moved where xs and ys are), eager or through fx::compile.
+// ε = 1e-3: in f16, (1 - β2) g² underflows to 0 and the default 1e-8 would then blow the step up.
+std::vector<double> adam_losses(auto model, const Tensor& xs, const Tensor& ys, bool compiled) {
+    auto lossfn = [](const auto& m, const Tensor& xb, const Tensor& yb) { return fx::logitcrossentropy(m(xb), yb); };
+    auto opt = fx::setup(fx::Adam{.eta = 0.01, .epsilon = 1e-3}, model);
+    std::vector<double> losses;
+    if (compiled) {
+        auto step = fx::compile(lossfn, model, opt);
+        for (int i = 0; i < 5; ++i) losses.push_back(step(xs, ys));
+        return losses;
+    }
+    for (int i = 0; i < 5; ++i) {
+        auto [l, g] = fx::withgradient([&](const auto& m) { return lossfn(m, xs, ys); }, model);
+        losses.push_back(l.to(DType::f32).item());
+        fx::update(opt, model, g);
+    }
+    return losses;
+}
+
+// A converted CNN's forward pass (convolution, batch norm, pooling, dense) and the losses of Adam
+// steps on half parameters and state, eager and compiled, on every other backend against the CPU.
+TEST(HalfModels, OtherBackendsComputeAndTrainAsTheCpuDoes) {
+    for (auto [convert, t] : {std::pair{fx::bf16, DType::bf16}, std::pair{fx::f16, DType::f16}}) {
+        const double tol = other_backend_tolerance(t);
+        fx::seed(8);
+        auto cnn = convert(small_cnn());
+        fx::testmode(cnn);
+        const Tensor image = fx::randn({2, 1, 8, 8}).to(t);
+        const Tensor want = cnn(image);
+        // A fresh model with the same parameters each time: fx::update changes them in place.
+        const auto mlp = [&] {
+            fx::seed(9);
+            return convert(fx::Chain(fx::Dense(4, 16, fx::relu), fx::Dense(16, 2)));
+        };
+        fx::seed(10);
+        const Tensor x = fx::randn({64, 4}).to(t);
+        const Tensor labels = fx::cast(fx::gt(fx::sum(x, 1), fx::zeros({64}).to(t)), DType::i64);
+        const Tensor target = fx::onehot(labels, 2).to(t);
+        const auto cpu_losses = adam_losses(mlp(), x, target, false);
+        for (const auto& d : fx::testing::other_devices(t)) {
+            const std::string where = std::string(fx::name(t)) + " on " + d.str();
+            const Tensor got = (cnn | d)(image | d);
+            EXPECT_EQ(got.device(), d) << where;
+            EXPECT_LT(relative_difference(got | fx::cpu, want), tol) << where;
+            for (bool compiled : {false, true}) {
+                const auto losses = adam_losses(mlp() | d, x | d, target | d, compiled);
+                for (std::size_t i = 0; i < losses.size(); ++i)
+                    EXPECT_NEAR(losses[i], cpu_losses[i], tol * std::abs(cpu_losses[i]))
+                        << where << (compiled ? ", compiled" : ", eager") << " step " << i;
+            }
+        }
+    }
+}
+
+// The parameters after 3 steps of `rule` on a converted Dense layer, on `d`; the state (momentum,
+// moments) stays in the half type too.
+std::map<std::string, Tensor> after_steps(const auto& rule, const auto& convert, DType t, const fx::Device& d) {
+    fx::seed(11);
+    auto model = convert(fx::Dense(4, 3)) | d;
+    fx::seed(12);
+    const Tensor x = fx::randn({8, 4}).to(t) | d;
+    auto opt = fx::setup(rule, model);
+    for (int i = 0; i < 3; ++i) {
+        auto [l, g] = fx::withgradient([&](const auto& m) { return fx::sum(fx::square(m(x))); }, model);
+        fx::update(opt, model, g);
+    }
+    return state_map(model);
+}
+
+// Every rule's step on half parameters and state, on every other backend against the CPU.
+TEST(HalfModels, OtherBackendsStepEveryRuleAsTheCpuDoes) {
+    const auto check = [](const auto& rule, const std::string& name) {
+        for (auto [convert, t] : {std::pair{fx::bf16, DType::bf16}, std::pair{fx::f16, DType::f16}}) {
+            const auto want = after_steps(rule, convert, t, fx::Device{});
+            for (const auto& d : fx::testing::other_devices(t)) {
+                const auto got = after_steps(rule, convert, t, d);
+                for (const auto& [path, w] : want) {
+                    EXPECT_EQ(got.at(path).dtype(), t) << name << " " << path;
+                    EXPECT_LT(relative_difference(got.at(path) | fx::cpu, w), other_backend_tolerance(t))
+                        << name << " " << path << " in " << fx::name(t) << " on " << d.str();
+                }
+            }
+        }
+    };
+    check(fx::Descent{}, "Descent");
+    check(fx::Momentum{.eta = 0.05}, "Momentum");
+    check(fx::Nesterov{.eta = 0.05}, "Nesterov");
+    check(fx::RMSProp{.eta = 0.01, .epsilon = 1e-3}, "RMSProp");  // ε as in adam_losses
+    check(fx::Adam{.eta = 0.01, .epsilon = 1e-3}, "Adam");
+    check(fx::AdamW{.eta = 0.01, .lambda = 0.1, .epsilon = 1e-3}, "AdamW");
+}
+
 TEST(HalfModels, SavingKeepsTheHalfType) {
     ScratchDir dir;
     for (auto [convert, t, tag] : {std::tuple{fx::bf16, DType::bf16, "BF16"}, std::tuple{fx::f16, DType::f16, "F16"}}) {
@@ -167,3 +266,10 @@ TEST(HalfModels, PyTorchReadsTheHalfFiles) {
 }
 
 }  // namespace
+
+// The test backend plugin is a second device for OtherBackendsComputeAndTrainAsTheCpuDoes.
+int main(int argc, char** argv) {
+    setenv("FLUXION_PLUGIN_PATH", FLUXION_TEST_PLUGIN_DIR, 0);
+    ::testing::InitGoogleTest(&argc, argv);
+    return RUN_ALL_TESTS();
+}

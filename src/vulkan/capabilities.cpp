@@ -63,10 +63,11 @@ void device_properties(int device, backend::DeviceProperties* out) {
 }
 
 std::string unsupported(const Context& ctx, Op op, DType t) {
-    const bool any_stored = t == DType::f32 || t == DType::f64 || t == DType::i32 || t == DType::i64 ||
-                            t == DType::u8 || t == DType::boolean;
-    const bool number = t == DType::f32 || t == DType::f64 || t == DType::i32 || t == DType::i64;
-    const bool floating = t == DType::f32 || t == DType::f64;
+    // f16 and bf16 compute in f32 wherever f32 does, in uint16_t storage or packed in words.
+    const bool half = t == DType::f16 || t == DType::bf16;
+    const bool floating = t == DType::f32 || t == DType::f64 || half;
+    const bool number = floating || t == DType::i32 || t == DType::i64;
+    const bool any_stored = number || t == DType::u8 || t == DType::boolean;
     bool typed = false;
     const char* types = "";
     switch (op) {
@@ -74,12 +75,12 @@ std::string unsupported(const Context& ctx, Op op, DType t) {
         case Op::copy_strided:
         case Op::cast:
         case Op::index_select:
-        case Op::where: typed = any_stored, types = "f32, f64, i32, i64, u8, bool"; break;
-        case Op::binary: typed = any_stored, types = "f32, f64, i32, i64; comparisons also u8, bool"; break;
-        case Op::unary: typed = number, types = "f32, f64; neg, abs, square, sign also i32, i64"; break;
+        case Op::where: typed = any_stored, types = "f32, f64, f16, bf16, i32, i64, u8, bool"; break;
+        case Op::binary: typed = any_stored, types = "f32, f64, f16, bf16, i32, i64; comparisons also u8, bool"; break;
+        case Op::unary: typed = number, types = "f32, f64, f16, bf16; neg, abs, square, sign also i32, i64"; break;
         case Op::index_add:
-        case Op::reduce: typed = number, types = "f32, f64, i32, i64"; break;
-        default: typed = floating, types = "f32, f64"; break;
+        case Op::reduce: typed = number, types = "f32, f64, f16, bf16, i32, i64"; break;
+        default: typed = floating, types = "f32, f64, f16, bf16"; break;
     }
     if (!typed) return ctx.label() + " runs " + name(op) + " on " + types + ", not " + fluxion::name(t);
     if (t == DType::f64 && !ctx.float64) return ctx.label() + " has no shaderFloat64 (f64 elements)";

@@ -167,6 +167,12 @@ void create_device(Context& c) {
     vkGetPhysicalDeviceFeatures(c.physical, &supported);
     c.float64 = supported.shaderFloat64;
     c.int64 = supported.shaderInt64;
+    VkPhysicalDevice16BitStorageFeatures storage16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+    VkPhysicalDeviceFeatures2 features2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    features2.pNext = &storage16;
+    vkGetPhysicalDeviceFeatures2(c.physical, &features2);
+    // Tests hide the feature to run the packed variants that devices without it use.
+    c.storage16 = storage16.storageBuffer16BitAccess && !std::getenv("FLUXION_VULKAN_DEBUG_NO_16BIT_STORAGE");
     VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
     VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
     props2.pNext = &subgroup;
@@ -198,8 +204,12 @@ void create_device(Context& c) {
     VkPhysicalDeviceFeatures enabled{};
     enabled.shaderFloat64 = supported.shaderFloat64;
     enabled.shaderInt64 = supported.shaderInt64;
+    // Only what the device reports: enabling a missing feature would fail vkCreateDevice.
+    VkPhysicalDevice16BitStorageFeatures enabled16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+    enabled16.storageBuffer16BitAccess = c.storage16;
     const char* extensions[] = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
     VkDeviceCreateInfo info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+    info.pNext = &enabled16;
     info.queueCreateInfoCount = 1;
     info.pQueueCreateInfos = &queue;
     info.enabledExtensionCount = 1;

@@ -29,6 +29,7 @@ struct Context {
     VkPhysicalDeviceProperties properties{};
     VkPhysicalDeviceMemoryProperties memory{};
     bool float64 = false, int64 = false;  // shaderFloat64, shaderInt64
+    bool storage16 = false;               // storageBuffer16BitAccess: f16, bf16 in uint16_t, not packed
     std::uint32_t subgroup_size = 1;
     bool subgroup_arithmetic = false;  // subgroupAdd and friends in compute shaders
     std::uint32_t workgroup_size = 1;  // the 1-D workgroup of elementwise kernels

@@ -1,6 +1,7 @@
 // conv.cpp — 2-d convolutions as im2col + the tiled GEMM, and the input gradient as GEMM +
 // col2im (shaders im2col.comp, col2im.comp): the input patches of a chunk of images are unrolled
-// into a column matrix {C*R*S, OH*OW} per image.
+// into a column matrix {C*R*S, OH*OW} per image. f16 and bf16 run the f32 convolution on widened
+// copies, as the CPU backend does.
 #include <algorithm>
 
 #include "fluxion/error.hpp"
@@ -54,6 +55,31 @@ std::int64_t images_per_chunk(const Conv2dShape& s, std::size_t element) {
     return std::max<std::int64_t>(std::min(fitting, s.n), 1);
 }
 
+bool is_half(DType t) { return t == DType::f16 || t == DType::bf16; }
+
+// An f32 copy on the device of `n` elements of the half type `t` (uninitialised when `src` is null);
+// narrow() rounds it back into `t`. Convolutions of f16 and bf16 run in f32 on these, so that the
+// columns and the partial sums of the gradients stay f32 and each result is rounded once.
+class Widened {
+public:
+    Widened(int device, DType t, std::int64_t n, const void* src)
+        : device_(device), t_(t), n_(n), f32_(device, std::size_t(std::max<std::int64_t>(n, 1)) * sizeof(float)) {
+        if (src) cast(device_, t_, DType::f32, n_, src, f32_.get());
+    }
+    void* get() const { return f32_.get(); }
+    void narrow(void* dst) const { cast(device_, DType::f32, t_, n_, f32_.get(), dst); }
+
+private:
+    int device_;
+    DType t_;
+    std::int64_t n_;
+    Scratch f32_;
+};
+
+std::int64_t input_count(const Conv2dShape& s) { return s.n * s.c * s.h * s.w; }
+std::int64_t weight_count(const Conv2dShape& s) { return s.k * (s.c / s.groups) * s.r * s.s; }
+std::int64_t output_count(const Conv2dShape& s) { return s.n * s.k * s.oh * s.ow; }
+
 const void* advance(const void* base, std::int64_t elements, std::size_t element) {
     return static_cast<const char*>(base) + elements * static_cast<std::int64_t>(element);
 }
@@ -66,6 +92,12 @@ void* advance(void* base, std::int64_t elements, std::size_t element) {
 void conv2d(int device, DType t, const Conv2dShape* sp, const void* x, const void* w, void* y) {
     const Conv2dShape& s = *sp;
     check_type(device, t, backend::Op::conv2d, "conv2d");
+    if (is_half(t)) {
+        const Widened wx(device, t, input_count(s), x), ww(device, t, weight_count(s), w);
+        const Widened wy(device, t, output_count(s), nullptr);
+        conv2d(device, DType::f32, sp, wx.get(), ww.get(), wy.get());
+        return wy.narrow(y);
+    }
     if (s.n * s.k * s.oh * s.ow == 0) return;
     const Dims d(s);
     const std::size_t size = itemsize(t);
@@ -90,6 +122,12 @@ void conv2d(int device, DType t, const Conv2dShape* sp, const void* x, const voi
 void conv2d_backward_input(int device, DType t, const Conv2dShape* sp, const void* gy, const void* w, void* gx) {
     const Conv2dShape& s = *sp;
     check_type(device, t, backend::Op::conv2d_backward_input, "conv2d_backward_input");
+    if (is_half(t)) {
+        const Widened wgy(device, t, output_count(s), gy), ww(device, t, weight_count(s), w);
+        const Widened wgx(device, t, input_count(s), nullptr);
+        conv2d_backward_input(device, DType::f32, sp, wgy.get(), ww.get(), wgx.get());
+        return wgx.narrow(gx);
+    }
     if (s.n * s.c * s.h * s.w == 0) return;
     const Dims d(s);
     const std::size_t size = itemsize(t);
@@ -114,6 +152,12 @@ void conv2d_backward_input(int device, DType t, const Conv2dShape* sp, const voi
 void conv2d_backward_weight(int device, DType t, const Conv2dShape* sp, const void* x, const void* gy, void* gw) {
     const Conv2dShape& s = *sp;
     check_type(device, t, backend::Op::conv2d_backward_weight, "conv2d_backward_weight");
+    if (is_half(t)) {
+        const Widened wx(device, t, input_count(s), x), wgy(device, t, output_count(s), gy);
+        const Widened wgw(device, t, weight_count(s), nullptr);
+        conv2d_backward_weight(device, DType::f32, sp, wx.get(), wgy.get(), wgw.get());
+        return wgw.narrow(gw);
+    }
     const Dims d(s);
     const std::size_t size = itemsize(t);
     fill(device, t, s.k * d.rows_g, gw, 0.0);

@@ -12,14 +12,14 @@ namespace fluxion::vulkan {
 
 namespace {
 
-bool is_float(DType t) { return t == DType::f32 || t == DType::f64; }
+bool is_float(DType t) { return t == DType::f32 || t == DType::f64 || t == DType::f16 || t == DType::bf16; }
 
-// The op's scalar parameters in the kernel's compute type.
+// The op's scalar parameters in the kernel's compute type (f32 for f16 and bf16).
 void put_scalars(Launch& launch, DType t, double a, double b) {
     if (t == DType::f64) {
         launch.param(a);
         launch.param(b);
-    } else if (t == DType::f32) {
+    } else if (t == DType::f32 || t == DType::f16 || t == DType::bf16) {
         launch.param(float(a));
         launch.param(float(b));
     } else if (t == DType::i64) {
@@ -51,7 +51,7 @@ void unary(int device, Unary op, DType t, std::int64_t n, const void* x, void* y
     const bool integer_op = op == Unary::neg || op == Unary::abs || op == Unary::square || op == Unary::sign;
     if (!is_float(t) && !(integer_op && (t == DType::i32 || t == DType::i64)))
         throw DTypeError("unary on " + launch.ctx().label() + " does not support " + fluxion::name(t) +
-                         " for this function (f32, f64; neg, abs, square and sign also i32, i64)");
+                         " for this function (f32, f64, f16, bf16; neg, abs, square and sign also i32, i64)");
     const std::string type = suffix(t, launch.ctx(), "unary");
     check_count(n, launch.ctx(), "unary");
     const std::size_t size = itemsize(t);
@@ -97,7 +97,7 @@ void binary(int device, Binary op, DType t, const Strided* a_view, const void* a
     const bool compare = op >= Binary::eq;
     if (!compare && (t == DType::u8 || t == DType::boolean))
         throw DTypeError("binary arithmetic on " + launch.ctx().label() + " does not support " + fluxion::name(t) +
-                         " (f32, f64, i32, i64; comparisons also u8 and bool)");
+                         " (f32, f64, f16, bf16, i32, i64; comparisons also u8 and bool)");
     const std::string variant = std::string(compare ? "compare_" : "binary_") + suffix(t, launch.ctx(), "binary");
     check_count(v.count, launch.ctx(), "binary");
     const std::size_t size = itemsize(t), out_size = compare ? 1 : size;
@@ -121,7 +121,7 @@ void where(int device, DType t, const Strided* c_view, const void* c, const Stri
     if (v.count == 0) return;
     Launch launch(device, "where");
     require(launch.ctx(), backend::Op::where, t, "where");
-    const std::string type = suffix(t, launch.ctx(), "where");
+    const std::string type = bits_suffix(t, launch.ctx(), "where");
     check_count(v.count, launch.ctx(), "where");
     const std::size_t size = itemsize(t);
     const std::int32_t off0 = launch.buffer(c, span_bytes(*c_view, 1, "where"), 1, false);

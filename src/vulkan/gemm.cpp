@@ -70,7 +70,7 @@ void gemm(int device, DType t, bool trans_a, bool trans_b, std::int64_t m, std::
         launch.param(float(alpha));
         launch.param(float(beta));
     }
-    const Tiles tl = tiles(launch.ctx(), size);
+    const Tiles tl = tiles(launch.ctx(), std::max<std::size_t>(size, 4));  // shared tiles hold f32 for f16, bf16
     const auto& lim = launch.ctx().properties.limits;
     const std::int64_t bm = tl.ty * tl.tm, bn = tl.tx * tl.tn;
     const auto gx = std::uint32_t((n + bn - 1) / bn), gy = std::uint32_t((m + bm - 1) / bm);

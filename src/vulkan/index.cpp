@@ -28,7 +28,9 @@ void launch_index(int device, backend::Op which, const char* op, const char* ker
                   std::int64_t inner, std::int64_t n_idx, const void* src, std::size_t src_elements,
                   const std::int64_t* idx, void* dst, std::size_t dst_elements) {
     Launch launch(device, op);
-    const std::string type = suffix(t, launch.ctx(), op);
+    // index_select only moves elements; index_add adds them in its compute type.
+    const std::string type =
+        which == backend::Op::index_select ? bits_suffix(t, launch.ctx(), op) : suffix(t, launch.ctx(), op);
     require(launch.ctx(), which, t, op);
     check_count(std::max<std::int64_t>({total, std::int64_t(src_elements), std::int64_t(dst_elements)}), launch.ctx(), op);
     const std::size_t size = itemsize(t);

@@ -14,7 +14,8 @@ Launch::Launch(int device, const char* op) : lock_(plugin_mutex()), op_(op), ctx
 
 std::int32_t Launch::buffer(const void* ptr, std::size_t bytes, std::size_t itemsize, bool write) {
     const Resolved r = resolve(ctx_.index, ptr, bytes, op_);
-    const VkDeviceSize align = std::max<VkDeviceSize>(1, ctx_.properties.limits.minStorageBufferOffsetAlignment);
+    // At least a word: 8-bit and packed 16-bit elements are read as the uint words that hold them.
+    const VkDeviceSize align = std::max<VkDeviceSize>(4, ctx_.properties.limits.minStorageBufferOffsetAlignment);
     const VkDeviceSize start = r.offset / align * align;
     const VkDeviceSize rem = r.offset - start;
     // Whole 32-bit words (8-bit types are read as words; blocks are whole granules, so this stays inside).
@@ -79,10 +80,16 @@ std::string suffix(DType t, const Context& ctx, const char* op) {
             return "i64";
         case DType::u8: return "u8";
         case DType::boolean: return "bool";
-        default:
-            throw DTypeError(std::string(op) + " on " + ctx.label() + ": element type " + fluxion::name(t) +
-                             " is not supported (f32, f64, i32, i64, u8 and bool are)");
+        case DType::f16: return ctx.storage16 ? "f16" : "f16p";
+        case DType::bf16: return ctx.storage16 ? "bf16" : "bf16p";
     }
+    throw DTypeError(std::string(op) + " on " + ctx.label() + ": element type " + fluxion::name(t) +
+                     " is not supported");
+}
+
+std::string bits_suffix(DType t, const Context& ctx, const char* op) {
+    if (itemsize(t) == 2) return ctx.storage16 ? "u16" : "u16p";
+    return suffix(t, ctx, op);
 }
 
 void check_count(std::int64_t n, const Context& ctx, const char* op) {

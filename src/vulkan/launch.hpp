@@ -67,9 +67,13 @@ private:
     std::vector<Access> accesses_;
 };
 
-// "f32", "i64", ...: the suffix of a variant for element type t; fluxion::DTypeError naming `op`
-// and the device for the types the backend never stores (f16, bf16).
+// "f32", "i64", "f16", ...: the suffix of a variant for element type t; fluxion::DTypeError naming
+// `op` and the device when the device cannot store t (f64 without shaderFloat64, i64 without
+// shaderInt64). f16 and bf16 without storageBuffer16BitAccess: "f16p", "bf16p", packed in words.
 std::string suffix(DType t, const Context& ctx, const char* op);
+// suffix(), but "u16" ("u16p") for f16 and bf16: the variants of kernels that move elements without
+// reading their values (copies, index_select, where) keep every bit, NaN payloads included.
+std::string bits_suffix(DType t, const Context& ctx, const char* op);
 // Raises fluxion::ShapeError when n elements do not fit the 32-bit indices of the shaders.
 void check_count(std::int64_t n, const Context& ctx, const char* op);
 

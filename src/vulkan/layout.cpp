@@ -19,7 +19,9 @@ void fill(int device, DType t, std::int64_t n, void* dst, double value) {
     launch.param(std::int32_t(n));
     launch.param(off);
     switch (t) {
-        case DType::f32: launch.param(float(value)); break;
+        case DType::f32:
+        case DType::f16:
+        case DType::bf16: launch.param(float(value)); break;  // half: rounded in the shader
         case DType::f64: launch.param(value); break;
         case DType::i32: launch.param(std::int32_t(value)); break;
         case DType::i64: launch.param(std::int64_t(value)); break;
@@ -36,7 +38,7 @@ void copy_strided(int device, DType t, const Strided* src_view, const void* src,
     const Views<2> v = merge_views<2>("copy_strided", {src_view, &dst_view});
     if (v.count == 0) return;
     Launch launch(device, "copy_strided");
-    const std::string type = suffix(t, launch.ctx(), "copy_strided");
+    const std::string type = bits_suffix(t, launch.ctx(), "copy_strided");
     check_count(v.count, launch.ctx(), "copy_strided");
     const std::size_t size = itemsize(t);
     const std::int32_t off0 = launch.buffer(src, span_bytes(*src_view, size, "copy_strided"), size, false);

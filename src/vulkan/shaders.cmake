@@ -9,7 +9,10 @@ file(GLOB FLUXION_VULKAN_SHADER_HEADERS CONFIGURE_DEPENDS ${FLUXION_VULKAN_SHADE
 # The glslc definitions that make slot <slot> of a shader hold elements of <dtype> (slot C: the type a
 # kernel computes in): <slot>_T is the
 # GLSL type of the buffer's array; 8-bit types are read and written as bytes of uint words, since
-# 8-bit storage is an optional feature.
+# 8-bit storage is an optional feature. 16-bit types are uint16_t arrays where the device has
+# storageBuffer16BitAccess, else (the types ending in p) halves of uint words, like the bytes: f16
+# and bf16 read as float and rounded back on store by <slot>_FROM_BITS / <slot>_TO_BITS
+# (common.glsl), u16 their raw bits, for kernels that only move them.
 function(_fluxion_vulkan_slot out slot dtype)
   if(dtype STREQUAL "f32")
     set(defs -D${slot}_T=float -D${slot}_FLOAT=1)
@@ -23,6 +26,18 @@ function(_fluxion_vulkan_slot out slot dtype)
     set(defs -D${slot}_T=uint -D${slot}_BYTE=1)
   elseif(dtype STREQUAL "bool")
     set(defs -D${slot}_T=uint -D${slot}_BYTE=1 -D${slot}_BOOL=1)
+  elseif(dtype MATCHES "^(f16|bf16|u16)(p?)$")
+    if(CMAKE_MATCH_2)
+      set(defs -D${slot}_PACKED=1)
+    else()
+      set(defs -D${slot}_16BIT=1 -DUSES_16BIT=1)
+    endif()
+    if(CMAKE_MATCH_1 STREQUAL "u16")
+      list(APPEND defs -D${slot}_T=uint -D${slot}_FROM_BITS=uint -D${slot}_TO_BITS=uint)
+    else()
+      list(APPEND defs -D${slot}_T=float -D${slot}_FLOAT=1 -D${slot}_FROM_BITS=${CMAKE_MATCH_1}_to_float
+           -D${slot}_TO_BITS=${CMAKE_MATCH_1}_from_float -DUSES_HALF=1)
+    endif()
   else()
     message(FATAL_ERROR "fluxion_vulkan_variant: unknown element type ${dtype}")
   endif()

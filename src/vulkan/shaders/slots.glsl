@@ -1,7 +1,8 @@
 // slots.glsl — the storage buffers of a shader: slot Sk (k = 0..3) at binding k + 1 when Sk_T is
-// defined. LOADk(i) reads element i as stored (8-bit types as uint), STOREk(i, v) writes it (bool
-// slots store v != 0). A shader defines Sk_QUAL as readonly for the slots it only reads, which
-// tells synchronization validation (and the driver) that they are not written.
+// defined. LOADk(i) reads element i as stored (8-bit types as uint; f16 and bf16, whether in
+// uint16_t or packed in words, as float; u16 as uint), STOREk(i, v) writes it (bool slots store
+// v != 0, f16 and bf16 round to nearest even). A shader defines Sk_QUAL as readonly for the slots
+// it only reads, which tells synchronization validation (and the driver) that they are not written.
 // (Generated once by hand from one pattern; keep the four blocks alike.)
 
 #ifdef S0_T
@@ -16,6 +17,14 @@ layout(std430, binding = 1) S0_QUAL buffer Slot0 { uint s0[]; };
 #else
 #define STORE0(i, v) SET_BYTE(s0, i, uint(v))
 #endif
+#elif S0_16BIT
+layout(std430, binding = 1) S0_QUAL buffer Slot0 { uint16_t s0[]; };
+#define LOAD0(i) S0_FROM_BITS(uint(s0[i]))
+#define STORE0(i, v) s0[i] = uint16_t(S0_TO_BITS(S0_T(v)))
+#elif S0_PACKED
+layout(std430, binding = 1) S0_QUAL buffer Slot0 { uint s0[]; };
+#define LOAD0(i) S0_FROM_BITS(HALF_AT(s0, i))
+#define STORE0(i, v) SET_HALF(s0, i, S0_TO_BITS(S0_T(v)))
 #else
 layout(std430, binding = 1) S0_QUAL buffer Slot0 { S0_T s0[]; };
 #define LOAD0(i) s0[i]
@@ -35,6 +44,14 @@ layout(std430, binding = 2) S1_QUAL buffer Slot1 { uint s1[]; };
 #else
 #define STORE1(i, v) SET_BYTE(s1, i, uint(v))
 #endif
+#elif S1_16BIT
+layout(std430, binding = 2) S1_QUAL buffer Slot1 { uint16_t s1[]; };
+#define LOAD1(i) S1_FROM_BITS(uint(s1[i]))
+#define STORE1(i, v) s1[i] = uint16_t(S1_TO_BITS(S1_T(v)))
+#elif S1_PACKED
+layout(std430, binding = 2) S1_QUAL buffer Slot1 { uint s1[]; };
+#define LOAD1(i) S1_FROM_BITS(HALF_AT(s1, i))
+#define STORE1(i, v) SET_HALF(s1, i, S1_TO_BITS(S1_T(v)))
 #else
 layout(std430, binding = 2) S1_QUAL buffer Slot1 { S1_T s1[]; };
 #define LOAD1(i) s1[i]
@@ -54,6 +71,14 @@ layout(std430, binding = 3) S2_QUAL buffer Slot2 { uint s2[]; };
 #else
 #define STORE2(i, v) SET_BYTE(s2, i, uint(v))
 #endif
+#elif S2_16BIT
+layout(std430, binding = 3) S2_QUAL buffer Slot2 { uint16_t s2[]; };
+#define LOAD2(i) S2_FROM_BITS(uint(s2[i]))
+#define STORE2(i, v) s2[i] = uint16_t(S2_TO_BITS(S2_T(v)))
+#elif S2_PACKED
+layout(std430, binding = 3) S2_QUAL buffer Slot2 { uint s2[]; };
+#define LOAD2(i) S2_FROM_BITS(HALF_AT(s2, i))
+#define STORE2(i, v) SET_HALF(s2, i, S2_TO_BITS(S2_T(v)))
 #else
 layout(std430, binding = 3) S2_QUAL buffer Slot2 { S2_T s2[]; };
 #define LOAD2(i) s2[i]
@@ -73,6 +98,14 @@ layout(std430, binding = 4) S3_QUAL buffer Slot3 { uint s3[]; };
 #else
 #define STORE3(i, v) SET_BYTE(s3, i, uint(v))
 #endif
+#elif S3_16BIT
+layout(std430, binding = 4) S3_QUAL buffer Slot3 { uint16_t s3[]; };
+#define LOAD3(i) S3_FROM_BITS(uint(s3[i]))
+#define STORE3(i, v) s3[i] = uint16_t(S3_TO_BITS(S3_T(v)))
+#elif S3_PACKED
+layout(std430, binding = 4) S3_QUAL buffer Slot3 { uint s3[]; };
+#define LOAD3(i) S3_FROM_BITS(HALF_AT(s3, i))
+#define STORE3(i, v) SET_HALF(s3, i, S3_TO_BITS(S3_T(v)))
 #else
 layout(std430, binding = 4) S3_QUAL buffer Slot3 { S3_T s3[]; };
 #define LOAD3(i) s3[i]
