@@ -5,7 +5,10 @@
 //
 // Default: width 64, 4 heads, 2 pre-norm encoder layers with a feed-forward width of 128, AdamW
 // (η = 2e-3, warm-up then cosine decay), batch 64, 12 epochs; the target is 87% test accuracy
-// (issue 14).
+// (issue 14). One run on the CPU (2 cores shared with other builds, FLUXION_NUM_THREADS=1
+// OMP_WAIT_POLICY=passive, 2026-11-25): 82.2% after 1 epoch, 87.3% after 6, 89.1% after 12, in
+// 20 min 42 s (75-139 s an epoch); PyTorch 1.13 loads the saved file into nn.TransformerEncoderLayer
+// modules and gets the same 89.10%.
 //
 // Choices measured on the CPU (2026-11-25, one run each): a class token against the mean of the 49
 // tokens, 1 epoch on 20,000 images, 80.6% against 79.6% test accuracy (η = 2e-3) and 81.0% against
