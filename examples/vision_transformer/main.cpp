@@ -31,6 +31,7 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace fx = fluxion;
@@ -56,8 +57,8 @@ struct Options {
 const char* const kUsage = R"(usage: vision_transformer [options]
 
 Trains a vision transformer on Fashion-MNIST cut into 4×4 patches (49 tokens of 16 values, and a
-class token) and saves vision_transformer.safetensors (the encoder layers under PyTorch's nn.TransformerEncoderLayer
-names: layers.0.self_attn.in_proj_weight, ...).
+class token) and saves vision_transformer.safetensors (the encoder layers under PyTorch's
+nn.TransformerEncoderLayer names: layers.0.self_attn.in_proj_weight, ...).
 
   --epochs N        passes over the training set (default 12)
   --batchsize N     images per step (default 64)
@@ -154,8 +155,8 @@ struct VisionTransformer {
           position(fx::randn({kTokens + 1, o.width})),
           norm(o.width),
           head(o.width, kClasses) {
-        // Pre-norm (x + f(norm(x))) trains without a long warm-up; no dropout: a few epochs do not
-        // overfit this model.
+        // Pre-norm (x + f(norm(x))) trains without a long warm-up; no dropout: over the 12 epochs of
+        // the default run the test accuracy still rose at every epoch.
         for (std::int64_t i = 0; i < o.layers; ++i)
             layers.emplace_back(
                 o.width, o.heads,
