@@ -103,6 +103,17 @@ inline std::vector<OpCase> op_cases() {
         {"softmax", {{3, 5}}, [](const T& x) { return fx::softmax(x[0]); }, "torch.softmax(x0, -1)"},
         {"softmax_axis0", {{3, 4, 2}}, [](const T& x) { return fx::softmax(x[0], 1); }, "torch.softmax(x0, 1)"},
         {"logsoftmax", {{3, 5}}, [](const T& x) { return fx::logsoftmax(x[0] * 50.0); }, "torch.log_softmax(x0 * 50.0, -1)"},
+        {"attention_blocks", {{2, 3, 4}, {2, 5, 4}, {2, 5, 6}},
+         [](const T& x) { return fx::scaled_dot_product_attention(x[0], x[1], x[2], {.block = 2}); },
+         "torch.softmax(x0 @ x1.transpose(-2, -1) / 2.0, -1) @ x2"},
+        {"attention_masked", {{2, 3, 4}, {2, 5, 4}, {2, 5, 6}},
+         [](const T& x) {
+             const auto rows = fx::arange(3, {.dtype = fx::DType::i64, .device = x[0].device()}).reshape({3, 1});
+             const auto cols = fx::arange(5, {.dtype = fx::DType::i64, .device = x[0].device()}).reshape({1, 5});
+             return fx::scaled_dot_product_attention(x[0], x[1], x[2], {.mask = cols > rows, .scale = 0.3, .block = 1});
+         },
+         "torch.softmax((x0 @ x1.transpose(-2, -1) * 0.3).masked_fill(torch.ones(3, 5, dtype=torch.bool).triu(1), "
+         "float('-inf')), -1) @ x2"},
         {"concat", {{2, 3}, {4, 3}}, [](const T& x) { return fx::concat({x[0], x[1]}, 0); }, "torch.cat([x0, x1], 0)"},
         {"concat_axis1", {{2, 3}, {2, 1}}, [](const T& x) { return fx::concat({x[0], x[1]}, 1); }, "torch.cat([x0, x1], 1)"},
         {"stack", {{2, 3}, {2, 3}}, [](const T& x) { return fx::stack({x[0], x[1]}, 1); }, "torch.stack([x0, x1], 1)"},

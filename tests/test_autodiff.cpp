@@ -180,6 +180,7 @@ TEST(Autodiff, TheSweepTellsEachArgumentsGradientWhenItIsFinal) {
         {&l1.weight, &dW1}, {&l1.bias, &db1}, {&l2.weight, &dW2}, {&l2.bias, &db2}};
     for (auto [param, grad] : pairs)
         EXPECT_EQ(fx::max(fx::abs(told.leaves[position(*param)].second - *grad)).item(), 0.0);
+}
 
 // autodiff.hpp: gradients of gradients are not supported; a gradient taken inside f records on its
 // own tape, is right, and is a constant to the outer one, which records on after it.
