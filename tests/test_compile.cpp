@@ -248,6 +248,93 @@ TEST(Compile, TrainRunsCompiledStepsByDefault) {
     EXPECT_EQ(max_difference(model, eager), 0);
 }
 
+// ---- fusion (src/core/compile/fusion.hpp) ----
+namespace {
+
+struct FusedAndPlain {
+    double difference;  // between the two trained models, relative
+    fx::CompileStats fused, plain;
+};
+
+// Trains two copies of `model` by compiled steps of `rule` on the same batches, one plan fused and
+// one not.
+template <class Rule, class M, class Loss>
+FusedAndPlain fused_vs_plain(const Rule& rule, const M& model, const Loss& loss, const Batches& data) {
+    M fused = deep_copy(model), plain = deep_copy(model);
+    auto opt_f = fx::setup(rule, fused), opt_p = fx::setup(rule, plain);
+    auto step_f = fx::compile(loss, fused, opt_f);
+    auto step_p = fx::compile(loss, plain, opt_p, {.fuse = false});
+    for (const auto& [x, y] : data) EXPECT_NEAR(step_f(x, y), step_p(x, y), 1e-5);
+    const auto& [x, y] = data[0];
+    return {max_difference(fused, plain), step_f.stats(x, y), step_p.stats(x, y)};
+}
+
+}  // namespace
+
+// 40,801 parameters: more than one thread's share, so the fused step's slices cross tensors. Four
+// optimiser calls become one (3 fewer), the first layer's product and relu one call (1 fewer).
+TEST(CompileFusion, OptimiserStepsRunAsOneCallBitForBit) {
+    auto model = fx::Chain(fx::Dense(100, 400, fx::relu), fx::Dense(400, 1));
+    auto data = regression_batches(20, 32, 100);
+    auto check = [&](const auto& rule, const char* name) {
+        fx::seed(20);
+        auto r = fused_vs_plain(rule, model, mse_loss, data);
+        EXPECT_EQ(r.difference, 0) << name;
+        EXPECT_EQ(r.plain.kernels, r.plain.traced_kernels) << name;
+        EXPECT_EQ(r.fused.traced_kernels, r.plain.traced_kernels) << name;
+        EXPECT_EQ(r.fused.kernels, r.plain.kernels - 4) << name;
+    };
+    check(fx::Adam{.eta = 1e-3}, "Adam");
+    check(fx::AdamW{.eta = 1e-3}, "AdamW");
+    check(fx::Momentum{.eta = 1e-3}, "Momentum");  // one state buffer
+    check(fx::Descent{.eta = 1e-3}, "Descent");    // none
+}
+
+// Each Conv's bias add joins its convolution (2 fewer), each Dense relu its product (2), the ten
+// Adam steps become one (9).
+TEST(CompileFusion, LeNet5TrainsLikeTheUnfusedPlan) {
+    fx::seed(21);
+    auto data = class_batches(30, {16, 1, 28, 28}, 10);
+    auto r = fused_vs_plain(fx::Adam{.eta = 1e-3}, lenet5(), class_loss, data);
+    std::printf("LeNet-5, fused against unfused: largest relative difference %.3g; %zu calls for %zu\n", r.difference,
+                r.fused.kernels, r.fused.traced_kernels);
+    EXPECT_LE(r.difference, kTolerance);
+    EXPECT_EQ(r.fused.kernels, r.plain.kernels - 13);
+}
+
+// Without a backward pass the intermediates go: each convolution takes its bias and relu (4 calls
+// fewer), each Dense relu runs in place on its product (2 fewer), and the arena shrinks.
+TEST(CompileFusion, InferenceFusesEpiloguesInPlace) {
+    fx::seed(22);
+    auto model = lenet5();
+    auto fused = fx::compile(model), plain = fx::compile(model, {.fuse = false});
+    for (int i = 0; i < 3; ++i) {  // a trace, then replays
+        Tensor x = fx::randn({8, 1, 28, 28});
+        auto a = fused(x).to_vector<float>(), b = plain(x).to_vector<float>();
+        ASSERT_EQ(a.size(), b.size());
+        for (std::size_t j = 0; j < a.size(); ++j) EXPECT_NEAR(a[j], b[j], 1e-5);
+    }
+    Tensor x = fx::randn({8, 1, 28, 28});
+    auto f = fused.stats(x), p = plain.stats(x);
+    EXPECT_EQ(f.kernels, p.kernels - 6);
+    EXPECT_LT(f.arena_bytes, p.arena_bytes);
+    EXPECT_EQ(f.intermediate_bytes, p.intermediate_bytes);  // what the traced step allocated
+}
+
+TEST(CompileFusion, EnvironmentTurnsItOff) {
+    fx::seed(23);
+    auto model = fx::Chain(fx::Dense(10, 16, fx::relu), fx::Dense(16, 1));
+    Tensor x = fx::randn({4, 10});
+    setenv("FLUXION_FUSE", "0", 1);
+    auto off = fx::compile(model);
+    off(x);
+    unsetenv("FLUXION_FUSE");
+    auto on = fx::compile(model);
+    on(x);
+    EXPECT_EQ(off.stats(x).kernels, off.stats(x).traced_kernels);
+    EXPECT_LT(on.stats(x).kernels, on.stats(x).traced_kernels);
+}
+
 // ---- allocations (tests/allocation_counting.cpp counts them) ----
 #if !defined(__SANITIZE_ADDRESS__)
 namespace {

@@ -1,0 +1,35 @@
+// fused.hpp — kernels that do the work of several table entries in one call, for fx::compile's
+// fused replays (src/core/compile/fusion.cpp). Each computes what the calls it stands for compute,
+// element for element, for f32 and f64 (fusion leaves the calls of other types alone). They are not
+// entries of the backend table: only replays of the CPU's calls reach them.
+#pragma once
+#include <cstddef>
+
+#include "cpu/kernels.hpp"
+
+namespace fluxion::backend::cpu {
+
+// optimiser_step on `count` tensors as one loop over all their elements, shared among the threads
+// (one parallel region instead of one per tensor, as PyTorch's foreach/fused optimisers): tensor i
+// has n[i] elements, hyper-parameters *hp[i] and the buffers ptrs[4i .. 4i + 3] (parameter,
+// gradient, state1, state2; null states where the rule needs none). Bit for bit what `count` calls
+// of optimiser_step compute.
+void optimiser_steps(Optimiser rule, DType t, std::size_t count, const int64_t* n, const OptimiserStep* const* hp,
+                     void* const* ptrs);
+
+// What follows a convolution in the same call: y += bias (one value per output channel, as the
+// broadcast add of a Conv layer's bias), then y = op(y) (unary's op with its parameters a and b).
+struct ConvEpilogue {
+    bool bias = false;
+    bool activation = false;
+    Unary op = Unary::relu;
+    double a = 0, b = 0;
+};
+
+// conv2d into y, then the epilogue on y while it is fresh. Where oneDNN runs the convolution, the
+// bias and a relu are its own (a bias argument and a post-op: the output is written once); another
+// activation, or the im2col path, runs unary in place on y.
+void conv2d_epilogue(DType t, const Conv2dShape& s, const void* x, const void* w, const void* bias,
+                     const ConvEpilogue& e, void* y);
+
+}  // namespace fluxion::backend::cpu
