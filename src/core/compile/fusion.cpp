@@ -1,7 +1,9 @@
-// fusion.cpp — the patterns of fusion.hpp, found on the recorded calls' kinds and pointer
-// references. First a pass that lets an activation run in place (redirecting every reference to
-// the product it reads to the buffer it writes), then one pass that replaces each group of calls by
-// one call whose pointer arguments are the group's, in order, less the intermediates.
+// fusion.hpp's patterns, found on the recorded calls' kinds and pointer references. First a pass
+// that frees activations' inputs: relu's gradient reads the relu's output instead of its input
+// (y > 0 exactly where x > 0), and an activation after a product runs in place where nothing else
+// reads the product (every reference to the product then names the activation's output). Then one
+// pass replaces each group of calls by one call whose pointer arguments are the group's, in order,
+// less the intermediates.
 #include "core/compile/fusion.hpp"
 
 #include <algorithm>
@@ -41,6 +43,27 @@ bool walks(const backend::Strided& view, std::initializer_list<I> shape, std::in
 class Fusion {
 public:
     Fusion(Recorder& rec, std::size_t boundary, std::size_t output) : rec_(rec), boundary_(boundary), output_(output) {}
+
+    // relu's gradient, gx = x > 0 ? gy : 0, reads x; it reads y = relu(x) instead, which is
+    // positive exactly where x is (0, -0 and NaN stay what they were, and are not positive), so
+    // that x may be an intermediate of a fused convolution or product. Like every gradient on the
+    // tape, this relies on the step not writing into y in place in between.
+    void relu_gradients_read_outputs() {
+        const auto& calls = rec_.calls;
+        for (std::size_t k = 0; k < calls.size(); ++k) {
+            const auto* back = as<UnaryBackwardCall>(calls[k]);
+            if (!back || back->op != backend::Unary::relu || !fusable_type(back->t)) continue;
+            const BufferRef x = ref(k, 0), y = ref(k, 1);
+            for (std::size_t j = 0; j < k; ++j) {
+                const auto* fwd = as<UnaryCall>(calls[j]);
+                if (fwd && fwd->op == backend::Unary::relu && fwd->t == back->t && same_ref(ref(j, 0), x) &&
+                    same_ref(ref(j, 1), y)) {
+                    rec_.refs[calls[k].first] = y;
+                    break;
+                }
+            }
+        }
+    }
 
     // Lets an activation after a matrix product run in place where nothing else reads the product.
     void redirect_products() {
@@ -226,6 +249,7 @@ private:
 
 std::size_t fuse(Recorder& rec, std::size_t boundary, std::size_t output) {
     Fusion f(rec, boundary, output);
+    f.relu_gradients_read_outputs();
     f.redirect_products();
     return f.merge();
 }

@@ -7,6 +7,8 @@
 //    oneDNN's bias argument and relu post-op), the intermediates gone from the arena;
 //  - a matrix product followed by an activation of its result: the two kernels in one call, and when
 //    no other call reads the product, the activation runs in place on the buffer it writes.
+// relu's gradient is first made to read the relu's output rather than its input (the same test,
+// y > 0 where x > 0), so that in training too the input of a relu is an intermediate.
 // Fused calls compute what the calls they replace computed. Only f32 and f64 calls of the CPU's own
 // table are fused; every other call (another device's, a half type's) is replayed as recorded.
 #pragma once

@@ -62,7 +62,12 @@ struct UnaryCall {
     std::int64_t n;
     double a, b;
 };
-using Kernel = std::variant<std::monostate, OptimiserCall, Conv2dCall, GemmCall, BinaryCall, UnaryCall>;
+struct UnaryBackwardCall {
+    backend::Unary op;
+    DType t;
+};
+using Kernel =
+    std::variant<std::monostate, OptimiserCall, Conv2dCall, GemmCall, BinaryCall, UnaryCall, UnaryBackwardCall>;
 
 struct RecordedCall {
     PreparedCall run;

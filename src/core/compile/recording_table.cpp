@@ -69,9 +69,12 @@ template <int S> struct Recording {
     static void unary_backward(int d, Unary op, DType t, I n, const void* x, const void* y, const void* gy, void* gx,
                                double a, double b) {
         real()->unary_backward(d, op, t, n, x, y, gy, gx, a, b);
-        rec().record(S, {x, y, gy, gx}, [R = real(), d, op, t, n, a, b](void* const* p) {
-            R->unary_backward(d, op, t, n, p[0], p[1], p[2], p[3], a, b);
-        });
+        rec().record(
+            S, {x, y, gy, gx},
+            [R = real(), d, op, t, n, a, b](void* const* p) {
+                R->unary_backward(d, op, t, n, p[0], p[1], p[2], p[3], a, b);
+            },
+            described(UnaryBackwardCall{op, t}));
     }
 
     static void binary(int d, Binary op, DType t, const Strided* av, const void* a, const Strided* bv, const void* b,
