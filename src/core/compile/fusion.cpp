@@ -27,6 +27,11 @@ bool same_ref(const BufferRef& a, const BufferRef& b) {
     return a.kind == b.kind && a.index == b.index && a.offset == b.offset;
 }
 
+// Whether two references point into the same buffer the step made.
+bool same_buffer(const BufferRef& a, const BufferRef& b) {
+    return a.kind == BufferRef::Kind::traced && b.kind == BufferRef::Kind::traced && a.index == b.index;
+}
+
 // A buffer the step made, referenced at its start.
 bool whole_traced(const BufferRef& r) { return r.kind == BufferRef::Kind::traced && r.offset == 0; }
 
@@ -191,7 +196,7 @@ private:
             if (add && add->op == backend::Binary::add && add->t == conv->t && same_ref(ref(j, 0), out) &&
                 walks(add->a, {s.n, s.k, s.oh, s.ow}, {s.k * plane, plane, s.ow, 1}) &&
                 walks(add->b, {s.n, s.k, s.oh, s.ow}, {0, 1, 0, 0}) && only_used_by(out, {i, j}) &&
-                whole_traced(ref(j, 2))) {
+                whole_traced(ref(j, 2)) && !same_buffer(ref(j, 1), out)) {  // y + y of a {1, k, 1, 1} y is no bias
                 e.bias = true;
                 bias = ref(j, 1);
                 out = ref(j, 2);
