@@ -367,6 +367,25 @@ TEST(CompileFusion, ConvolutionEpiloguesMatchInEveryVariant) {
     }
 }
 
+// A target transformed inside the loss, tanh((2 - y/2) y), then subtracted from the model's output:
+// five elementwise calls (a scalar on either side, a second operand of the value's size, the value on
+// either side), each result read only by the next, become one; with the two Adam steps, 5 calls
+// fewer. 33,033 elements: more than one thread's share, and not a whole number of blocks.
+TEST(CompileFusion, ElementwiseChainsRunAsOneLoop) {
+    fx::seed(25);
+    auto model = fx::Chain(fx::Dense(10, 1001));
+    Batches data;
+    for (int i = 0; i < 5; ++i) data.emplace_back(fx::randn({33, 10}), fx::randn({33, 1001}));
+    auto loss = [](const auto& m, const Tensor& x, const Tensor& y) {
+        Tensor out = m(x);
+        Tensor difference = out - fx::tanh((2.0 - y * 0.5) * y);
+        return fx::mean(difference * difference);
+    };
+    auto r = fused_vs_plain(fx::Adam{.eta = 1e-3}, model, loss, data);
+    EXPECT_EQ(r.difference, 0);
+    EXPECT_EQ(r.fused.kernels, r.plain.kernels - 5);
+}
+
 TEST(CompileFusion, EnvironmentTurnsItOff) {
     fx::seed(23);
     auto model = fx::Chain(fx::Dense(10, 16, fx::relu), fx::Dense(16, 1));

@@ -32,4 +32,21 @@ struct ConvEpilogue {
 void conv2d_epilogue(DType t, const Conv2dShape& s, const void* x, const void* w, const void* bias,
                      const ConvEpilogue& e, void* y);
 
+// One step of an elementwise chain: unary's op (with a and b), or binary's arithmetic op between the
+// chain's value and another operand (n elements, or one broadcast), the value on the left or right.
+struct ElementwiseStep {
+    bool binary = false;
+    Unary unary_op = Unary::neg;
+    double a = 0, b = 0;
+    Binary binary_op = Binary::add;
+    bool value_first = true;  // value op other, else other op value
+    bool other_scalar = false;
+};
+
+// y = the `count` steps applied in turn to the n elements of x, as the unary and binary calls they
+// stand for would compute them, without the intermediates: block by block, each block in the L1
+// cache through every step, blocks shared among the threads. ptrs: x, each binary step's other
+// operand in order, y (which may not be an operand of a step).
+void elementwise_chain(DType t, int64_t n, const ElementwiseStep* steps, std::size_t count, void* const* ptrs);
+
 }  // namespace fluxion::backend::cpu

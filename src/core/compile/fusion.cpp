@@ -45,6 +45,23 @@ bool walks(const backend::Strided& view, std::initializer_list<I> shape, std::in
     return true;
 }
 
+// The elements of a view that walks them contiguously (dimensions of size 1 at any stride), or -1.
+I flat_size(const backend::Strided& view) {
+    I expected = 1;
+    for (int d = view.ndim - 1; d >= 0; --d) {
+        if (view.shape[d] != 1 && view.strides[d] != expected) return -1;
+        expected *= view.shape[d];
+    }
+    return expected;
+}
+
+// Whether a view repeats one element.
+bool broadcast_scalar(const backend::Strided& view) {
+    for (int d = 0; d < view.ndim; ++d)
+        if (view.shape[d] != 1 && view.strides[d] != 0) return false;
+    return true;
+}
+
 class Fusion {
 public:
     Fusion(Recorder& rec, std::size_t boundary, std::size_t output) : rec_(rec), boundary_(boundary), output_(output) {}
@@ -102,7 +119,7 @@ public:
             RecordedCall fused;
             std::vector<BufferRef> args;
             if (optimisers(i, next, fused, args) || convolution(i, next, fused, args) ||
-                product_activation(i, next, fused, args)) {
+                product_activation(i, next, fused, args) || elementwise(i, next, fused, args)) {
                 fused.first = refs.size();
                 fused.count = args.size();
                 fused.space = rec_.calls[i].space;
@@ -241,6 +258,74 @@ private:
         fused.run = [gemm = std::move(rec_.calls[i].run), act = std::move(rec_.calls[i + 1].run)](void* const* p) {
             gemm(p);
             act(p + 3);
+        };
+        return true;
+    }
+
+    // Call j as a step of an elementwise chain of n elements of type t whose value so far is in
+    // `value`; for the first call (`value` null) its operand read as the value is `input`, and t, n
+    // are set. A binary step's other operand goes to `others`.
+    bool chain_step(std::size_t j, const BufferRef* value, DType& t, I& n, backend::cpu::ElementwiseStep& step,
+                    BufferRef& input, std::vector<BufferRef>& others) const {
+        if (const auto* u = as<UnaryCall>(rec_.calls[j])) {
+            if (!fusable_type(u->t) || (value && (u->t != t || u->n != n || !same_ref(ref(j, 0), *value))))
+                return false;
+            if (!value) t = u->t, n = u->n, input = ref(j, 0);
+            step = {.binary = false, .unary_op = u->op, .a = u->a, .b = u->b};
+            return true;
+        }
+        const auto* b = as<BinaryCall>(rec_.calls[j]);
+        if (!b || b->op > backend::Binary::minimum || !fusable_type(b->t) || (value && b->t != t)) return false;
+        const I count = value ? n : flat_size(b->a) >= 0 ? flat_size(b->a) : flat_size(b->b);
+        if (count <= 0) return false;
+        // The side that holds the value: the first operand when it can, else the second.
+        for (bool first : {true, false}) {
+            const backend::Strided& v = first ? b->a : b->b;
+            const backend::Strided& o = first ? b->b : b->a;
+            const BufferRef& vr = ref(j, first ? 0 : 1);
+            const BufferRef& other = ref(j, first ? 1 : 0);
+            if (flat_size(v) != count || (value && !same_ref(vr, *value))) continue;
+            const bool scalar = broadcast_scalar(o);
+            if (!scalar && flat_size(o) != count) continue;
+            if (value && same_buffer(other, *value)) continue;  // x op x: the value is not kept
+            if (!value) t = b->t, n = count, input = vr;
+            step = {.binary = true, .binary_op = b->op, .value_first = first, .other_scalar = scalar};
+            others.push_back(other);
+            return true;
+        }
+        return false;
+    }
+
+    // Elementwise calls each reading the result of the one before, an intermediate no other call
+    // reads: one call, block by block (cpu::elementwise_chain), the intermediates gone.
+    bool elementwise(std::size_t i, std::size_t& next, RecordedCall& fused, std::vector<BufferRef>& args) const {
+        DType t{};
+        I n = 0;
+        BufferRef input{}, value{};
+        std::vector<backend::cpu::ElementwiseStep> steps(1);
+        std::vector<BufferRef> others;
+        if (!chain_step(i, nullptr, t, n, steps[0], input, others)) return false;
+        value = ref(i, rec_.calls[i].count - 1);
+        std::size_t j = i + 1;
+        for (; j < rec_.calls.size() && one_phase(i, j) && only_used_by(value, {j - 1, j}); ++j) {
+            backend::cpu::ElementwiseStep step;
+            if (!chain_step(j, &value, t, n, step, input, others)) break;
+            steps.push_back(step);
+            value = ref(j, rec_.calls[j].count - 1);
+        }
+        // The last result is written from the first step on: no step may read it.
+        while (steps.size() >= 2 && (!whole_traced(value) || *uses_[value.index].begin() != i + steps.size() - 1)) {
+            if (steps.back().binary) others.pop_back();
+            steps.pop_back();
+            value = ref(i + steps.size() - 1, rec_.calls[i + steps.size() - 1].count - 1);
+        }
+        if (steps.size() < 2) return false;
+        next = i + steps.size();
+        args.push_back(input);
+        args.insert(args.end(), others.begin(), others.end());
+        args.push_back(value);
+        fused.run = [t, n, steps = std::move(steps)](void* const* p) {
+            backend::cpu::elementwise_chain(t, n, steps.data(), steps.size(), p);
         };
         return true;
     }

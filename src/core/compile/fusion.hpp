@@ -7,6 +7,9 @@
 //    oneDNN's bias argument and relu post-op), the intermediates gone from the arena;
 //  - a matrix product followed by an activation of its result: the two kernels in one call, and when
 //    no other call reads the product, the activation runs in place on the buffer it writes.
+//  - elementwise calls (unary ops, and binary arithmetic with a second operand of the same size or
+//    one broadcast value) each reading the result of the one before, an intermediate no other call
+//    reads: one call that takes the data block by block through every op (cpu::elementwise_chain).
 // relu's gradient is first made to read the relu's output rather than its input (the same test,
 // y > 0 where x > 0), so that in training too the input of a relu is an intermediate.
 // Fused calls compute what the calls they replace computed. Only f32 and f64 calls of the CPU's own
