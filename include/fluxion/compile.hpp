@@ -216,7 +216,8 @@ private:
 
 template <class Model> class CompiledForward {
 public:
-    CompiledForward(const Model& model, CompileOptions options) : model_(model), plans_("compiled model", options.cache, options.fuse) {}
+    CompiledForward(const Model& model, CompileOptions options)
+        : model_(model), plans_("compiled model", options.cache, options.fuse) {}
 
     Tensor operator()(const Tensor& x) {
         std::array<Tensor, 1> in{x.contiguous()};
