@@ -248,6 +248,158 @@ TEST(Compile, TrainRunsCompiledStepsByDefault) {
     EXPECT_EQ(max_difference(model, eager), 0);
 }
 
+// ---- fusion (src/core/compile/fusion.hpp) ----
+namespace {
+
+struct FusedAndPlain {
+    double difference;  // between the two trained models, relative
+    fx::CompileStats fused, plain;
+};
+
+// max_difference over the tensors two models hold (a Conv without a bias holds an empty one).
+template <class M> double held_difference(const M& a, const M& b) {
+    std::vector<Tensor> ta, tb;
+    fx::for_each_tensor(a, [&](const Tensor& t) { ta.push_back(t); });
+    fx::for_each_tensor(b, [&](const Tensor& t) { tb.push_back(t); });
+    EXPECT_EQ(ta.size(), tb.size());
+    double worst = 0;
+    for (std::size_t i = 0; i < ta.size() && i < tb.size(); ++i) {
+        EXPECT_EQ(ta[i].defined(), tb[i].defined());
+        if (!ta[i].defined() || !tb[i].defined()) continue;
+        auto va = ta[i].to(fx::DType::f64).to_vector<double>(), vb = tb[i].to(fx::DType::f64).to_vector<double>();
+        for (std::size_t j = 0; j < va.size(); ++j)
+            worst = std::max(worst, std::abs(va[j] - vb[j]) / std::max(1.0, std::abs(va[j])));
+    }
+    return worst;
+}
+
+// Trains two copies of `model` by compiled steps of `rule` on the same batches, one plan fused and
+// one not.
+template <class Rule, class M, class Loss>
+FusedAndPlain fused_vs_plain(const Rule& rule, const M& model, const Loss& loss, const Batches& data) {
+    M fused = deep_copy(model), plain = deep_copy(model);
+    auto opt_f = fx::setup(rule, fused), opt_p = fx::setup(rule, plain);
+    auto step_f = fx::compile(loss, fused, opt_f);
+    auto step_p = fx::compile(loss, plain, opt_p, {.fuse = false});
+    for (const auto& [x, y] : data) EXPECT_NEAR(step_f(x, y), step_p(x, y), 1e-5);
+    const auto& [x, y] = data[0];
+    return {held_difference(fused, plain), step_f.stats(x, y), step_p.stats(x, y)};
+}
+
+}  // namespace
+
+// 40,801 parameters: more than one thread's share, so the fused step's slices cross tensors. Four
+// optimiser calls become one (3 fewer), the first layer's product and relu one call (1 fewer).
+TEST(CompileFusion, OptimiserStepsRunAsOneCallBitForBit) {
+    auto model = fx::Chain(fx::Dense(100, 400, fx::relu), fx::Dense(400, 1));
+    auto data = regression_batches(20, 32, 100);
+    auto check = [&](const auto& rule, const char* name) {
+        fx::seed(20);
+        auto r = fused_vs_plain(rule, model, mse_loss, data);
+        EXPECT_EQ(r.difference, 0) << name;
+        EXPECT_EQ(r.plain.kernels, r.plain.traced_kernels) << name;
+        EXPECT_EQ(r.fused.traced_kernels, r.plain.traced_kernels) << name;
+        EXPECT_EQ(r.fused.kernels, r.plain.kernels - 4) << name;
+    };
+    check(fx::Adam{.eta = 1e-3}, "Adam");
+    check(fx::AdamW{.eta = 1e-3}, "AdamW");
+    check(fx::Momentum{.eta = 1e-3}, "Momentum");  // one state buffer
+    check(fx::Descent{.eta = 1e-3}, "Descent");    // none
+}
+
+// relu's gradient reads the relu's output, so each Conv's bias add and relu join its convolution (4
+// calls fewer), each Dense relu its product (2), and the ten Adam steps become one (9).
+TEST(CompileFusion, LeNet5TrainsLikeTheUnfusedPlan) {
+    fx::seed(21);
+    auto data = class_batches(30, {16, 1, 28, 28}, 10);
+    auto r = fused_vs_plain(fx::Adam{.eta = 1e-3}, lenet5(), class_loss, data);
+    std::printf("LeNet-5, fused against unfused: largest relative difference %.3g; %zu calls for %zu\n", r.difference,
+                r.fused.kernels, r.fused.traced_kernels);
+    EXPECT_LE(r.difference, kTolerance);
+    EXPECT_EQ(r.fused.kernels, r.plain.kernels - 15);
+}
+
+// Without a backward pass the intermediates go: each convolution takes its bias and relu (4 calls
+// fewer), each Dense relu runs in place on its product (2 fewer), and the arena shrinks.
+TEST(CompileFusion, InferenceFusesEpiloguesInPlace) {
+    fx::seed(22);
+    auto model = lenet5();
+    auto fused = fx::compile(model), plain = fx::compile(model, {.fuse = false});
+    for (int i = 0; i < 3; ++i) {  // a trace, then replays
+        Tensor x = fx::randn({8, 1, 28, 28});
+        auto a = fused(x).to_vector<float>(), b = plain(x).to_vector<float>();
+        ASSERT_EQ(a.size(), b.size());
+        for (std::size_t j = 0; j < a.size(); ++j) EXPECT_NEAR(a[j], b[j], 1e-5);
+    }
+    Tensor x = fx::randn({8, 1, 28, 28});
+    auto f = fused.stats(x), p = plain.stats(x);
+    EXPECT_EQ(f.kernels, p.kernels - 6);
+    EXPECT_LT(f.arena_bytes, p.arena_bytes);
+    EXPECT_EQ(f.intermediate_bytes, p.intermediate_bytes);  // what the traced step allocated
+}
+
+// Convolutions with a bias and sigmoid, and without a bias with relu, in f32 (oneDNN's bias and
+// post-op) and f64 (the im2col path and fluxion's own epilogue). Training: the first bias add joins
+// its convolution (sigmoid's gradient keeps its input), the second relu too, five Adam steps
+// become one (6 calls fewer); inference: both activations join (3 fewer).
+TEST(CompileFusion, ConvolutionEpiloguesMatchInEveryVariant) {
+    for (fx::DType t : {fx::DType::f32, fx::DType::f64}) {
+        SCOPED_TRACE(fx::name(t));
+        fx::seed(24);
+        auto model = fx::PrecisionMover{t}(fx::Chain(fx::Conv({3, 3}, 2, 4, fx::sigmoid, {.pad = 1}),
+                                                     fx::Conv({3, 3}, 4, 3, fx::relu, {.bias = false}), fx::Flatten(),
+                                                     fx::Dense(48, 10)));
+        auto data = class_batches(10, {8, 2, 6, 6}, 10);
+        for (auto& [x, y] : data) x = x.to(t);
+        auto r = fused_vs_plain(fx::Adam{.eta = 1e-2}, model, class_loss, data);
+        EXPECT_LE(r.difference, kTolerance);
+        EXPECT_EQ(r.fused.kernels, r.plain.kernels - 6);
+        auto fused = fx::compile(model), plain = fx::compile(model, {.fuse = false});
+        for (int i = 0; i < 3; ++i) {
+            const Tensor& x = std::get<0>(data[std::size_t(i)]);
+            auto a = fused(x).to(fx::DType::f64).to_vector<double>(),
+                 b = plain(x).to(fx::DType::f64).to_vector<double>();
+            ASSERT_EQ(a.size(), b.size());
+            for (std::size_t j = 0; j < a.size(); ++j) EXPECT_NEAR(a[j], b[j], 1e-6);
+        }
+        const Tensor& x = std::get<0>(data[0]);
+        EXPECT_EQ(fused.stats(x).kernels, plain.stats(x).kernels - 3);
+    }
+}
+
+// A target transformed inside the loss, tanh((2 - y/2) y), then subtracted from the model's output:
+// five elementwise calls (a scalar on either side, a second operand of the value's size, the value on
+// either side), each result read only by the next, become one; with the two Adam steps, 5 calls
+// fewer. 33,033 elements: more than one thread's share, and not a whole number of blocks.
+TEST(CompileFusion, ElementwiseChainsRunAsOneLoop) {
+    fx::seed(25);
+    auto model = fx::Chain(fx::Dense(10, 1001));
+    Batches data;
+    for (int i = 0; i < 5; ++i) data.emplace_back(fx::randn({33, 10}), fx::randn({33, 1001}));
+    auto loss = [](const auto& m, const Tensor& x, const Tensor& y) {
+        Tensor out = m(x);
+        Tensor difference = out - fx::tanh((2.0 - y * 0.5) * y);
+        return fx::mean(difference * difference);
+    };
+    auto r = fused_vs_plain(fx::Adam{.eta = 1e-3}, model, loss, data);
+    EXPECT_EQ(r.difference, 0);
+    EXPECT_EQ(r.fused.kernels, r.plain.kernels - 5);
+}
+
+TEST(CompileFusion, EnvironmentTurnsItOff) {
+    fx::seed(23);
+    auto model = fx::Chain(fx::Dense(10, 16, fx::relu), fx::Dense(16, 1));
+    Tensor x = fx::randn({4, 10});
+    setenv("FLUXION_FUSE", "0", 1);
+    auto off = fx::compile(model);
+    off(x);
+    unsetenv("FLUXION_FUSE");
+    auto on = fx::compile(model);
+    on(x);
+    EXPECT_EQ(off.stats(x).kernels, off.stats(x).traced_kernels);
+    EXPECT_LT(on.stats(x).kernels, on.stats(x).traced_kernels);
+}
+
 // ---- allocations (tests/allocation_counting.cpp counts them) ----
 #if !defined(__SANITIZE_ADDRESS__)
 namespace {

@@ -49,11 +49,14 @@ struct CompileOptions {
     bool cache = true;       // one plan per set of input shapes; false: inputs of new shapes are an error
     bool fall_back = false;  // a step that cannot be replayed (it keeps a tensor it made outside the
                              // function, ...) runs eagerly instead of raising ValueError
+    bool fuse = true;        // replay some runs of CPU kernels as one call each (docs/ARCHITECTURE.md,
+                             // "Compiled steps"); the environment variable FLUXION_FUSE=0 turns it off too
 };
 
 // What the plan for the latest inputs holds.
 struct CompileStats {
-    std::size_t kernels = 0;             // recorded calls replayed per step
+    std::size_t kernels = 0;             // calls replayed per step, after fusion
+    std::size_t traced_kernels = 0;      // kernel calls the traced step made (kernels, without fusion)
     std::size_t arena_bytes = 0;         // one arena for every tensor the step creates
     std::size_t intermediate_bytes = 0;  // those tensors' sizes added up (what eager steps allocate)
     bool recorded = false;               // the device replays each phase as one recorded submission
@@ -64,7 +67,7 @@ namespace detail {
 // The plans of one compiled function, by the shapes and element types of its inputs.
 class CompiledPlans {
 public:
-    CompiledPlans(std::string what, bool cache);
+    CompiledPlans(std::string what, bool cache, bool fuse);
     ~CompiledPlans();
     CompiledPlans(CompiledPlans&&) noexcept;
     CompiledPlans& operator=(CompiledPlans&&) noexcept;
@@ -130,7 +133,7 @@ private:
 template <class LossFn, class Model, class Rule> class CompiledStep {
 public:
     CompiledStep(LossFn lossfn, Model& model, OptimiserState<Rule>& opt, CompileOptions options)
-        : lossfn_(std::move(lossfn)), model_(model), opt_(opt), plans_("compiled step", options.cache),
+        : lossfn_(std::move(lossfn)), model_(model), opt_(opt), plans_("compiled step", options.cache, options.fuse),
           fall_back_(options.fall_back) {}
 
     float operator()(const Tensor& x, const Tensor& y) {
@@ -213,7 +216,8 @@ private:
 
 template <class Model> class CompiledForward {
 public:
-    CompiledForward(const Model& model, CompileOptions options) : model_(model), plans_("compiled model", options.cache) {}
+    CompiledForward(const Model& model, CompileOptions options)
+        : model_(model), plans_("compiled model", options.cache, options.fuse) {}
 
     Tensor operator()(const Tensor& x) {
         std::array<Tensor, 1> in{x.contiguous()};

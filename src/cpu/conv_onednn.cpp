@@ -49,6 +49,7 @@ struct Operand {
 struct Plan {
     dnnl::primitive primitive;
     Operand a, b, out;
+    memory::desc bias;  // zero when the forward pass adds none
     memory::desc scratchpad;
     std::size_t scratchpad_offset = 0, workspace = 0;
 };
@@ -66,7 +67,8 @@ Operand operand(int arg, const memory::desc& plain, const memory::desc& wanted, 
     return o;
 }
 
-std::unique_ptr<Plan> make_plan(ConvPass pass, const Conv2dShape& s) {
+// A forward plan may add a bias and apply relu (`bias`, `relu`); the backward passes take neither.
+std::unique_ptr<Plan> make_plan(ConvPass pass, const Conv2dShape& s, bool bias, bool relu) {
     const int64_t g = s.groups;
     const memory::dims x_dims{s.n, s.c, s.h, s.w}, y_dims{s.n, s.k, s.oh, s.ow};
     const memory::dims w_dims = g > 1 ? memory::dims{g, s.k / g, s.c / g, s.r, s.s} : memory::dims{s.k, s.c, s.r, s.s};
@@ -85,11 +87,19 @@ std::unique_ptr<Plan> make_plan(ConvPass pass, const Conv2dShape& s) {
 
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (relu) {
+        dnnl::post_ops ops;
+        ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+        attr.set_post_ops(ops);
+    }
     const auto algo = dnnl::algorithm::convolution_direct;
-    const dnnl::convolution_forward::primitive_desc forward(
-        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algo, x_any, w_any, y_any, strides, dilates,
-                                        pad_l, pad_r),
-        attr, engine());
+    const memory::desc b_plain = bias ? memory::desc({s.k}, f32, Tag::x) : memory::desc();
+    const auto forward_desc =
+        bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algo, x_any, w_any, b_plain, y_any,
+                                               strides, dilates, pad_l, pad_r)
+             : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algo, x_any, w_any, y_any, strides,
+                                               dilates, pad_l, pad_r);
+    const dnnl::convolution_forward::primitive_desc forward(forward_desc, attr, engine());
     std::size_t ws = 0;
     auto plan = std::make_unique<Plan>();
     switch (pass) {
@@ -99,6 +109,7 @@ std::unique_ptr<Plan> make_plan(ConvPass pass, const Conv2dShape& s) {
             plan->a = operand(DNNL_ARG_SRC, x_plain, forward.src_desc(), true, ws);
             plan->b = operand(DNNL_ARG_WEIGHTS, w_plain, forward.weights_desc(), true, ws);
             plan->out = operand(DNNL_ARG_DST, y_plain, forward.dst_desc(), false, ws);
+            plan->bias = b_plain;
             break;
         }
         case ConvPass::backward_input: {
@@ -129,21 +140,22 @@ std::unique_ptr<Plan> make_plan(ConvPass pass, const Conv2dShape& s) {
     return plan;
 }
 
-using Key = std::array<int64_t, 17>;
+using Key = std::array<int64_t, 19>;
 
 // The plan for a shape and pass, made on first use; null when oneDNN does not take the shape
 // (remembered, so that it is asked once).
-const Plan* plan_for(ConvPass pass, const Conv2dShape& s) {
+const Plan* plan_for(ConvPass pass, const Conv2dShape& s, bool bias, bool relu) {
     static std::mutex mutex;
     static std::map<Key, std::unique_ptr<Plan>>* plans = new std::map<Key, std::unique_ptr<Plan>>;  // process lifetime
     const Key key{int64_t(pass), s.n,        s.c,        s.h,     s.w,     s.k,     s.r,     s.s,    s.oh,
-                  s.ow,          s.stride_h, s.stride_w, s.pad_h, s.pad_w, s.dil_h, s.dil_w, s.groups};
+                  s.ow,          s.stride_h, s.stride_w, s.pad_h, s.pad_w, s.dil_h, s.dil_w, s.groups,
+                  int64_t(bias), int64_t(relu)};
     std::lock_guard lock(mutex);
     auto it = plans->find(key);
     if (it == plans->end()) {
         std::unique_ptr<Plan> plan;
         try {
-            plan = make_plan(pass, s);
+            plan = make_plan(pass, s, bias, relu);
         } catch (const dnnl::error&) {
             // Not a shape oneDNN takes: im2col + GEMM computes it.
         }
@@ -156,7 +168,7 @@ const Plan* plan_for(ConvPass pass, const Conv2dShape& s) {
 // call's buffers every time after, so that a convolution allocates nothing on our side once its
 // shape has been seen (compiled steps replay without allocating).
 struct Bound {
-    memory a, a_copy, b, b_copy, out, out_wanted, pad;
+    memory a, a_copy, b, b_copy, out, out_wanted, pad, bias;
 };
 
 Bound& bound_for(const Plan& plan) {
@@ -166,7 +178,8 @@ Bound& bound_for(const Plan& plan) {
     const auto none = [&](const memory::desc& d) { return memory(d, engine(), nullptr); };
     return bound
         .emplace(&plan, Bound{none(plan.a.plain), none(plan.a.wanted), none(plan.b.plain), none(plan.b.wanted),
-                              none(plan.out.plain), none(plan.out.wanted), none(plan.scratchpad)})
+                              none(plan.out.plain), none(plan.out.wanted), none(plan.scratchpad),
+                              plan.bias.dims().empty() ? memory() : none(plan.bias)})
         .first->second;
 }
 
@@ -179,9 +192,11 @@ void execute(const dnnl::primitive& p, const dnnl::stream& stream, std::initiali
 
 }  // namespace
 
-bool onednn_conv2d(ConvPass pass, const Conv2dShape& s, const float* a, const float* b, float* out) {
+bool onednn_conv2d(ConvPass pass, const Conv2dShape& s, const float* a, const float* b, float* out, const float* bias,
+                   bool relu) {
     if (s.n <= 0 || s.c <= 0 || s.h <= 0 || s.w <= 0 || s.k <= 0 || s.oh <= 0 || s.ow <= 0) return false;
-    const Plan* plan = plan_for(pass, s);
+    if (pass != ConvPass::forward && (bias || relu)) return false;
+    const Plan* plan = plan_for(pass, s, bias != nullptr, relu);
     if (!plan) return false;
     try {
         thread_local dnnl::stream stream(engine());
@@ -201,9 +216,16 @@ bool onednn_conv2d(ConvPass pass, const Conv2dShape& s, const float* a, const fl
         memory& mo = plan->out.reorder ? m.out_wanted : m.out;
         if (plan->out.reorder) mo.set_data_handle(base + plan->out.offset);
         m.pad.set_data_handle(base + plan->scratchpad_offset);
-        execute(plan->primitive, stream,
-                {{plan->a.arg, ma.get()}, {plan->b.arg, mb.get()}, {plan->out.arg, mo.get()},
-                 {DNNL_ARG_SCRATCHPAD, m.pad.get()}});
+        if (bias) {
+            m.bias.set_data_handle(const_cast<float*>(bias));
+            execute(plan->primitive, stream,
+                    {{plan->a.arg, ma.get()}, {plan->b.arg, mb.get()}, {DNNL_ARG_BIAS, m.bias.get()},
+                     {plan->out.arg, mo.get()}, {DNNL_ARG_SCRATCHPAD, m.pad.get()}});
+        } else {
+            execute(plan->primitive, stream,
+                    {{plan->a.arg, ma.get()}, {plan->b.arg, mb.get()}, {plan->out.arg, mo.get()},
+                     {DNNL_ARG_SCRATCHPAD, m.pad.get()}});
+        }
         if (plan->out.reorder) execute(*plan->out.reorder, stream, {{DNNL_ARG_FROM, mo.get()}, {DNNL_ARG_TO, m.out.get()}});
         stream.wait();
     } catch (const dnnl::error& e) {
@@ -217,7 +239,9 @@ bool onednn_conv2d(ConvPass pass, const Conv2dShape& s, const float* a, const fl
 #else  // built without oneDNN: conv.cpp's im2col + GEMM does every convolution
 
 namespace fluxion::backend::cpu {
-bool onednn_conv2d(ConvPass, const Conv2dShape&, const float*, const float*, float*) { return false; }
+bool onednn_conv2d(ConvPass, const Conv2dShape&, const float*, const float*, float*, const float*, bool) {
+    return false;
+}
 }  // namespace fluxion::backend::cpu
 
 #endif

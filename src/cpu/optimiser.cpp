@@ -7,10 +7,12 @@
 //   adam      s1 = beta1 s1 + (1 - beta1) g;   s2 = beta2 s2 + (1 - beta2) g^2;
 //             p -= eta (s1 / (1 - beta1^t)) / (sqrt(s2 / (1 - beta2^t)) + epsilon)
 //   adamw     p *= 1 - eta decay, then adam
+#include <algorithm>
 #include <cmath>
 #include <string>
 
 #include "cpu/dispatch.hpp"
+#include "cpu/fused.hpp"
 #include "cpu/kernels.hpp"
 #include "cpu/parallel.hpp"
 
@@ -31,6 +33,17 @@ int states_needed(Optimiser rule) {
         case Optimiser::adamw: return 2;
     }
     throw ValueError("optimiser_step: unknown rule code " + std::to_string(int(rule)));
+}
+
+void check(Optimiser rule, const void* state1, const void* state2, const OptimiserStep& hp) {
+    const int states = states_needed(rule);
+    const char* kernel = kKernelNames[int(rule)];
+    if ((states >= 1 && !state1) || (states == 2 && !state2))
+        throw ValueError(std::string(kernel) + ": the rule needs " + std::to_string(states) +
+                         " state buffer(s) of the parameters' size, but a null buffer was passed");
+    if ((rule == Optimiser::adam || rule == Optimiser::adamw) && hp.t < 1)
+        throw ValueError(std::string(kernel) + ": step count t = " + std::to_string(hp.t) +
+                         " must start at 1 (Adam's bias correction divides by 1 - beta^t)");
 }
 
 // Each rule is one pass over the slice [begin, end) of the buffers.
@@ -79,14 +92,8 @@ void step(Optimiser rule, int64_t begin, int64_t end, T* p, const T* g, T* s1, T
 
 void optimiser_step(int device, Optimiser rule, DType t, int64_t n, void* param, const void* grad, void* state1,
                     void* state2, const OptimiserStep* hp) {
-    const int states = states_needed(rule);
+    check(rule, state1, state2, *hp);
     const char* kernel = kKernelNames[int(rule)];
-    if ((states >= 1 && !state1) || (states == 2 && !state2))
-        throw ValueError(std::string(kernel) + ": the rule needs " + std::to_string(states) +
-                         " state buffer(s) of the parameters' size, but a null buffer was passed");
-    if ((rule == Optimiser::adam || rule == Optimiser::adamw) && hp->t < 1)
-        throw ValueError(std::string(kernel) + ": step count t = " + std::to_string(hp->t) +
-                         " must start at 1 (Adam's bias correction divides by 1 - beta^t)");
     dispatch_float(t, kernel, [&](auto tag) {
         using T = decltype(tag);
         T* p = static_cast<T*>(param);
@@ -94,6 +101,30 @@ void optimiser_step(int device, Optimiser rule, DType t, int64_t n, void* param,
         T* s1 = static_cast<T*>(state1);
         T* s2 = static_cast<T*>(state2);
         parallel_for(n, n > kParallelMin, [&](int64_t begin, int64_t end) { step(rule, begin, end, p, g, s1, s2, *hp); });
+    });
+}
+
+// Each thread takes a slice of the tensors' elements laid end to end, and runs `step` on the part
+// of every tensor that falls in its slice: each element sees the arithmetic of its own tensor's call.
+void optimiser_steps(Optimiser rule, DType t, std::size_t count, const int64_t* n, const OptimiserStep* const* hp,
+                     void* const* ptrs) {
+    int64_t total = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+        check(rule, ptrs[4 * i + 2], ptrs[4 * i + 3], *hp[i]);
+        total += n[i];
+    }
+    dispatch_float(t, kKernelNames[int(rule)], [&](auto tag) {
+        using T = decltype(tag);
+        parallel_for(total, total > kParallelMin, [&](int64_t begin, int64_t end) {
+            int64_t first = 0;  // of tensor i in the whole
+            for (std::size_t i = 0; i < count && first < end; first += n[i], ++i) {
+                const int64_t lo = std::max(begin, first) - first, hi = std::min(end, first + n[i]) - first;
+                if (lo >= hi) continue;
+                void* const* p = ptrs + 4 * i;
+                step(rule, lo, hi, static_cast<T*>(p[0]), static_cast<const T*>(p[1]), static_cast<T*>(p[2]),
+                     static_cast<T*>(p[3]), *hp[i]);
+            }
+        });
     });
 }
 

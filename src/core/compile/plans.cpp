@@ -7,6 +7,7 @@
 #include <limits>
 #include <utility>
 
+#include "core/compile/fusion.hpp"
 #include "core/compile/recorder.hpp"
 #include "core/dispatch.hpp"
 #include "core/registry.hpp"
@@ -54,9 +55,8 @@ struct Plan {
 };
 
 // Offsets in the arena of `space` for its buffers live over [first, last] calls; returns the arena's
-// size and adds the buffers' sizes to `total`.
-std::size_t place(int space, const std::vector<TracedBuffer>& buffers, std::vector<std::size_t>& offset,
-                  std::size_t& total) {
+// size.
+std::size_t place(int space, const std::vector<TracedBuffer>& buffers, std::vector<std::size_t>& offset) {
     std::vector<std::size_t> order;
     for (std::size_t i = 0; i < buffers.size(); ++i)
         if (buffers[i].first_use >= 0 && buffers[i].space == space) order.push_back(i);
@@ -66,7 +66,6 @@ std::size_t place(int space, const std::vector<TracedBuffer>& buffers, std::vect
     for (auto i : order) {
         const auto& b = buffers[i];
         std::size_t size = aligned(std::max<std::size_t>(b.bytes, 1));
-        total += b.bytes;
         // Intervals taken by buffers alive at the same time, lowest first; the first gap that fits wins.
         std::vector<std::pair<std::size_t, std::size_t>> taken;
         for (auto j : placed) {
@@ -119,9 +118,15 @@ bool recordable(const Recorder& rec) {
 
 // `recorded`: the host's calls of a phase will all run before its device calls, so host memory
 // is not shared between buffers (a later host call would overwrite what a device call still reads).
-std::unique_ptr<Plan> build(Recorder& rec, const Tensor& out, std::size_t boundary, bool recorded) {
+// `fused`: the CPU's calls are fused first (fusion.hpp).
+std::unique_ptr<Plan> build(Recorder& rec, const Tensor& out, std::size_t boundary, bool recorded, bool fused) {
     BufferRef oref = rec.resolve(space_of_output(rec, out), out.data_ptr());
     auto& buffers = rec.buffers;
+    const std::size_t traced_calls = rec.calls.size();
+    std::size_t total = 0;  // what the traced step allocated, fusion's intermediates included
+    for (std::size_t i = 0; i < buffers.size(); ++i)
+        if (buffers[i].first_use >= 0 || i == oref.index) total += buffers[i].bytes;
+    if (fused) boundary = fuse(rec, boundary, oref.index);
     auto ncalls = static_cast<std::int64_t>(rec.calls.size());
     for (std::size_t i = 0; i < buffers.size(); ++i) {
         auto& b = buffers[i];
@@ -134,9 +139,8 @@ std::unique_ptr<Plan> build(Recorder& rec, const Tensor& out, std::size_t bounda
     auto plan = std::make_unique<Plan>();
     for (const auto& t : rec.inputs) plan->shapes.push_back(t.shape()), plan->dtypes.push_back(t.dtype());
     std::vector<std::size_t> offset(buffers.size(), 0);
-    std::size_t total = 0;
-    std::size_t arena[2] = {place(kHost, buffers, offset, total), place(kDevice, buffers, offset, total)};
-    plan->stats = {rec.calls.size(), arena[0] + arena[1], total};
+    std::size_t arena[2] = {place(kHost, buffers, offset), place(kDevice, buffers, offset)};
+    plan->stats = {rec.calls.size(), traced_calls, arena[0] + arena[1], total};
     plan->calls = std::move(rec.calls);
     plan->boundary = boundary == kNoMark ? plan->calls.size() : boundary;
     plan->optimiser_steps = std::move(rec.optimiser_steps);
@@ -208,12 +212,12 @@ std::string shapes_of(const std::vector<Shape>& shapes) {
 
 struct CompiledPlans::Impl {
     std::string what;
-    bool cache;
+    bool cache, fuse;
     std::vector<std::unique_ptr<Plan>> plans;
 };
 
-CompiledPlans::CompiledPlans(std::string what, bool cache)
-    : impl_(std::make_unique<Impl>(Impl{std::move(what), cache, {}})) {}
+CompiledPlans::CompiledPlans(std::string what, bool cache, bool fuse)
+    : impl_(std::make_unique<Impl>(Impl{std::move(what), cache, fuse, {}})) {}
 CompiledPlans::~CompiledPlans() = default;
 CompiledPlans::CompiledPlans(CompiledPlans&&) noexcept = default;
 CompiledPlans& CompiledPlans::operator=(CompiledPlans&&) noexcept = default;
@@ -255,7 +259,7 @@ CompiledPlans::Traced CompiledPlans::trace(std::vector<Tensor> inputs, const Dev
     rec.stop();  // what follows (the arena) is not part of the step
     if (std::string why = refusal(rec, out); !why.empty()) return {-1, out, why};
     const bool recorded = recordable(rec);
-    impl_->plans.push_back(build(rec, out, t_mark, recorded));
+    impl_->plans.push_back(build(rec, out, t_mark, recorded, impl_->fuse && !fusion_disabled_by_environment()));
     if (recorded) record_submissions(*impl_->plans.back(), device);
     return {static_cast<int>(impl_->plans.size()) - 1, out, {}};
 }

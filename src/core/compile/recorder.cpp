@@ -79,9 +79,9 @@ BufferRef Recorder::resolve(int space, const void* ptr) const {
     return {BufferRef::Kind::fixed, 0, p};
 }
 
-void Recorder::record(int space, std::initializer_list<const void*> ptrs, PreparedCall run) {
+void Recorder::record(int space, std::initializer_list<const void*> ptrs, PreparedCall run, Kernel kernel) {
     auto at = static_cast<std::int64_t>(calls.size());
-    RecordedCall call{std::move(run), refs.size(), ptrs.size(), space};
+    RecordedCall call{std::move(run), refs.size(), ptrs.size(), space, false, kernel};
     for (const void* p : ptrs) add_ref(at, space, p);
     calls.push_back(std::move(call));
 }

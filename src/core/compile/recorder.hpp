@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "core/backend.hpp"
@@ -34,12 +35,47 @@ enum Space : int { kHost = 0, kDevice = 1 };
 // A kernel with its arguments bound; it takes its pointers, in recording order, from `ptrs`.
 using PreparedCall = std::function<void(void* const* ptrs)>;
 
+// What a call of the CPU's table is, for the fusion pass (fusion.cpp); every other call, and every
+// call of another table, is opaque (std::monostate). Only the arguments fusion looks at are kept.
+struct OptimiserCall {
+    backend::Optimiser rule;
+    DType t;
+    std::int64_t n;
+    const backend::OptimiserStep* hp;  // the recorder's (then the plan's) copy, set before each replay
+};
+struct Conv2dCall {
+    DType t;
+    backend::Conv2dShape shape;
+};
+struct GemmCall {
+    DType t;
+    std::int64_t m, n, ldc, batch;
+};
+struct BinaryCall {
+    backend::Binary op;
+    DType t;
+    backend::Strided a, b;
+};
+struct UnaryCall {
+    backend::Unary op;
+    DType t;
+    std::int64_t n;
+    double a, b;
+};
+struct UnaryBackwardCall {
+    backend::Unary op;
+    DType t;
+};
+using Kernel =
+    std::variant<std::monostate, OptimiserCall, Conv2dCall, GemmCall, BinaryCall, UnaryCall, UnaryBackwardCall>;
+
 struct RecordedCall {
     PreparedCall run;
     std::size_t first = 0;  // its pointer arguments are refs[first, first + count)
     std::size_t count = 0;
     int space = 0;          // whose table it calls: the host's (kHost) or the device's (kDevice)
     bool download = false;  // a copy from the device to host memory
+    Kernel kernel = {};     // what it is, where fusion may merge it with its neighbours
 };
 
 // Memory allocated while tracing; the calls that touch it give its lifetime.
@@ -66,7 +102,8 @@ public:
     void on_alloc(int space, const void* ptr, std::size_t bytes);
     void on_free(int space, const void* ptr, std::size_t bytes);
     // Appends a call whose pointer arguments are `ptrs`, all in `space` (after it has run eagerly).
-    void record(int space, std::initializer_list<const void*> ptrs, PreparedCall run);
+    // `kernel` says what the call is (a call of the CPU's table that fusion may merge), or nothing.
+    void record(int space, std::initializer_list<const void*> ptrs, PreparedCall run, Kernel kernel = {});
     struct Pointer {
         const void* ptr;
         int space;

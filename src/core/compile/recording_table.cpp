@@ -20,6 +20,8 @@ Recorder& rec() { return *active_recorder(); }
 
 template <int S> struct Recording {
     static const Backend* real() { return t_recorded_table[S]; }
+    // What a call is, for fusion (fusion.cpp), which runs CPU kernels: told for the CPU's table only.
+    static Kernel described(Kernel k) { return real() == &cpu_backend() ? k : Kernel{}; }
 
     static void fill(int d, DType t, I n, void* dst, double v) {
         real()->fill(d, t, n, dst, v);
@@ -59,24 +61,31 @@ template <int S> struct Recording {
 
     static void unary(int d, Unary op, DType t, I n, const void* x, void* y, double a, double b) {
         real()->unary(d, op, t, n, x, y, a, b);
-        rec().record(S, {x, y},
-                     [R = real(), d, op, t, n, a, b](void* const* p) { R->unary(d, op, t, n, p[0], p[1], a, b); });
+        rec().record(
+            S, {x, y}, [R = real(), d, op, t, n, a, b](void* const* p) { R->unary(d, op, t, n, p[0], p[1], a, b); },
+            described(UnaryCall{op, t, n, a, b}));
     }
 
     static void unary_backward(int d, Unary op, DType t, I n, const void* x, const void* y, const void* gy, void* gx,
                                double a, double b) {
         real()->unary_backward(d, op, t, n, x, y, gy, gx, a, b);
-        rec().record(S, {x, y, gy, gx}, [R = real(), d, op, t, n, a, b](void* const* p) {
-            R->unary_backward(d, op, t, n, p[0], p[1], p[2], p[3], a, b);
-        });
+        rec().record(
+            S, {x, y, gy, gx},
+            [R = real(), d, op, t, n, a, b](void* const* p) {
+                R->unary_backward(d, op, t, n, p[0], p[1], p[2], p[3], a, b);
+            },
+            described(UnaryBackwardCall{op, t}));
     }
 
     static void binary(int d, Binary op, DType t, const Strided* av, const void* a, const Strided* bv, const void* b,
                        void* out) {
         real()->binary(d, op, t, av, a, bv, b, out);
-        rec().record(S, {a, b, out}, [R = real(), d, op, t, va = *av, vb = *bv](void* const* p) {
-            R->binary(d, op, t, &va, p[0], &vb, p[1], p[2]);
-        });
+        rec().record(
+            S, {a, b, out},
+            [R = real(), d, op, t, va = *av, vb = *bv](void* const* p) {
+                R->binary(d, op, t, &va, p[0], &vb, p[1], p[2]);
+            },
+            described(BinaryCall{op, t, *av, *bv}));
     }
 
     static void where(int d, DType t, const Strided* cv, const void* c, const Strided* av, const void* a,
@@ -97,15 +106,19 @@ template <int S> struct Recording {
     static void gemm(int d, DType t, bool ta, bool tb, I m, I n, I k, double alpha, const void* a, I lda, I sa,
                      const void* b, I ldb, I sb, double beta, void* c, I ldc, I sc, I batch) {
         real()->gemm(d, t, ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, batch);
-        rec().record(S, {a, b, c}, [=, R = real()](void* const* p) {
-            R->gemm(d, t, ta, tb, m, n, k, alpha, p[0], lda, sa, p[1], ldb, sb, beta, p[2], ldc, sc, batch);
-        });
+        rec().record(
+            S, {a, b, c},
+            [=, R = real()](void* const* p) {
+                R->gemm(d, t, ta, tb, m, n, k, alpha, p[0], lda, sa, p[1], ldb, sb, beta, p[2], ldc, sc, batch);
+            },
+            described(GemmCall{t, m, n, ldc, batch}));
     }
 
     static void conv2d(int d, DType t, const Conv2dShape* s, const void* x, const void* w, void* y) {
         real()->conv2d(d, t, s, x, w, y);
-        rec().record(S, {x, w, y},
-                     [R = real(), d, t, sh = *s](void* const* p) { R->conv2d(d, t, &sh, p[0], p[1], p[2]); });
+        rec().record(
+            S, {x, w, y}, [R = real(), d, t, sh = *s](void* const* p) { R->conv2d(d, t, &sh, p[0], p[1], p[2]); },
+            described(Conv2dCall{t, *s}));
     }
 
     static void conv2d_backward_input(int d, DType t, const Conv2dShape* s, const void* gy, const void* w, void* gx) {
@@ -156,9 +169,12 @@ template <int S> struct Recording {
                                const OptimiserStep* hp) {
         real()->optimiser_step(d, rule, t, n, param, grad, s1, s2, hp);
         const OptimiserStep* kept = rec().keep(*hp);
-        rec().record(S, {param, grad, s1, s2}, [R = real(), d, rule, t, n, kept](void* const* p) {
-            R->optimiser_step(d, rule, t, n, p[0], p[1], p[2], p[3], kept);
-        });
+        rec().record(
+            S, {param, grad, s1, s2},
+            [R = real(), d, rule, t, n, kept](void* const* p) {
+                R->optimiser_step(d, rule, t, n, p[0], p[1], p[2], p[3], kept);
+            },
+            described(OptimiserCall{rule, t, n, kept}));
     }
 
     // A host source outside every tensor is data the step made on the host (a constant): kept as is.
