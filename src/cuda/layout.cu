@@ -63,8 +63,8 @@ template <class From, class To> __global__ void cast_kernel(std::int64_t n, cons
     for (std::int64_t i = first_index(); i < n; i += index_step()) dst[i] = convert<To>(src[i]);
 }
 
-// Rows whose index is out of range read as zero here (and are skipped by index_add): a kernel
-// cannot throw, and a device-side trap would leave the CUDA context unusable.
+// The indices are checked on the host before launch (check_indices below): a kernel cannot throw,
+// and a device-side trap would leave the CUDA context unusable.
 template <class U>
 __global__ void index_select_kernel(std::int64_t total, std::int64_t n_src, std::int64_t inner, const U* src,
                                     const std::int64_t* idx, std::int64_t n_idx, U* dst) {

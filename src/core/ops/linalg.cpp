@@ -49,7 +49,10 @@ Tensor matmul_nd(const Tensor& a0, const Tensor& b0) {
     // Each operand: a batch stride of 0 when it has no batch axes, else a dense {nbatch, r, c} copy.
     auto batched = [&](const Tensor& x, const Shape& xb) -> std::pair<Operand, std::int64_t> {
         if (xb.empty() || numel(xb) == 1) {
-            Tensor x2 = x.reshape({x.shape(-2), x.shape(-1)});
+            // Dropping the leading 1s by select keeps a transposed view a view (reshape would copy
+            // it): as_operand hands the GEMM its transpose flag instead.
+            Tensor x2 = x;
+            while (x2.ndim() > 2) x2 = x2.select(0, 0);
             return {as_operand(x2), 0};
         }
         Shape full = batch;
