@@ -90,6 +90,12 @@ BackendEntry load_plugin(const fs::path& file) {
     return e;
 }
 
+// fluxion's own libraries beside the plugins that are not backends: loading them to look would
+// pull MPI or NCCL into every program (and print that they are not plugins).
+bool companion_library(const std::string& filename) {
+    return filename == "libfluxion-distributed.so" || filename == "libfluxion-nccl.so";
+}
+
 std::vector<BackendEntry> discover() {
     std::vector<BackendEntry> found;
     std::set<std::string> seen_files;
@@ -98,7 +104,8 @@ std::vector<BackendEntry> discover() {
         std::vector<fs::path> files;
         for (const auto& f : fs::directory_iterator(dir, ec)) {
             auto n = f.path().filename().string();
-            if (n.rfind("libfluxion-", 0) == 0 && f.path().extension() == ".so") files.push_back(f.path());
+            if (n.rfind("libfluxion-", 0) == 0 && f.path().extension() == ".so" && !companion_library(n))
+                files.push_back(f.path());
         }
         std::sort(files.begin(), files.end());
         for (const auto& f : files) {
