@@ -211,6 +211,12 @@ TEST_F(Datasets, MnistFolder) {
     auto [Xt, Yt] = fx::datasets::mnist(dir_, Split::Test);
     EXPECT_EQ(Xt.shape(), (fx::Shape{2, 1, 2, 3}));
     EXPECT_EQ(Yt.shape(), (fx::Shape{2}));
+    // As bytes: the file's values, the same shape, the same labels.
+    auto [B, L] = fx::datasets::mnist(dir_, Split::Train, fx::datasets::Pixels::bytes);
+    EXPECT_EQ(B.shape(), (fx::Shape{5, 1, 2, 3}));
+    EXPECT_EQ(B.dtype(), fx::DType::u8);
+    EXPECT_EQ(B.to_vector<std::uint8_t>(), raw);
+    EXPECT_EQ(L.to_vector<std::int64_t>(), Y.to_vector<std::int64_t>());
 }
 
 TEST_F(Datasets, MnistChecksTheFilesBelongTogether) {
