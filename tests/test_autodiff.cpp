@@ -199,3 +199,22 @@ TEST(Autodiff, NestedGradientIsRightAndAConstantToTheOuterTape) {
     // d/da [a·c + a²] with c = 3a² held constant: 3a² + 2a (not 9a² + 2a, the second-order answer).
     EXPECT_EQ(g.to_vector<double>(), (std::vector<double>{5.0, 8.0, 1.75}));
 }
+
+// A gradient has its tensor's dtype all the way back: f32 or bf16 logits times f64 targets compute
+// in f64, and the gradient reaching logsoftmax must be f32 or bf16 again (it was handed on as f64,
+// which logsoftmax's kernel read as its own type: garbage, and mixed-precision training of LeNet-5,
+// bf16 logits against f32 targets, diverged).
+TEST(Autodiff, AGradientThroughAPromotingOpTakesItsInputsDtype) {
+    const Tensor logits = fx::tensor(std::vector<double>{1, 2, 3, 4, -1, 0.5}, {2, 3});
+    const Tensor targets = fx::tensor(std::vector<double>{0.5, -1, 2, 8, 0.25, 1}, {2, 3});
+    auto loss = [&](const Tensor& x) { return fx::mean(-fx::sum(targets * fx::logsoftmax(x), 1)); };
+    const auto want = std::get<0>(fx::gradient(loss, logits)).to_vector<double>();
+    for (fx::DType narrow : {fx::DType::f32, fx::DType::bf16, fx::DType::f16}) {
+        const Tensor g = std::get<0>(fx::gradient(loss, logits.to(narrow)));
+        ASSERT_EQ(g.dtype(), narrow);
+        const auto got = g.to(fx::DType::f64).to_vector<double>();
+        const double tolerance = narrow == fx::DType::f32 ? 1e-6 : 1e-2;
+        for (std::size_t i = 0; i < want.size(); ++i)
+            EXPECT_NEAR(got[i], want[i], tolerance * (std::abs(want[i]) + 1)) << fx::name(narrow) << " element " << i;
+    }
+}

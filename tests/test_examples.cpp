@@ -2,7 +2,6 @@
 // each must exit cleanly and print what it promises. Builds nothing itself; the example targets
 // must be built first (bin/<name> beside the tests).
 #include <gtest/gtest.h>
-
 #include <sys/wait.h>
 
 #include <array>
@@ -23,7 +22,7 @@ namespace fs = std::filesystem;
 namespace {
 
 struct Result {
-    int status = -1;  // the exit code; -1 when the program did not exit normally
+    int status = -1;     // the exit code; -1 when the program did not exit normally
     std::string output;  // stdout and stderr together
 };
 
@@ -136,6 +135,23 @@ TEST(Examples, FashionMnistHelpAndBadOptions) {
     const Result model = run("fashion_mnist", "--model resnet");
     EXPECT_EQ(model.status, 2) << model.output;
     EXPECT_NE(model.output.find("--model is lenet5 or seed_cnn"), std::string::npos) << model.output;
+    const Result precision = run("fashion_mnist", "--precision f8");
+    EXPECT_EQ(precision.status, 2) << precision.output;
+    EXPECT_NE(precision.output.find("--precision is f32, bf16 or f16, got 'f8'"), std::string::npos)
+        << precision.output;
+}
+
+// Mixed precision (bf16 passes, f32 masters) learns as f32 does on a slice: measured 71.4% against
+// 70.8% after one epoch of 3000 images; before gradients kept their tensors' dtype through ops that
+// promote (bf16 logits against f32 targets), it stayed at chance.
+TEST(Examples, FashionMnistTrainsInMixedPrecision) {
+    if (!fashion_mnist_installed())
+        GTEST_SKIP() << "Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist, or set FLUXION_DATA)";
+    TempDir out;
+    const Result r =
+        run("fashion_mnist", "--epochs 1 --limit 3000 --precision bf16 --out '" + out.path().string() + "'");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_GT(number_after(r.output, R"(final test accuracy ([0-9.]+)%)"), 60) << r.output;
 }
 
 TEST(Examples, FashionMnistTrainsSavesAndBeatsChance) {
@@ -147,7 +163,8 @@ TEST(Examples, FashionMnistTrainsSavesAndBeatsChance) {
     const double accuracy = number_after(r.output, R"(final test accuracy ([0-9.]+)%)");
     EXPECT_GT(accuracy, 30) << "chance is 10%\n" << r.output;
     EXPECT_NE(r.output.find("did NOT reach the 89% target"), std::string::npos)
-        << "2000 images for one epoch should not reach the full run's target\n" << r.output;
+        << "2000 images for one epoch should not reach the full run's target\n"
+        << r.output;
     EXPECT_EQ(r.output.find('\r'), std::string::npos) << "a pipe gets no progress bar, only the epoch lines";
     // fluxion's MPI and NCCL libraries sit beside the plugins but are not backends: never loaded to look.
     EXPECT_EQ(r.output.find("does not export"), std::string::npos) << r.output;

@@ -48,8 +48,9 @@ struct Options {
     std::optional<std::int64_t> limit;       // training images used
     std::optional<std::int64_t> test_limit;  // test images used
     fs::path out = ".";
-    bool eager = false;        // eager steps instead of compiled ones
-    bool distributed = false;  // data parallel over the processes of an MPI job
+    bool eager = false;                  // eager steps instead of compiled ones
+    bool distributed = false;            // data parallel over the processes of an MPI job
+    std::optional<fx::DType> precision;  // f16 or bf16: mixed precision (f32 masters); f32 otherwise
 };
 
 // What --distributed changes, in one place: which process this is, how many there are, and how
@@ -79,6 +80,8 @@ Trains a CNN on Fashion-MNIST and saves fashion_mnist.safetensors and fashion_mn
   --test-limit N    evaluate on the first N test images only
   --out DIR         where the two files go (default: the working directory)
   --eager           eager training steps (default: compiled with fx::compile)
+  --precision T     f32 (default), or bf16 or f16: mixed precision, the passes in T with f32 master
+                    weights and optimiser state (fx::MixedPrecision; eager steps)
   --distributed     data parallel over the processes of `mpirun -np N` (each takes 1/N of every
                     batch, and the GPU of its local rank when there are GPUs); rank 0 prints and saves
   --help            this text
@@ -99,6 +102,14 @@ std::int64_t positive(const std::string& flag, const std::string& text) {
     return n;
 }
 
+// f32 (no mixed precision), bf16 or f16.
+std::optional<fx::DType> precision(const std::string& text) {
+    if (text == "f32") return std::nullopt;
+    if (text == "bf16") return fx::DType::bf16;
+    if (text == "f16") return fx::DType::f16;
+    throw std::invalid_argument("--precision is f32, bf16 or f16, got '" + text + "'");
+}
+
 // Throws std::invalid_argument for anything it does not understand; nullopt means --help.
 std::optional<Options> parse(int argc, char** argv) {
     Options o;
@@ -109,8 +120,8 @@ std::optional<Options> parse(int argc, char** argv) {
             (flag == "--eager" ? o.eager : o.distributed) = true;
             continue;
         }
-        static const std::string kFlags[] = {"--epochs", "--batchsize", "--device", "--model",
-                                             "--limit",  "--test-limit", "--out"};
+        static const std::string kFlags[] = {"--epochs", "--batchsize",  "--device", "--model",
+                                             "--limit",  "--test-limit", "--out",    "--precision"};
         if (std::find(std::begin(kFlags), std::end(kFlags), flag) == std::end(kFlags))
             throw std::invalid_argument("unknown option: " + flag);
         if (i + 1 >= argc) throw std::invalid_argument(flag + " needs a value");
@@ -121,47 +132,54 @@ std::optional<Options> parse(int argc, char** argv) {
         else if (flag == "--model") o.model = value;
         else if (flag == "--limit") o.limit = positive(flag, value);
         else if (flag == "--test-limit") o.test_limit = positive(flag, value);
+        else if (flag == "--precision") o.precision = precision(value);
         else o.out = value;
     }
+    if (o.precision && o.distributed)
+        throw std::invalid_argument(
+            "--precision with --distributed is not supported: mixed precision keeps its own "
+            "f32 masters, which the processes would have to average");
     if (o.model != "lenet5" && o.model != "seed_cnn")
         throw std::invalid_argument("--model is lenet5 or seed_cnn, got '" + o.model + "'");
 #if !FLUXION_EXAMPLE_DISTRIBUTED
     if (o.distributed)
-        throw std::invalid_argument("--distributed needs fluxion::distributed, which this build lacks (MPI was not "
-                                    "found: apt-get install libopenmpi-dev openmpi-bin, then rebuild)");
+        throw std::invalid_argument(
+            "--distributed needs fluxion::distributed, which this build lacks (MPI was not "
+            "found: apt-get install libopenmpi-dev openmpi-bin, then rebuild)");
 #endif
     return o;
 }
 
 // LeNet-5 for 28×28 images: 28 -conv5-> 24 -pool-> 12 -conv5-> 8 -pool-> 4, so 16·4·4 = 256 features.
 auto lenet5() {
-    return fx::Chain(fx::Conv({5, 5}, 1, 6, fx::relu), fx::MaxPool({2, 2}),
-                     fx::Conv({5, 5}, 6, 16, fx::relu), fx::MaxPool({2, 2}),
-                     fx::Flatten(),
-                     fx::Dense(256, 120, fx::relu), fx::Dense(120, 84, fx::relu), fx::Dense(84, kClasses));
+    return fx::Chain(fx::Conv({5, 5}, 1, 6, fx::relu), fx::MaxPool({2, 2}), fx::Conv({5, 5}, 6, 16, fx::relu),
+                     fx::MaxPool({2, 2}), fx::Flatten(), fx::Dense(256, 120, fx::relu), fx::Dense(120, 84, fx::relu),
+                     fx::Dense(84, kClasses));
 }
 
 // The seed's CNN (SimpleNNs): 28 -conv5-> 24 -pool2-> 12 -conv3-> 10 -pool4-> 2, so 8·2·2 = 32 features.
 auto seed_cnn() {
-    return fx::Chain(fx::Conv({5, 5}, 1, 16, fx::relu), fx::MaxPool({2, 2}),
-                     fx::Conv({3, 3}, 16, 8, fx::relu), fx::MaxPool({4, 4}),
-                     fx::Flatten(), fx::Dense(32, kClasses));
+    return fx::Chain(fx::Conv({5, 5}, 1, 16, fx::relu), fx::MaxPool({2, 2}), fx::Conv({3, 3}, 16, 8, fx::relu),
+                     fx::MaxPool({4, 4}), fx::Flatten(), fx::Dense(32, kClasses));
 }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Image bytes to the model's inputs: cast to f32, then scale and shift (x / 255 - mean) / sd in one.
+// Image bytes to the model's inputs: cast to f32, then scale and shift (x / 255 - mean) / sd in one;
+// then to the model's element type (mixed precision).
 struct Standardise {
     double scale, shift;
-    fx::Tensor operator()(const fx::Tensor& bytes) const { return fx::cast(bytes, fx::DType::f32) * scale + shift; }
+    fx::Tensor operator()(const fx::Tensor& bytes, fx::DType to = fx::DType::f32) const {
+        const fx::Tensor x = fx::cast(bytes, fx::DType::f32) * scale + shift;
+        return to == fx::DType::f32 ? x : fx::cast(x, to);
+    }
 };
 
 // The fraction of test images whose largest logit is the label's; each process counts its shard.
-template <class Model, class Data>
-double accuracy(Model& model, const fx::DataLoader<Data>& test, const Standardise& standardise,
-                const Processes& processes) {
+template <class Model, class Data> double accuracy(Model& model, const fx::DataLoader<Data>& test,
+                                                   const Standardise& standardise, const Processes& processes) {
     fx::NoGrad no_grad;
     fx::testmode(model);
     std::int64_t correct = 0, seen = 0;
@@ -223,10 +241,11 @@ int run(Model model, const Rule& rule, const Options& o, const fx::Device& dev, 
     // Training batches are shuffled (the same order on every process, each taking its block) and
     // moved to the device in the background; the test set moves once.
     const std::int64_t per_process = o.batchsize / processes.size;
-    fx::DataLoader train_loader({Xtr, Ytr}, {.batchsize = per_process, .shuffle = true, .seed = kSeed,
-                                             .shard = processes.shard()});
-    fx::DataLoader test_loader(std::tuple{Xte, Yte} | dev,
-                               {.batchsize = std::max<std::int64_t>(1, 1000 / processes.size), .shard = processes.shard()});
+    fx::DataLoader train_loader({Xtr, Ytr},
+                                {.batchsize = per_process, .shuffle = true, .seed = kSeed, .shard = processes.shard()});
+    fx::DataLoader test_loader(
+        std::tuple{Xte, Yte} | dev,
+        {.batchsize = std::max<std::int64_t>(1, 1000 / processes.size), .shard = processes.shard()});
 
 #if FLUXION_EXAMPLE_DISTRIBUTED
     if (o.distributed) model = fx::distributed::broadcast(model);  // every process starts from rank 0's weights
@@ -237,15 +256,20 @@ int run(Model model, const Rule& rule, const Options& o, const fx::Device& dev, 
         std::printf("%d processes (rank 0 on %s), %lld images each of every batch of %lld\n", processes.size,
                     dev.str().c_str(), static_cast<long long>(per_process), static_cast<long long>(o.batchsize));
     auto opt = fx::setup(rule, model);
-    auto lossfn = [standardise](const Model& m, const fx::Tensor& x, const fx::Tensor& y) {
-        return fx::logitcrossentropy(m(standardise(x)), fx::onehot(y, kClasses));
+    const fx::DType compute = o.precision.value_or(fx::DType::f32);
+    auto lossfn = [standardise, compute](const Model& m, const fx::Tensor& x, const fx::Tensor& y) {
+        return fx::logitcrossentropy(m(standardise(x, compute)), fx::onehot(y, kClasses));
     };
     // One training step: the gradient of the loss, then the optimiser's update; returns the loss.
     // Compiled: the first step of each batch shape is traced, the others replay it without a tape or
     // allocations (eager steps where a step cannot be replayed: fall_back). Under --distributed the
     // replay includes the gradients' allreduce.
     auto compiled = fx::compile(lossfn, model, opt, {.fall_back = true});
+    // Mixed precision: its own f32 masters, copied back into `model` after each epoch.
+    std::optional<fx::MixedPrecision<Rule, Model>> mixed;
+    if (o.precision) mixed.emplace(rule, model, *o.precision);
     auto train_step = [&](const fx::Tensor& x, const fx::Tensor& y) -> double {
+        if (mixed) return mixed->step(lossfn, x, y);
         if (!o.eager) return compiled(x, y);
         auto [loss, grads] = fx::withgradient([&](const Model& m) { return lossfn(m, x, y); }, model);
         fx::update(opt, model, grads);
@@ -268,6 +292,7 @@ int run(Model model, const Rule& rule, const Options& o, const fx::Device& dev, 
             if (bar) progress.step(epoch, steps, loss, x.shape(0));
         }
         if (bar) progress.clear();
+        if (mixed) model = fx::fmap([](const fx::Tensor& t) { return t.clone(); }, mixed->model());
         const double train_loss = loss_sum / double(std::max<std::size_t>(steps, 1));
         const double train_seconds = seconds_since(start);
         const double images = double(steps) * double(per_process * processes.size);  // all processes together
@@ -275,10 +300,11 @@ int run(Model model, const Rule& rule, const Options& o, const fx::Device& dev, 
         const double seconds = seconds_since(start);
         curve.push_back({epoch, train_loss, acc, seconds});
         if (leader) {
-            std::printf("epoch %d/%d  train loss %.4f%s  test accuracy %.2f%%  %.1f s (training %.1f s, %.0f images/s%s)\n",
-                        epoch, o.epochs, train_loss, processes.size > 1 ? " (rank 0)" : "", 100 * acc, seconds,
-                        train_seconds, images / train_seconds,
-                        processes.size > 1 ? (" over " + std::to_string(processes.size) + " processes").c_str() : "");
+            std::printf(
+                "epoch %d/%d  train loss %.4f%s  test accuracy %.2f%%  %.1f s (training %.1f s, %.0f images/s%s)\n",
+                epoch, o.epochs, train_loss, processes.size > 1 ? " (rank 0)" : "", 100 * acc, seconds, train_seconds,
+                images / train_seconds,
+                processes.size > 1 ? (" over " + std::to_string(processes.size) + " processes").c_str() : "");
             std::fflush(stdout);
         }
     }
@@ -295,8 +321,8 @@ int run(Model model, const Rule& rule, const Options& o, const fx::Device& dev, 
     const double final_accuracy = curve.empty() ? 0.0 : curve.back().test_accuracy;
     double total = 0;
     for (const auto& r : curve) total += r.seconds;
-    std::printf("final test accuracy %.2f%% after %d epoch%s in %.1f s: %s the %.0f%% target\n",
-                100 * final_accuracy, o.epochs, o.epochs == 1 ? "" : "s", total,
+    std::printf("final test accuracy %.2f%% after %d epoch%s in %.1f s: %s the %.0f%% target\n", 100 * final_accuracy,
+                o.epochs, o.epochs == 1 ? "" : "s", total,
                 final_accuracy >= kTargetAccuracy ? "reached" : "did NOT reach", 100 * kTargetAccuracy);
     return 0;
 }
@@ -325,7 +351,8 @@ int train(const Options& o, const Processes& processes) {
     auto with_rule = [&](auto model) {
 #if FLUXION_EXAMPLE_DISTRIBUTED
         if (o.distributed)
-            return run(std::move(model), fx::OptimiserChain(fx::distributed::AverageGradients{}, adam), o, dev, processes);
+            return run(std::move(model), fx::OptimiserChain(fx::distributed::AverageGradients{}, adam), o, dev,
+                       processes);
 #endif
         return run(std::move(model), adam, o, dev, processes);
     };

@@ -64,8 +64,11 @@ Tensor record(const char* op, const std::vector<Tensor>& inputs, Tensor out, Bac
             out = make_view(out, out.shape(), out.strides(), out.offset());
             break;
         }
-    TapeEntry e{op, {}, tape->next_id++, std::move(backward)};
-    for (const auto& in : inputs) e.inputs.push_back(in.defined() && in.impl()->tape == tape ? in.impl()->tape_id : -1);
+    TapeEntry e{op, {}, tape->next_id++, std::move(backward), {}};
+    for (const auto& in : inputs) {
+        e.inputs.push_back(in.defined() && in.impl()->tape == tape ? in.impl()->tape_id : -1);
+        e.input_dtypes.push_back(in.defined() ? in.dtype() : DType::f32);
+    }
     out.impl_ptr()->tape = tape;
     out.impl_ptr()->tape_id = e.output;
     tape->entries.push_back(std::move(e));
@@ -123,6 +126,9 @@ void Tape::backward(const Tensor& result) {
             for (std::size_t i = 0; i < entry.inputs.size(); ++i) {
                 auto id = entry.inputs[i];
                 if (id < 0 || i >= gin.size() || !gin[i].defined()) continue;
+                // An op that promoted (bf16 × f32 computes in f32) hands back its input's gradient
+                // in the wider type; the kernels of the ops before it expect their own.
+                if (gin[i].dtype() != entry.input_dtypes[i]) gin[i] = cast(gin[i], entry.input_dtypes[i]);
                 auto& acc = d.grads[id];
                 acc = acc.defined() ? acc + gin[i] : gin[i];
             }

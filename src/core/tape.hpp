@@ -20,6 +20,7 @@ struct TapeEntry {
     std::vector<std::int64_t> inputs;  // tape ids, -1 for inputs that are not tracked
     std::int64_t output;
     BackwardFn backward;
+    std::vector<DType> input_dtypes;  // a gradient takes its input's dtype (ops that promote return wider ones)
 };
 
 struct TapeData {
