@@ -27,7 +27,8 @@ LeafSchedule schedule_leaves(const detail::TapeData& d) {
         position[static_cast<std::size_t>(d.leaves[k].first)] = std::int64_t(k);
     std::vector<bool> placed(d.leaves.size(), false);
     for (std::size_t e = 0; e < d.entries.size(); ++e)
-        for (std::int64_t id : d.entries[e].inputs) {
+        for (const detail::TapeInput& in : d.entries[e].inputs) {
+            const std::int64_t id = in.id;
             if (id < 0 || position[static_cast<std::size_t>(id)] < 0) continue;
             const auto k = static_cast<std::size_t>(position[static_cast<std::size_t>(id)]);
             if (!placed[k]) placed[k] = true, s.after[e].push_back(k);
@@ -64,11 +65,11 @@ Tensor record(const char* op, const std::vector<Tensor>& inputs, Tensor out, Bac
             out = make_view(out, out.shape(), out.strides(), out.offset());
             break;
         }
-    TapeEntry e{op, {}, tape->next_id++, std::move(backward), {}};
-    for (const auto& in : inputs) {
-        e.inputs.push_back(in.defined() && in.impl()->tape == tape ? in.impl()->tape_id : -1);
-        e.input_dtypes.push_back(in.defined() ? in.dtype() : DType::f32);
-    }
+    TapeEntry e{op, {}, tape->next_id++, std::move(backward)};
+    e.inputs.reserve(inputs.size());
+    for (const auto& in : inputs)
+        e.inputs.push_back({in.defined() && in.impl()->tape == tape ? in.impl()->tape_id : -1,
+                            in.defined() ? in.dtype() : DType::f32});
     out.impl_ptr()->tape = tape;
     out.impl_ptr()->tape_id = e.output;
     tape->entries.push_back(std::move(e));
@@ -121,14 +122,14 @@ void Tape::backward(const Tensor& result) {
         TapeEntry& entry = d.entries[e];
         if (Tensor g = std::move(d.grads[entry.output]); g.defined()) {
             std::vector<bool> needs;
-            for (auto id : entry.inputs) needs.push_back(id >= 0);
+            for (const TapeInput& in : entry.inputs) needs.push_back(in.id >= 0);
             auto gin = entry.backward(g, needs);
             for (std::size_t i = 0; i < entry.inputs.size(); ++i) {
-                auto id = entry.inputs[i];
+                const auto [id, dtype] = entry.inputs[i];
                 if (id < 0 || i >= gin.size() || !gin[i].defined()) continue;
                 // An op that promoted (bf16 × f32 computes in f32) hands back its input's gradient
                 // in the wider type; the kernels of the ops before it expect their own.
-                if (gin[i].dtype() != entry.input_dtypes[i]) gin[i] = cast(gin[i], entry.input_dtypes[i]);
+                if (gin[i].dtype() != dtype) gin[i] = cast(gin[i], dtype);
                 auto& acc = d.grads[id];
                 acc = acc.defined() ? acc + gin[i] : gin[i];
             }

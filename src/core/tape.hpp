@@ -15,12 +15,18 @@ namespace fluxion::detail {
 // (an op may skip work for the others and return an undefined tensor there).
 using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_out, const std::vector<bool>& needs)>;
 
+// One input of an op: its tape id (-1 when not tracked) and its dtype, which its gradient takes
+// (an op that promotes, bf16 × f32, hands back the wider type).
+struct TapeInput {
+    std::int64_t id;
+    DType dtype;
+};
+
 struct TapeEntry {
     const char* op;
-    std::vector<std::int64_t> inputs;  // tape ids, -1 for inputs that are not tracked
+    std::vector<TapeInput> inputs;
     std::int64_t output;
     BackwardFn backward;
-    std::vector<DType> input_dtypes;  // a gradient takes its input's dtype (ops that promote return wider ones)
 };
 
 struct TapeData {
