@@ -3,6 +3,7 @@
 // rounded back once, to nearest even. Every other type goes straight to its kernel.
 #include <algorithm>
 #include <cstddef>
+#include <vector>
 
 #include "cpu/kernels.hpp"
 
@@ -11,17 +12,58 @@ namespace {
 
 bool is_half(DType t) { return t == DType::f16 || t == DType::bf16; }
 
+// The f32 copies of the calls in progress on this thread, innermost last. Each level keeps its
+// buffer for the next call of its depth (up to kKeptScratch bytes), so that a replayed f16/bf16
+// step allocates nothing once every level has grown to its size. Not the kernels' Scratch: the f32
+// kernel called in between uses that.
+struct Levels {
+    struct Level {
+        void* data = nullptr;
+        std::size_t bytes = 0;
+    };
+    std::vector<Level> kept;
+    std::size_t depth = 0;
+    ~Levels() {
+        for (const Level& l : kept) free(0, l.data);
+    }
+};
+thread_local Levels levels;
+
 // An f32 copy of `n` elements of type `t` (or an uninitialised one when `src` is null), living as
-// long as the object; narrow() rounds it back into a buffer of type `t`. Not the kernels' Scratch:
-// the f32 kernel called in between uses that.
+// long as the object; narrow() rounds it back into a buffer of type `t`. Objects of one thread go
+// in reverse order of their making (as C++ destroys locals and members).
 class F32 {
 public:
-    F32(DType t, int64_t n, const void* src) : t_(t), n_(n), data_(nullptr) {
+    F32(DType t, int64_t n, const void* src) : t_(t), n_(n), data_(nullptr), owned_(false) {
         if (n_ <= 0) return;
-        data_ = static_cast<float*>(alloc(0, std::size_t(n_) * sizeof(float)));
-        if (src) cast(0, t_, DType::f32, n_, src, data_);
+        const std::size_t bytes = std::size_t(n_) * sizeof(float);
+        if (bytes > kKeptScratch) {
+            data_ = static_cast<float*>(alloc(0, bytes));
+            owned_ = true;
+        } else {
+            if (levels.kept.size() == levels.depth) levels.kept.emplace_back();
+            Levels::Level& level = levels.kept[levels.depth];
+            if (level.bytes < bytes) {
+                void* grown = alloc(0, bytes);
+                free(0, level.data);
+                level = {grown, bytes};
+            }
+            data_ = static_cast<float*>(level.data);
+        }
+        if (src) {
+            try {
+                cast(0, t_, DType::f32, n_, src, data_);
+            } catch (...) {
+                if (owned_) free(0, data_);
+                throw;
+            }
+        }
+        if (!owned_) ++levels.depth;  // the level is taken once nothing can throw any more
     }
-    ~F32() { free(0, data_); }
+    ~F32() {
+        if (owned_) free(0, data_);
+        else if (data_) --levels.depth;
+    }
     F32(const F32&) = delete;
     F32& operator=(const F32&) = delete;
     float* data() const { return data_; }
@@ -33,6 +75,7 @@ private:
     DType t_;
     int64_t n_;
     float* data_;
+    bool owned_;
 };
 
 // A strided operand widened over the span of elements its view can reach (strides may be zero
