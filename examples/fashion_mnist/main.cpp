@@ -81,7 +81,7 @@ Trains a CNN on Fashion-MNIST and saves fashion_mnist.safetensors and fashion_mn
   --out DIR         where the two files go (default: the working directory)
   --eager           eager training steps (default: compiled with fx::compile)
   --precision T     f32 (default), or bf16 or f16: mixed precision, the passes in T with f32 master
-                    weights and optimiser state (fx::MixedPrecision; eager steps)
+                    weights and optimiser state (fx::MixedPrecision, compiled unless --eager)
   --distributed     data parallel over the processes of `mpirun -np N` (each takes 1/N of every
                     batch, and the GPU of its local rank when there are GPUs); rank 0 prints and saves
   --help            this text
@@ -265,11 +265,13 @@ int run(Model model, const Rule& rule, const Options& o, const fx::Device& dev, 
     // allocations (eager steps where a step cannot be replayed: fall_back). Under --distributed the
     // replay includes the gradients' allreduce.
     auto compiled = fx::compile(lossfn, model, opt, {.fall_back = true});
-    // Mixed precision: its own f32 masters, copied back into `model` after each epoch.
+    // Mixed precision: its own f32 masters, copied back into `model` after each epoch; compiled too.
     std::optional<fx::MixedPrecision<Rule, Model>> mixed;
     if (o.precision) mixed.emplace(rule, model, *o.precision);
+    std::optional<fx::CompiledMixedStep<decltype(lossfn), Rule, Model>> compiled_mixed;
+    if (mixed) compiled_mixed.emplace(lossfn, *mixed, fx::CompileOptions{.fall_back = true});
     auto train_step = [&](const fx::Tensor& x, const fx::Tensor& y) -> double {
-        if (mixed) return mixed->step(lossfn, x, y);
+        if (mixed) return o.eager ? mixed->step(lossfn, x, y) : (*compiled_mixed)(x, y);
         if (!o.eager) return compiled(x, y);
         auto [loss, grads] = fx::withgradient([&](const Model& m) { return lossfn(m, x, y); }, model);
         fx::update(opt, model, grads);

@@ -85,6 +85,9 @@ public:
     static void mark_phase();
     void replay(int plan, const Tensor* inputs, int phase);
     double value(int plan) const;          // the one-element output, read on the host
+    // The output's n elements (f32 or f64, n <= kMaxValues), read on the host without allocating.
+    static constexpr std::size_t kMaxValues = 4;
+    void values(int plan, double* out, std::size_t n) const;
     static double read(const Tensor& t);   // a one-element CPU tensor's value, without running a kernel
     const Tensor& output(int plan) const;  // a view of the output's buffer
     std::size_t optimiser_steps(int plan) const;

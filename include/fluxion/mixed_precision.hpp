@@ -7,6 +7,9 @@
 //   mp.skipped_steps();  // f16 steps whose gradients overflowed, skipped
 //   std::cout << mp;     // MixedPrecision(f16, loss scale 32768, 2 of 500 steps skipped)
 //
+//   auto step = fx::compile(lossfn, mp);   // the same step, compiled (fluxion/compile.hpp)
+//   for (auto [xb, yb] : loader) float loss = step(xb, yb);
+//
 // Each step runs lossfn on a copy of the model in the compute type (the inputs are converted to
 // it too), so the forward and backward passes compute in f16 or bf16; the gradients are widened to
 // f32 and the rule updates the f32 master weights with f32 state; the compute copy is then rounded
@@ -17,6 +20,7 @@
 // The masters are a copy: the model passed in is not changed. Non-trainable tensors (BatchNorm's
 // running statistics) are kept by the compute copy and copied back to the masters after each step.
 #pragma once
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -27,8 +31,10 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "fluxion/autodiff.hpp"
+#include "fluxion/compile.hpp"
 #include "fluxion/error.hpp"
 #include "fluxion/functor.hpp"
 #include "fluxion/optimisers.hpp"
@@ -55,38 +61,11 @@ public:
 
     // One step: returns the (unscaled) loss of lossfn(model, args...) computed in the compute type.
     template <class F, class... Args> double step(F&& lossfn, const Args&... args) {
-        Tensor loss;
-        auto grads = std::get<0>(gradient(
-            [&](const M& m) {
-                Tensor l = lossfn(m, to_compute(args)...);
-                loss = l.detach();  // the unscaled value, which may be finite where l * scale is not
-                return l * scale_;
-            },
-            compute_));
-        ++steps_;
-        auto wide = f32(grads);
-        double magnitude = 0;
-        {
-            NoGrad no_grad;
-            wide = fmap([&](const Tensor& g) { return g / scale_; }, wide);
-            for_each_tensor(wide, [&](const Tensor& g) { magnitude += sum(abs(g.to(DType::f64))).item(); });
-        }
-        const double value = loss.to(DType::f64).item();
-        if (!std::isfinite(magnitude)) {
-            ++skipped_;
-            good_steps_ = 0;
-            if (dynamic_) scale_ *= options_.backoff;
-            return value;
-        }
-        update(opt_, master_, wide);
-        if (dynamic_ && ++good_steps_ == options_.growth_interval) {
-            scale_ *= options_.growth;
-            good_steps_ = 0;
-        }
-        refresh();
+        Pass pass = passes(lossfn, args...);
+        const double value = pass.loss.item();
+        if (accept(std::isfinite(pass.nonfinite.item()))) apply(pass.grads);
         return value;
     }
-
     const M& model() const { return master_; }           // f32 master weights
     const M& compute_model() const { return compute_; }  // the copy in the compute type
     OptimiserState<Rule>& optimiser() { return opt_; }
@@ -101,6 +80,57 @@ public:
     }
 
 private:
+    template <class, class, class> friend class CompiledMixedStep;
+
+    using Grads = decltype(f32(std::declval<const M&>()));
+    // The forward and backward passes of a step, in the compute type: the loss (unscaled), the
+    // gradients widened to f32 and unscaled, and a one-element tensor that is 0 when every gradient
+    // is finite and NaN otherwise (0 times an infinity is NaN: exact, with no sum that could overflow).
+    struct Pass {
+        Tensor loss;
+        Grads grads;
+        Tensor nonfinite;
+    };
+    template <class F, class... Args> Pass passes(F& lossfn, const Args&... args) {
+        Tensor loss;
+        auto grads = std::get<0>(gradient(
+            [&](const M& m) {
+                Tensor l = lossfn(m, to_compute(args)...);
+                loss = l.detach();  // the unscaled value, which may be finite where l * scale is not
+                return scale_ == 1 ? l : l * scale_;
+            },
+            compute_));
+        NoGrad no_grad;
+        Pass pass{loss, f32(grads), Tensor()};
+        if (scale_ != 1) pass.grads = fmap([&](const Tensor& g) { return g / scale_; }, pass.grads);
+        for_each_tensor(pass.grads, [&](const Tensor& g) {
+            Tensor zero = sum(g * 0.0);
+            pass.nonfinite = pass.nonfinite.defined() ? pass.nonfinite + zero : zero;
+        });
+        if (!pass.nonfinite.defined()) pass.nonfinite = zeros({}, {.device = loss.device()});
+        return pass;
+    }
+    // Counts the step and adjusts the scale: false when its gradients were not finite (skip it).
+    bool accept(bool finite) {
+        ++steps_;
+        if (!finite) {
+            ++skipped_;
+            good_steps_ = 0;
+            if (dynamic_) scale_ *= options_.backoff;
+            return false;
+        }
+        if (dynamic_ && ++good_steps_ == options_.growth_interval) {
+            scale_ *= options_.growth;
+            good_steps_ = 0;
+        }
+        return true;
+    }
+    // The rule's update of the masters, then the compute copy rounded from them again.
+    void apply(const Grads& grads) {
+        update(opt_, master_, grads);
+        refresh();
+    }
+
     static DType checked(DType compute) {
         if (compute != DType::f16 && compute != DType::bf16)
             throw DTypeError(std::string("MixedPrecision: the compute type is ") + name(compute) +
@@ -121,7 +151,8 @@ private:
         else return a;
     }
 
-    // Trainable tensors from the masters, the others (running statistics) from the compute copy.
+    // Trainable tensors from the masters, the others (running statistics) from the compute copy,
+    // in place: the tensors stay the same objects, as a compiled step needs.
     void refresh() {
         NoGrad no_grad;
         std::set<std::string> trainable;
@@ -130,11 +161,11 @@ private:
         visit_tensors(master_, [&](const std::string& path, const Tensor& t) { masters[path] = t; });
         visit_tensors(compute_, [&](const std::string& path, Tensor& t) {
             if (!t.defined()) return;
-            if (trainable.count(path)) t = masters.at(path).to(compute_type_);
+            if (trainable.count(path)) t.copy_(masters.at(path));
             else computed[path] = t;
         });
         visit_tensors(master_, [&](const std::string& path, Tensor& t) {
-            if (t.defined() && !trainable.count(path)) t = computed.at(path).to(t.dtype());
+            if (t.defined() && !trainable.count(path)) t.copy_(computed.at(path));
         });
     }
 
@@ -146,5 +177,118 @@ private:
     double scale_;
     std::int64_t steps_ = 0, skipped_ = 0, good_steps_ = 0;
 };
+
+// A compiled mixed-precision step (fx::compile's replay, see compile.hpp): the forward and backward
+// passes in the compute type and the masters' update are traced once and replayed without a tape
+// or allocations. Between the two phases the host reads the loss and whether the gradients were
+// finite, so an overflowing step is skipped and counted as MixedPrecision::step does. The loss scale
+// is fixed by a trace: a step after the scale changed (dynamic scaling: after an overflow, and every
+// growth_interval steps) traces again.
+template <class LossFn, class Rule, class M> class CompiledMixedStep {
+public:
+    CompiledMixedStep(LossFn lossfn, MixedPrecision<Rule, M>& mp, CompileOptions options)
+        : lossfn_(std::move(lossfn)), mp_(mp), plans_("compiled mixed-precision step", options.cache, options.fuse),
+          fall_back_(options.fall_back) {}
+
+    float operator()(const Tensor& x, const Tensor& y) {
+        return (*this)(x, y, [](double) {});
+    }
+    // check(loss) runs before the update (fx::train refuses a NaN there); if it throws, nothing changed.
+    template <class Check> float operator()(const Tensor& x, const Tensor& y, Check&& check) {
+        if constexpr (!replayable<Rule>()) {
+            if (!fall_back_)
+                throw ValueError("fx::compile: the optimiser does work outside the backend's kernels (a rule "
+                                 "or modifier with replayable = false), which a replay would skip; run it "
+                                 "eagerly (CompileOptions{.fall_back = true}, or MixedPrecision::step)");
+            return eager(x, y, check);
+        }
+        if (eager_) return eager(x, y, check);
+        std::array<Tensor, 2> in{x.contiguous(), y.contiguous()};
+        if (!masters_.same(mp_.master_, mp_.opt_) || !computed_.same(mp_.compute_, none_) ||
+            traced_scale_ != mp_.scale_) {
+            plans_.clear();
+            masters_.take(mp_.master_, mp_.opt_);
+            computed_.take(mp_.compute_, none_);
+            traced_scale_ = mp_.scale_;
+        }
+        plans_.check_devices(in.data(), in.size(), masters_.device());
+        int p = plans_.find(in.data(), in.size());
+        if (p < 0) return trace(in, check);
+        plans_.replay(p, in.data(), 0);
+        double out[2];
+        plans_.values(p, out, 2);
+        check(out[0]);
+        if (mp_.accept(std::isfinite(out[1]))) {
+            std::size_t k = 0;
+            double eta = detail::final_rule(mp_.opt_.rule).eta;
+            for (auto& s : mp_.opt_.params)
+                if (!s.frozen) plans_.set_optimiser_step(p, k++, ++s.t, eta);
+            plans_.replay(p, in.data(), 1);
+        }
+        return static_cast<float>(out[0]);
+    }
+    CompileStats stats(const Tensor& x, const Tensor& y) const {
+        std::array<Tensor, 2> in{x, y};
+        return plans_.stats(plans_.find(in.data(), in.size()));
+    }
+
+private:
+    template <class Check> float eager(const Tensor& x, const Tensor& y, Check& check) {
+        auto pass = mp_.passes(lossfn_, x, y);
+        const double value = pass.loss.item();
+        check(value);
+        if (mp_.accept(std::isfinite(pass.nonfinite.item()))) mp_.apply(pass.grads);
+        return static_cast<float>(value);
+    }
+
+    template <class Check> float trace(const std::array<Tensor, 2>& in, Check& check) {
+        double value = 0;
+        bool applied = false;
+        auto traced = plans_.trace({in[0], in[1]}, masters_.device(), [&](const std::vector<Tensor>& v) {
+            auto pass = mp_.passes(lossfn_, v[0], v[1]);
+            Tensor out = stack({pass.loss.to(DType::f32).reshape({}), pass.nonfinite.reshape({})});
+            value = detail::CompiledPlans::read(pass.loss);
+            const bool finite = std::isfinite(detail::CompiledPlans::read(pass.nonfinite));
+            check(value);
+            detail::CompiledPlans::mark_phase();
+            if (mp_.accept(finite)) {
+                mp_.apply(pass.grads);
+                applied = true;
+            }
+            return out;
+        });
+        std::size_t active = 0;
+        for (const auto& s : mp_.opt_.params) active += s.frozen ? 0 : 1;
+        if (traced.plan >= 0 && (!applied || traced_scale_ != mp_.scale_)) {
+            plans_.clear();  // a skipped step recorded no update, and a new scale needs a new trace
+        } else if (traced.plan >= 0 && plans_.optimiser_steps(traced.plan) != active) {
+            traced.refused = "fx::compile: the step ran " + std::to_string(plans_.optimiser_steps(traced.plan)) +
+                             " optimiser kernels for " + std::to_string(active) +
+                             " trainable tensors; a compiled step updates each parameter once";
+            plans_.clear();
+        }
+        if (!traced.refused.empty()) {  // the traced step itself ran, eagerly, and counts
+            if (!fall_back_) throw ValueError(traced.refused + " (or run it eagerly: CompileOptions{.fall_back = true})");
+            eager_ = true;
+        }
+        return static_cast<float>(value);
+    }
+
+    LossFn lossfn_;
+    MixedPrecision<Rule, M>& mp_;
+    detail::CompiledPlans plans_;
+    detail::Identity masters_, computed_;
+    OptimiserState<Descent> none_;
+    double traced_scale_ = 0;
+    bool fall_back_, eager_ = false;
+};
+
+// A mixed-precision training step, compiled: lossfn(mp.compute_model(), x, y), its gradient, and
+// the update of the f32 masters (MixedPrecision::step, replayed).
+template <class LossFn, class Rule, class M>
+CompiledMixedStep<std::decay_t<LossFn>, Rule, M> compile(LossFn&& lossfn, MixedPrecision<Rule, M>& mp,
+                                                          CompileOptions options = {}) {
+    return {std::forward<LossFn>(lossfn), mp, options};
+}
 
 }  // namespace fluxion

@@ -13,10 +13,10 @@
 // loss of the epoch); otherwise a plain line every 10 seconds and one per epoch. A loss that is NaN
 // or infinite throws fx::NumericalError naming the epoch and step, before that step changes the model.
 //
-// On the CPU, steps whose batches are pairs of tensors run compiled (fx::compile: the first step of
-// each batch shape is traced, the others replay it without allocating); a loss function that
-// cannot be replayed (it saves tensors outside itself) falls back to eager steps, and so do models
-// on other devices for now (issue 12). `.compile = false` runs every step eagerly.
+// Steps whose batches are pairs of tensors run compiled, on every device (fx::compile: the first
+// step of each batch shape is traced, the others replay it without allocating); a loss function
+// that cannot be replayed (it saves tensors outside itself) falls back to eager steps.
+// `.compile = false` runs every step eagerly.
 #pragma once
 #include <cmath>
 #include <cstddef>

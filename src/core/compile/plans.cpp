@@ -312,6 +312,27 @@ double CompiledPlans::read(const Tensor& t) {
 }
 
 double CompiledPlans::value(int p) const { return read(impl_->plans[static_cast<std::size_t>(p)]->output); }
+
+void CompiledPlans::values(int p, double* out, std::size_t n) const {
+    const Tensor& t = impl_->plans[static_cast<std::size_t>(p)]->output;
+    if (static_cast<std::size_t>(t.numel()) != n || (t.dtype() != DType::f32 && t.dtype() != DType::f64) ||
+        n > kMaxValues)
+        throw ShapeError("fx::compile: the step returned " + summary(t) + "; " + std::to_string(n) +
+                         " f32 or f64 values were expected");
+    unsigned char bytes[kMaxValues * sizeof(double)] = {};
+    const std::size_t size = n * itemsize(t.dtype());
+    if (t.device().is_cpu()) std::memcpy(bytes, t.data_ptr(), size);
+    else untraced(backend_of(t)).copy_to_host(t.device().index, bytes, t.data_ptr(), size);
+    for (std::size_t i = 0; i < n; ++i) {
+        if (t.dtype() == DType::f64) {
+            std::memcpy(&out[i], bytes + i * sizeof(double), sizeof(double));
+        } else {
+            float f = 0;
+            std::memcpy(&f, bytes + i * sizeof(float), sizeof(float));
+            out[i] = double(f);
+        }
+    }
+}
 const Tensor& CompiledPlans::output(int p) const { return impl_->plans[static_cast<std::size_t>(p)]->output; }
 
 std::size_t CompiledPlans::optimiser_steps(int p) const {
