@@ -164,7 +164,7 @@ struct Backend {
 
     // ---- recorded submissions (optional; null where a backend has none) ----
     // fx::compile replays a plan's device work as one recorded submission where these exist (one
-    // Vulkan command buffer; a CUDA graph would fit the same entries). Between capture_begin and
+    // Vulkan command buffer, one CUDA graph). Between capture_begin and
     // capture_end the device records the kernels and copies it is given instead of running them;
     // capture_end returns the recording (null after an error: then nothing stays recorded).
     // capture_run waits for earlier work, reads the host memory of the recorded copy_from_host

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cuda/capture.hpp"
 #include "cuda/check.hpp"
 #include "cuda/context.hpp"
 #include "fluxion/error.hpp"
@@ -131,6 +132,12 @@ void deallocate(int device, void* ptr) {
     if (it == p.in_use.end())
         throw ValueError("CUDA:" + std::to_string(device) + ": free of a pointer this device's allocator "
                          "did not hand out (freed twice, or allocated on another device?)");
+    // A block freed while this thread captures a graph (a kernel's scratch) is used by every launch
+    // of the graph: the recording keeps it, and frees it with itself.
+    if (Recording* r = capturing(device)) {
+        r->kept.push_back(ptr);
+        return;
+    }
     p.cached[it->second].push_back(ptr);
     p.stats.allocated -= it->second;
     p.in_use.erase(it);

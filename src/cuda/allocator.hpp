@@ -22,7 +22,8 @@ MemoryStats memory_stats(int device);
 void empty_cache(int device);
 
 // Device memory for the duration of one call (workspaces, column buffers). Returning it to the
-// cache at the end of the scope is safe while kernels using it are still queued (see above).
+// cache at the end of the scope is safe while kernels using it are still queued (see above); while
+// the thread captures a CUDA graph, the recording keeps it instead (capture.hpp).
 class Scratch {
 public:
     Scratch(int device, std::size_t bytes);

@@ -4,10 +4,13 @@
 #include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <string>
 
+#include "cuda/capture.hpp"
 #include "cuda/check.hpp"
 #include "cuda/context.hpp"
 #include "cuda/kernels.hpp"
+#include "fluxion/error.hpp"
 
 namespace fluxion::cuda {
 
@@ -48,6 +51,15 @@ cudaEvent_t record_event(cudaStream_t stream) {
 void copy_from_host(int device, void* dst, const void* src, std::size_t bytes) {
     if (bytes == 0) return;
     Context& ctx = activate(device);
+    if (Recording* r = capturing(device)) {
+        // Captured: the graph copies from pinned memory of its own, refilled from `src` before each launch.
+        void* pinned = recording_pinned(*r, bytes);
+        std::memcpy(pinned, src, bytes);
+        FLUXION_CUDA_CHECK(cudaMemcpyAsync(dst, pinned, bytes, cudaMemcpyHostToDevice, ctx.stream));
+        r->on_run.push_back([pinned, src, bytes] { std::memcpy(pinned, src, bytes); });
+        return;
+    }
+    auto exclusion = exclude_capture(device);
     Staging& s = staging(device);
     std::lock_guard lock(s.mutex);
     auto* to = static_cast<char*>(dst);
@@ -69,6 +81,10 @@ void copy_from_host(int device, void* dst, const void* src, std::size_t bytes) {
 void copy_to_host(int device, void* dst, const void* src, std::size_t bytes) {
     if (bytes == 0) return;
     Context& ctx = activate(device);
+    if (capturing(device))
+        throw ValueError("copy_to_host on CUDA:" + std::to_string(device) +
+                         ": a recorded submission cannot read results on the host");
+    auto exclusion = exclude_capture(device);
     FLUXION_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, ctx.stream));
     FLUXION_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
 }
@@ -77,9 +93,15 @@ void copy_device(int dst_device, void* dst, int src_device, const void* src, std
     if (bytes == 0) return;
     if (dst_device == src_device) {
         Context& ctx = activate(dst_device);
+        auto exclusion = exclude_capture(dst_device);
         FLUXION_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, ctx.stream));
         return;
     }
+    if (capturing(dst_device) || capturing(src_device))
+        throw ValueError("copy_device from CUDA:" + std::to_string(src_device) + " to CUDA:" +
+                         std::to_string(dst_device) + ": a recorded submission stays on one device");
+    auto first = exclude_capture(std::min(dst_device, src_device));  // in index order: no deadlock
+    auto second = exclude_capture(std::max(dst_device, src_device));
     // The copy runs on the source's stream, after the destination's earlier work; the destination's
     // stream then waits for it, so later work on either device sees the copied data.
     Context& to = activate(dst_device);

@@ -9,6 +9,8 @@
 #include <cmath>
 #include <string>
 
+#include "cuda/allocator.hpp"
+#include "cuda/capture.hpp"
 #include "cuda/check.hpp"
 #include "cuda/dtype_dispatch.cuh"
 #include "cuda/kernels.hpp"
@@ -39,8 +41,18 @@ template <class T> struct Hyper {
     T correction1, correction2;  // 1 - beta1^t, 1 - beta2^t
 };
 
+template <class T> Hyper<T> hyper(const OptimiserStep& hp) {
+    const auto t_steps = static_cast<double>(hp.t);
+    return {T(hp.eta),   T(hp.rho),     T(hp.beta1), T(hp.beta2), T(hp.epsilon), T(hp.decay),
+            T(1 - std::pow(hp.beta1, t_steps)), T(1 - std::pow(hp.beta2, t_steps))};
+}
+
+// The hyper-parameters come by value, or, in a CUDA graph, from device memory (`from`) that an
+// upload captured before the kernel refills at every launch (capture.hpp).
 template <class T>
-__global__ void optimiser_kernel(Optimiser rule, std::int64_t n, T* p, const T* g, T* s1, T* s2, Hyper<T> h) {
+__global__ void optimiser_kernel(Optimiser rule, std::int64_t n, T* p, const T* g, T* s1, T* s2, Hyper<T> by_value,
+                                 const Hyper<T>* from) {
+    const Hyper<T> h = from ? *from : by_value;
     for (std::int64_t i = first_index(); i < n; i += index_step()) {
         const T grad = g[i];
         switch (rule) {
@@ -81,15 +93,23 @@ void optimiser_step(int device, Optimiser rule, DType t, std::int64_t n, void* p
                          " must start at 1 (Adam's bias correction divides by 1 - beta^t)");
     if (n <= 0) return;
     Context& ctx = activate(device);
-    const auto t_steps = static_cast<double>(hp->t);
+    Recording* recording = capturing(device);
     dispatch_floating(t, op.c_str(), [&](auto tag) {
         using T = decltype(tag);
-        const Hyper<T> h{T(hp->eta),   T(hp->rho),   T(hp->beta1),
-                         T(hp->beta2), T(hp->epsilon), T(hp->decay),
-                         T(1 - std::pow(hp->beta1, t_steps)), T(1 - std::pow(hp->beta2, t_steps))};
+        const Hyper<T> h = hyper<T>(*hp);
+        Hyper<T>* from = nullptr;
+        if (recording) {  // the step count and learning rate change between launches: read *hp again each time
+            auto* host = static_cast<Hyper<T>*>(recording_pinned(*recording, sizeof(Hyper<T>)));
+            *host = h;
+            recording->kept.reserve(recording->kept.size() + 1);
+            from = static_cast<Hyper<T>*>(allocate(device, sizeof(Hyper<T>)));
+            recording->kept.push_back(from);
+            FLUXION_CUDA_CHECK(cudaMemcpyAsync(from, host, sizeof(Hyper<T>), cudaMemcpyHostToDevice, ctx.stream));
+            recording->on_run.push_back([host, hp] { *host = hyper<T>(*hp); });
+        }
         optimiser_kernel<T><<<grid_for(ctx, n), kThreads, 0, ctx.stream>>>(
             rule, n, static_cast<T*>(param), static_cast<const T*>(grad), static_cast<T*>(state1),
-            static_cast<T*>(state2), h);
+            static_cast<T*>(state2), h, from);
     });
     FLUXION_CUDA_CHECK_LAUNCH("optimiser_kernel");
 }
