@@ -259,12 +259,14 @@ void softmax(Rng& r, DiffConfig& c, Builder& b) {
     };
     c.torch = std::string(log ? "torch.log_softmax(" : "torch.softmax(") + x.py + " * " + num(scale) + " + " +
               num(offset) + ", " + std::to_string(axis) + ")";
-    // The gradient at z: log-softmax's w - s sum(w), softmax's s (w - sum(s w)), sums along the axis.
+    // The gradient at z: log-softmax's w - s sum(w), softmax's s (w - sum(s w)), sums along the axis
+    // (K its length).
     std::string s_of_z = "torch.softmax(z, " + std::to_string(axis) + ")",
                 sum = ".sum(" + std::to_string(axis) + ", keepdim=True)";
     c.terms_at = x.py + " * " + num(scale) + " + " + num(offset);
-    c.gradient_terms = log ? "w.abs() + " + s_of_z + " * w.abs()" + sum
-                           : s_of_z + " * (w.abs() + (" + s_of_z + " * w.abs())" + sum + ")";
+    c.gradient_terms = "z.shape[" + std::to_string(axis) + "] * " +
+                       (log ? "(w.abs() + " + s_of_z + " * w.abs()" + sum + ")"
+                            : s_of_z + " * (w.abs() + (" + s_of_z + " * w.abs())" + sum + ")");
 }
 
 void matmul(Rng& r, DiffConfig& c, Builder& b) {
