@@ -31,8 +31,9 @@ sanitize: setup
 	cd build/dev && OMP_WAIT_POLICY=passive ctest --output-on-failure -j$(JOBS) --timeout 1800
 
 # The threaded parts under ThreadSanitizer (the `tsan` preset): the threads stress test and the tests
-# of the data loader's prefetching, devices and their queues, backends and their allocators, training.
-TSAN_TESTS := test_threads_stress test_data test_device test_io_devices test_backends test_train
+# of the data loader's prefetching, devices and their queues, backends and their allocators, training,
+# and the Vulkan plugin's own (its queue, staging and allocator, on lavapipe under the validation layer).
+TSAN_TESTS := test_threads_stress test_data test_device test_io_devices test_backends test_train test_vulkan
 tsan: setup
 	cmake --preset tsan | { grep "^-- fluxion:" || true; }
 	cmake --build build/tsan -j$(JOBS) --target $(TSAN_TESTS)

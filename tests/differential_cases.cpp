@@ -199,6 +199,7 @@ void binary(Rng& r, DiffConfig& c, Builder& b) {
         c.torch = "torch." + op + "(" + x.py + ", " + y.py + ")";
     } else {
         char o = op[0];
+        c.sum_of_products = o == '+' || o == '*';
         c.f = [x, y, o](const Xs& xs) {
             Tensor a = x.get(xs), v = y.get(xs);
             return o == '+' ? a + v : o == '-' ? a - v : o == '*' ? a * v : a / v;
@@ -218,6 +219,7 @@ void reduction(Rng& r, DiffConfig& c, Builder& b) {
     // max, min and logsumexp of nothing have no value (both refuse); sum and mean of nothing are 0 and nan.
     Shape s = random_shape(r, rank, !extremum && op != "logsumexp");
     Arg x = b.input(s, Values::normal, !extremum);
+    c.sum_of_products = op == "sum" || op == "mean";
     if (whole) {
         c.f = [x, op](const Xs& xs) {
             Tensor v = x.get(xs);
@@ -257,6 +259,14 @@ void softmax(Rng& r, DiffConfig& c, Builder& b) {
     };
     c.torch = std::string(log ? "torch.log_softmax(" : "torch.softmax(") + x.py + " * " + num(scale) + " + " +
               num(offset) + ", " + std::to_string(axis) + ")";
+    // The gradient at z: log-softmax's w - s sum(w), softmax's s (w - sum(s w)), sums along the axis
+    // (K its length).
+    std::string s_of_z = "torch.softmax(z, " + std::to_string(axis) + ")",
+                sum = ".sum(" + std::to_string(axis) + ", keepdim=True)";
+    c.terms_at = x.py + " * " + num(scale) + " + " + num(offset);
+    c.gradient_terms = "z.shape[" + std::to_string(axis) + "] * " +
+                       (log ? "(w.abs() + " + s_of_z + " * w.abs()" + sum + ")"
+                            : s_of_z + " * (w.abs() + (" + s_of_z + " * w.abs())" + sum + ")");
 }
 
 void matmul(Rng& r, DiffConfig& c, Builder& b) {
@@ -281,6 +291,7 @@ void matmul(Rng& r, DiffConfig& c, Builder& b) {
     }
     Arg x = b.input(a), y = b.input(w);
     c.f = [x, y](const Xs& xs) { return fx::matmul(x.get(xs), y.get(xs)); };
+    c.sum_of_products = true;
     c.torch = "torch.matmul(" + x.py + ", " + y.py + ")";
 }
 
@@ -298,6 +309,7 @@ void conv(Rng& r, DiffConfig& c, Builder& b) {
     Arg x = b.input({n, g * ci, hw[0], hw[1]}), w = b.input({g * co, ci, k[0], k[1]});
     fx::Conv2dOptions o{{s[0], s[1]}, {p[0], p[1]}, {d[0], d[1]}, g};
     c.f = [x, w, o](const Xs& xs) { return fx::conv2d(x.get(xs), w.get(xs), o); };
+    c.sum_of_products = true;
     // PyTorch 1.13's slow_conv2d refuses the gradient of a non-contiguous weight ("grad_weight must
     // be contiguous"), a limit of its own: its copy of the weight is made contiguous, fluxion's is not.
     c.torch = "F.conv2d(" + x.py + ", " + w.py + ".contiguous(), stride=" + pair(s[0], s[1]) +
@@ -320,6 +332,7 @@ void conv_transpose(Rng& r, DiffConfig& c, Builder& b) {
     fx::Conv2dOptions o{{s[0], s[1]}, {p[0], p[1]}, {d[0], d[1]}, g};
     std::vector<std::int64_t> opad = {op[0], op[1]};
     c.f = [x, w, o, opad](const Xs& xs) { return fx::conv_transpose2d(x.get(xs), w.get(xs), o, opad); };
+    c.sum_of_products = true;
     c.torch = "F.conv_transpose2d(" + x.py + ", " + w.py + ", stride=" + pair(s[0], s[1]) +
               ", padding=" + pair(p[0], p[1]) + ", output_padding=" + pair(op[0], op[1]) +
               ", groups=" + std::to_string(g) + ", dilation=" + pair(d[0], d[1]) + ")";
@@ -338,6 +351,7 @@ void pool(Rng& r, DiffConfig& c, Builder& b) {
     Arg x = b.input({r.between(1, 2), r.between(1, 3), hw[0], hw[1]}, Values::normal, !max);
     fx::Pool2dOptions o{{k[0], k[1]}, {s[0], s[1]}, {p[0], p[1]}};
     c.f = [x, o, max](const Xs& xs) { return max ? fx::maxpool2d(x.get(xs), o) : fx::meanpool2d(x.get(xs), o); };
+    c.sum_of_products = !max;
     c.torch = std::string(max ? "F.max_pool2d(" : "F.avg_pool2d(") + x.py + ", " + pair(k[0], k[1]) +
               ", stride=" + pair(s[0], s[1]) + ", padding=" + pair(p[0], p[1]) + ")";
 }
@@ -410,6 +424,7 @@ void views(Rng& r, DiffConfig& c, Builder& b) {
     Shape s = random_shape(r, 3, true);
     Arg x = b.input(s);
     int form = int(r.between(0, 3));
+    c.sum_of_products = true;
     if (form == 0) {  // permute, then a reshape that must copy
         c.f = [x](const Xs& xs) { return x.get(xs).permute({2, 0, 1}).reshape({-1}) * 2.0; };
         c.torch = x.py + ".permute(2, 0, 1).reshape(-1) * 2.0";

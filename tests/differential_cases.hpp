@@ -26,6 +26,15 @@ struct DiffConfig {
     std::function<fx::Tensor(const std::vector<fx::Tensor>&)> f;
     std::string torch;  // a Python expression over x0, x1, ...
     fx::DType dtype = fx::DType::f64;
+    // The output is a sum of products of the inputs' elements and positive constants (matmul,
+    // convolutions, sum, mean, mean pooling, + and x, views): PyTorch's answer on the inputs'
+    // absolute values, with the weights' absolute values, is then the size of the terms summed at
+    // each element of the output and of every gradient, which bounds the f32 rounding error there.
+    bool sum_of_products = false;
+    // Otherwise, where the gradient is a sum that may cancel (softmax's), a PyTorch expression over
+    // z, the op's input (`terms_at`, over x0, linear in it), and w, the output's weights: K sum |term|
+    // at each element of the gradient with respect to z, K the number of terms summed there.
+    std::string gradient_terms, terms_at;
 
     std::string repro() const;  // one line: family, dtype, PyTorch expression, inputs and views
 };

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -99,11 +100,15 @@ std::vector<double> numbers(const json& values) {
 // Stated tolerances, element by element. f64: |got - want| <= rtol |want| + atol max(1, max |want|),
 // want PyTorch's f64 answer; the atol term scales with the tensor's largest element so that a sum
 // that cancels to near zero is judged by the size of its terms' rounding, not by its own. f32:
-// |got - exact| <= rtol |exact| + atol + 4 |want - exact|, exact PyTorch's answer computed in f64
-// from the same f32 inputs, want its f32 answer: fluxion may round differently from PyTorch but
-// not much worse, element by element (where a result cancels, both f32 answers are rounding noise
-// and PyTorch's own error bounds fluxion's; a precision loss like that of a naive log-softmax with
-// logits of 1e4 is caught).
+// |got - exact| <= rtol |exact| + atol + 4 |want - exact| + bound, exact PyTorch's answer computed
+// in f64 from the same f32 inputs, want its f32 answer: fluxion may round differently from PyTorch
+// but not much worse, element by element (a precision loss like that of a naive log-softmax with
+// logits of 1e4 is caught). Where the output is a sum of products (DiffConfig::sum_of_products),
+// or the gradient a sum whose terms the configuration names (DiffConfig::gradient_terms), bound is
+// the classic bound on the rounding error of a sum of K terms in any order, eps K sum |term| (eps
+// of f32; K and sum |term| at that element, from the script), so that a sum that cancels, where
+// PyTorch's own f32 answer may be exact by luck, is judged by the size of its terms; a dropped or
+// misplaced term, of size about sum |term| / K, stays far beyond it while K^2 << 1 / eps.
 struct Tolerance {
     double rtol, atol, torch_error_factor;
 };
@@ -112,9 +117,10 @@ Tolerance tolerance(fx::DType dtype) {
 }
 
 // The first element where got and want differ beyond the tolerance, described; empty if none.
-// `exact` is want computed in f64 (for f32), or empty; non-finite values must match want's.
+// `exact` is want computed in f64 (for f32), or empty; `bound` the rounding bound of each element
+// (above), or empty; non-finite values must match want's.
 std::string difference(const std::vector<double>& got, const std::vector<double>& want,
-                       const std::vector<double>& exact, Tolerance tol) {
+                       const std::vector<double>& exact, const std::vector<double>& bound, Tolerance tol) {
     if (got.size() != want.size())
         return std::to_string(got.size()) + " elements, PyTorch " + std::to_string(want.size());
     const std::vector<double>& ref = exact.size() == want.size() ? exact : want;
@@ -123,16 +129,18 @@ std::string difference(const std::vector<double>& got, const std::vector<double>
         if (std::isfinite(w) && &ref == &want) scale = std::max(scale, std::abs(w));
     for (std::size_t i = 0; i < got.size(); ++i) {
         double g = got[i], w = want[i], e = std::isfinite(ref[i]) ? ref[i] : w;
+        double b = bound.size() == got.size() ? bound[i] : 0;
         bool same = std::isnan(g) ? std::isnan(w)
                     : std::isinf(g) || !std::isfinite(w)
                         ? g == w
                         : std::abs(g - e) <=
-                              tol.rtol * std::abs(e) + tol.atol * scale + tol.torch_error_factor * std::abs(w - e);
+                              tol.rtol * std::abs(e) + tol.atol * scale + tol.torch_error_factor * std::abs(w - e) + b;
         if (!same) {
             std::ostringstream s;
             s.precision(10);
             s << "element " << i << ": " << g << ", PyTorch " << w;
             if (&ref == &exact) s << " (" << e << " in f64)";
+            if (b > 0) s << ", bound from the terms' size " << b;
             s << ", difference " << std::abs(g - w);
             return s.str();
         }
@@ -153,13 +161,21 @@ std::string compare(const DiffConfig& c, const Answer& a, const json& ref) {
                fx::to_string(ref["shape"].get<fx::Shape>());
     Tolerance tol = tolerance(c.dtype);
     bool exact = ref.contains("f64") && !ref["f64"].contains("error");
+    // eps K sum |term| element by element, from the script's K sum |term| (0 where not finite)
+    bool terms = ref.contains("terms") && !ref["terms"].contains("error");
+    auto bound = [](std::vector<double> sizes) {
+        for (double& v : sizes) v = std::isfinite(v) ? std::numeric_limits<float>::epsilon() * std::abs(v) : 0;
+        return sizes;
+    };
     auto out = numbers(ref["out"]), out64 = exact ? numbers(ref["f64"]["out"]) : std::vector<double>();
-    if (auto d = difference(a.out.to_vector<double>(), out, out64, tol); !d.empty()) return "forward, " + d;
+    auto out_bound = terms ? bound(numbers(ref["terms"]["out"])) : std::vector<double>();
+    if (auto d = difference(a.out.to_vector<double>(), out, out64, out_bound, tol); !d.empty()) return "forward, " + d;
     for (std::size_t i = 0; i < a.grads.size(); ++i) {
         auto got = a.grads[i].to_vector<double>();
         auto grad = [&](const json& g) { return g.is_null() ? std::vector<double>(got.size(), 0.0) : numbers(g); };
         auto want = grad(ref["grads"][i]), want64 = exact ? grad(ref["f64"]["grads"][i]) : std::vector<double>();
-        if (auto d = difference(got, want, want64, tol); !d.empty())
+        auto grad_bound = terms ? bound(grad(ref["terms"]["grads"][i])) : std::vector<double>();
+        if (auto d = difference(got, want, want64, grad_bound, tol); !d.empty())
             return "gradient of x" + std::to_string(i) + ", " + d;
     }
     return "";
@@ -191,6 +207,9 @@ fx_test::TorchResults torch_answers(const DiffRun& run, const std::string& scrip
         configs.push_back({{"expr", run.configs[k].torch},
                            {"dtype", fx::name(run.configs[k].dtype)},
                            {"inputs", inputs},
+                           {"sum_of_products", run.configs[k].sum_of_products},
+                           {"gradient_terms", run.configs[k].gradient_terms},
+                           {"terms_at", run.configs[k].terms_at},
                            {"weights", a.error.empty() ? tensor_json(a.weights) : json()}});
     }
     return fx_test::run_torch_script(script, configs.dump(), "differential");

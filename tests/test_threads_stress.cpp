@@ -1,16 +1,20 @@
 // test_threads_stress.cpp — several threads at once creating and destroying data loaders with
 // prefetching (`loader | dev`), breaking out of their loops early, dropping a loader while its
 // iterator is still running, and moving tensors between the CPU and every other device (the
-// TestHost plugin's two devices, Vulkan's where present). Every batch and every moved value is
-// checked, so lost or mixed-up data fails here; run under the `tsan` preset (`make tsan`), data
-// races and lock-order inversions fail too.
+// TestHost plugin's two devices, Vulkan's where present), and, on Vulkan alone, all of these at
+// once: some threads prefetching to it while others move tensors to and from it and compute there,
+// so that its queue, staging buffers and allocator serve several threads together. Every batch and
+// every moved value is checked, so lost or mixed-up data fails here; run under the `tsan` preset
+// (`make tsan`, which builds the Vulkan plugin and runs it on lavapipe), data races and lock-order
+// inversions fail too.
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <iostream>
 #include <cstdlib>
+#include <iostream>
 #include <numeric>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -113,6 +117,59 @@ TEST(ThreadsStress, TensorsMoveBetweenDevicesFromSeveralThreads) {
             EXPECT_EQ(t.to(fx::Device{}).to_vector<float>(), expected) << "thread " << thread << ", round " << round;
         }
     });
+}
+
+// Vulkan's device shared at once by threads of both kinds: even threads prefetch shuffled loaders
+// to it (breaking off at random, dropping a loader under its running iterator), odd ones move
+// tensors CPU -> Vulkan -> CPU with arithmetic on the device and drop device tensors unread (the
+// allocator frees while the queue still runs other threads' work).
+TEST(ThreadsStress, VulkanServesLoadersAndMovesFromSeveralThreadsAtOnce) {
+    std::string why;
+    if (!fx::functional("Vulkan", &why)) GTEST_SKIP() << "Vulkan is not functional: " << why;
+    const fx::Device vulkan = fx::devices("Vulkan").at(0).device;
+    on_threads([&](int thread) {
+        std::mt19937 random(100 + thread);
+        for (int round = 0; round < 6; ++round) {
+            if (thread % 2 == 0) {
+                const std::int64_t n = 23 + 5 * thread + round;
+                fx::DataLoader loader({features(n), fx::arange(n)}, {.batchsize = 3,
+                                                                     .shuffle = true,
+                                                                     .seed = std::uint64_t(thread * 10 + round),
+                                                                     .parallel = round % 2 == 1});
+                const std::int64_t stop = std::uniform_int_distribution<std::int64_t>(0, loader.size())(random);
+                std::int64_t b = 0, seen = 0;
+                for (auto [x, y] : loader | vulkan) {
+                    if (b++ == stop) break;
+                    ASSERT_EQ(x.device(), vulkan);
+                    const auto ids = y.to(fx::Device{}).to_vector<std::int64_t>();
+                    EXPECT_EQ((x * -1.0).to(fx::Device{}).select(1, 1).to_vector<std::int64_t>(), ids)
+                        << "rows stay matched, thread " << thread << ", round " << round;
+                    seen += std::int64_t(ids.size());
+                }
+                if (stop == loader.size()) {
+                    EXPECT_EQ(seen, n) << "a whole epoch sees every observation";
+                }
+                auto it = [&] {
+                    fx::DataLoader dropped({features(n), fx::arange(n)}, {.batchsize = 2, .parallel = true});
+                    return (dropped | vulkan).begin();
+                }();
+                for (std::int64_t k = 0; k < 3 && !(it == std::default_sentinel); ++k, ++it)
+                    EXPECT_EQ(std::get<1>(*it).to(fx::Device{}).to_vector<std::int64_t>(),
+                              (std::vector<std::int64_t>{2 * k, 2 * k + 1}));
+            } else {
+                for (int k = 0; k < 5; ++k) {
+                    std::vector<float> values(std::size_t(40 + 24 * k + thread));
+                    std::iota(values.begin(), values.end(), float(round - k));
+                    fx::Tensor unread = fx::tensor(values).to(vulkan) * 3.0;  // freed without a read
+                    fx::Tensor t = ((fx::tensor(values).to(vulkan) + 1.0) * 2.0).to(fx::Device{});
+                    std::vector<float> expected = values;
+                    for (auto& v : expected) v = (v + 1) * 2;  // exact: small integers
+                    EXPECT_EQ(t.to_vector<float>(), expected) << "thread " << thread << ", round " << round;
+                }
+            }
+        }
+    });
+    fx::synchronize(vulkan);
 }
 
 }  // namespace
