@@ -57,10 +57,17 @@ T fx_quotient(T a, T b) {
     }
 }
 
-// The table's codes are backend::Binary's, which the Vulkan shaders rely on.
-#define FX_BINARY(name, code, value) static_assert(int(Binary::name) == code, #name);
-#define FX_COMPARE(name, code, value) static_assert(int(Binary::name) == code, #name);
+// The table has one line per backend::Binary, in the order of the codes, which the shaders use.
+constexpr bool table_matches_codes() {
+    int next = 0;
+#define FX_BINARY(name, code, value) \
+    if (int(Binary::name) != next++ || code != int(Binary::name)) return false;
+#define FX_COMPARE(name, code, value) \
+    if (int(Binary::name) != next++ || code != int(Binary::name)) return false;
 #include "core/elementwise_formulas.def"
+    return next == int(Binary::ge) + 1;
+}
+static_assert(table_matches_codes(), "core/elementwise_formulas.def: one line per backend::Binary, by code");
 
 template <Binary>
 constexpr bool kHasNoFormula = false;

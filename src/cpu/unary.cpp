@@ -16,10 +16,17 @@ constexpr bool is_cheap(Unary op) {
            op == Unary::leakyrelu || op == Unary::clamp || op == Unary::sign || op == Unary::recip;
 }
 
-// The table's codes are backend::Unary's, which the Vulkan shaders rely on.
-#define FX_UNARY(name, code, value, gradient) static_assert(int(Unary::name) == code, #name);
-#define FX_UNARY_INTEGER(name, code, value) static_assert(int(Unary::name) == code, #name);
+// The table has one line per backend::Unary, in the order of the codes, which the shaders use.
+constexpr bool table_matches_codes() {
+    int next = 0;
+#define FX_UNARY(name, code, value, gradient) \
+    if (int(Unary::name) != next++ || code != int(Unary::name)) return false;
+#define FX_UNARY_INTEGER(name, code, value) \
+    if (code != int(Unary::name)) return false;
 #include "core/elementwise_formulas.def"
+    return next == int(Unary::gelu_erf) + 1;
+}
+static_assert(table_matches_codes(), "core/elementwise_formulas.def: one FX_UNARY line per backend::Unary, by code");
 
 // The ops that also take integers (i32, i64).
 constexpr bool takes_integers(Unary op) {

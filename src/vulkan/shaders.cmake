@@ -15,7 +15,8 @@ set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_fluxion_formul
 file(READ ${_fluxion_formulas} _fluxion_formulas_text)
 string(REGEX REPLACE "FX_K\\(([0-9.]+)\\)" "FX_K(\\1LF)" _fluxion_formulas_text "${_fluxion_formulas_text}")
 set(FLUXION_VULKAN_GLSL_TABLE_DIR ${CMAKE_CURRENT_BINARY_DIR}/glsl)
-file(CONFIGURE OUTPUT ${FLUXION_VULKAN_GLSL_TABLE_DIR}/elementwise_formulas.def CONTENT "${_fluxion_formulas_text}" @ONLY)
+file(CONFIGURE OUTPUT ${FLUXION_VULKAN_GLSL_TABLE_DIR}/elementwise_formulas.def
+     CONTENT "${_fluxion_formulas_text}" @ONLY)
 list(APPEND FLUXION_VULKAN_SHADER_HEADERS ${FLUXION_VULKAN_GLSL_TABLE_DIR}/elementwise_formulas.def)
 
 # The glslc definitions that make slot <slot> of a shader hold elements of <dtype> (slot C: the type a
@@ -72,7 +73,8 @@ function(fluxion_vulkan_variant variant source)
   set(cpp ${CMAKE_CURRENT_BINARY_DIR}/spirv/${variant}.cpp)
   add_custom_command(OUTPUT ${spv}
     COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_CURRENT_BINARY_DIR}/spirv
-    COMMAND ${FLUXION_GLSLC} --target-env=vulkan1.1 -O -I ${FLUXION_VULKAN_SHADER_DIR} -I ${FLUXION_VULKAN_GLSL_TABLE_DIR} ${defs}
+    COMMAND ${FLUXION_GLSLC} --target-env=vulkan1.1 -O
+            -I ${FLUXION_VULKAN_SHADER_DIR} -I ${FLUXION_VULKAN_GLSL_TABLE_DIR} ${defs}
             -o ${spv} ${FLUXION_VULKAN_SHADER_DIR}/${source}
     DEPENDS ${FLUXION_VULKAN_SHADER_DIR}/${source} ${FLUXION_VULKAN_SHADER_HEADERS}
     COMMENT "glslc ${variant}" VERBATIM)
