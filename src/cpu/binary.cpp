@@ -11,11 +11,8 @@
 namespace fluxion::backend::cpu {
 namespace {
 
-const char* const kBinaryNames[] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum",
-                                    "eq",  "ne",  "lt",  "le",  "gt",  "ge"};
-
 template <class T>
-bool is_nan(T x) {
+bool fx_isnan(T x) {
     if constexpr (std::is_floating_point_v<T>)
         return x != x;
     else
@@ -40,34 +37,61 @@ T integer_pow(T base, T exponent) {
     return T(result);
 }
 
-template <Binary op, class T>
+template <class T>
+T fx_power(T a, T b) {
+    if constexpr (std::is_floating_point_v<T>)
+        return T(std::pow(a, b));
+    else
+        return integer_pow(a, b);
+}
+
+template <class T>
+T fx_quotient(T a, T b) {
+    if constexpr (std::is_floating_point_v<T>) {
+        return T(a / b);
+    } else {  // integer division by zero is defined as 0, and INT_MIN / -1 wraps
+        if (b == 0) return T(0);
+        if constexpr (std::is_signed_v<T>)
+            if (b == -1) return T(Wrapping<T>(0) - Wrapping<T>(a));
+        return T(a / b);
+    }
+}
+
+// The table has one line per backend::Binary, in the order of the codes, which the shaders use.
+constexpr bool table_matches_codes() {
+    int next = 0;
+#define FX_BINARY(name, code, value) \
+    if (int(Binary::name) != next++ || code != int(Binary::name)) return false;
+#define FX_COMPARE(name, code, value) \
+    if (int(Binary::name) != next++ || code != int(Binary::name)) return false;
+#include "core/elementwise_formulas.def"
+    return next == int(Binary::ge) + 1;
+}
+static_assert(table_matches_codes(), "core/elementwise_formulas.def: one line per backend::Binary, by code");
+
+template <Binary>
+constexpr bool kHasNoFormula = false;
+
+// The ops of core/elementwise_formulas.def, one if-constexpr branch per line; comparisons give bool.
+template <Binary op, class T, class W = Wrapping<T>>
 auto binary_value(T a, T b) {
-    using W = Wrapping<T>;
-    if constexpr (op == Binary::add) return T(W(a) + W(b));
-    else if constexpr (op == Binary::sub) return T(W(a) - W(b));
-    else if constexpr (op == Binary::mul) return T(W(a) * W(b));
-    else if constexpr (op == Binary::div) {
-        if constexpr (std::is_floating_point_v<T>) {
-            return T(a / b);
-        } else {  // integer division by zero is defined as 0, and INT_MIN / -1 wraps
-            if (b == 0) return T(0);
-            if constexpr (std::is_signed_v<T>)
-                if (b == -1) return T(W(0) - W(a));
-            return T(a / b);
-        }
-    } else if constexpr (op == Binary::pow) {
-        if constexpr (std::is_floating_point_v<T>)
-            return T(std::pow(a, b));
-        else
-            return integer_pow(a, b);
-    } else if constexpr (op == Binary::maximum) return (a > b || is_nan(a)) ? a : b;  // NaN wins
-    else if constexpr (op == Binary::minimum) return (a < b || is_nan(a)) ? a : b;
-    else if constexpr (op == Binary::eq) return a == b;
-    else if constexpr (op == Binary::ne) return a != b;
-    else if constexpr (op == Binary::lt) return a < b;
-    else if constexpr (op == Binary::le) return a <= b;
-    else if constexpr (op == Binary::gt) return a > b;
-    else return a >= b;
+#define FX_BINARY(name, code, value)                \
+    if constexpr (op == Binary::name) return value; \
+    else
+#define FX_COMPARE(name, code, value)               \
+    if constexpr (op == Binary::name) return value; \
+    else
+#include "core/elementwise_formulas.def"
+    static_assert(kHasNoFormula<op>, "binary_value: an op with no line in core/elementwise_formulas.def");
+}
+
+std::string kernel_name(Binary op) {
+#define FX_BINARY(name, code, value) \
+    if (op == Binary::name) return "binary " #name;
+#define FX_COMPARE(name, code, value) \
+    if (op == Binary::name) return "binary " #name;
+#include "core/elementwise_formulas.def"
+    throw ValueError("binary: unknown op code " + std::to_string(int(op)));
 }
 
 template <Binary op, class T>
@@ -141,9 +165,7 @@ void check_same_shape(const char* kernel, const Strided& first, const Strided& o
 
 void binary(int device, Binary op, DType t, const Strided* a_view, const void* a, const Strided* b_view,
             const void* b, void* out) {
-    if (int(op) < 0 || int(op) > int(Binary::ge))
-        throw ValueError("binary: unknown op code " + std::to_string(int(op)));
-    const std::string kernel = std::string("binary ") + kBinaryNames[int(op)];
+    const std::string kernel = kernel_name(op);
     check_same_shape(kernel.c_str(), *a_view, *b_view);
     int64_t out_strides[kMaxDims];
     contiguous_strides(a_view->ndim, a_view->shape, out_strides);

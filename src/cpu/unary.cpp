@@ -1,6 +1,5 @@
 // Elementwise functions of one tensor and their gradients.
 #include <cmath>
-#include <numbers>
 #include <string>
 #include <type_traits>
 
@@ -11,104 +10,80 @@
 namespace fluxion::backend::cpu {
 namespace {
 
-const char* const kUnaryNames[] = {"neg",     "exp",     "log",      "sqrt",  "abs",  "square",
-                                   "sin",     "cos",     "tanh",     "sigmoid", "relu", "leakyrelu",
-                                   "elu",     "gelu",    "softplus", "swish", "clamp", "sign",
-                                   "recip",   "pow_scalar", "gelu_erf"};
-
 // Ops that are a few instructions per element: below a larger size they are not worth threads.
 constexpr bool is_cheap(Unary op) {
     return op == Unary::neg || op == Unary::abs || op == Unary::square || op == Unary::relu ||
            op == Unary::leakyrelu || op == Unary::clamp || op == Unary::sign || op == Unary::recip;
 }
 
+// The table has one line per backend::Unary, in the order of the codes, which the shaders use.
+constexpr bool table_matches_codes() {
+    int next = 0;
+#define FX_UNARY(name, code, value, gradient) \
+    if (int(Unary::name) != next++ || code != int(Unary::name)) return false;
+#define FX_UNARY_INTEGER(name, code, value) \
+    if (code != int(Unary::name)) return false;
+#include "core/elementwise_formulas.def"
+    return next == int(Unary::gelu_erf) + 1;
+}
+static_assert(table_matches_codes(), "core/elementwise_formulas.def: one FX_UNARY line per backend::Unary, by code");
+
 // The ops that also take integers (i32, i64).
 constexpr bool takes_integers(Unary op) {
-    return op == Unary::neg || op == Unary::abs || op == Unary::square || op == Unary::sign;
+#define FX_UNARY_INTEGER(name, code, value) \
+    if (op == Unary::name) return true;
+#include "core/elementwise_formulas.def"
+    return false;
 }
 
-template <class T>
-T sigmoid(T x) {
-    return T(1) / (T(1) + std::exp(-x));
-}
+// The elementary functions of the formulas, std's for float and double.
+template <class T> T fx_exp(T x) { return std::exp(x); }
+template <class T> T fx_expm1(T x) { return std::expm1(x); }
+template <class T> T fx_log(T x) { return std::log(x); }
+template <class T> T fx_log1p(T x) { return std::log1p(x); }
+template <class T> T fx_sqrt(T x) { return std::sqrt(x); }
+template <class T> T fx_abs(T x) { return std::abs(x); }
+template <class T> T fx_sin(T x) { return std::sin(x); }
+template <class T> T fx_cos(T x) { return std::cos(x); }
+template <class T> T fx_tanh(T x) { return std::tanh(x); }
+template <class T> T fx_erf(T x) { return std::erf(x); }
+template <class T> T fx_pow(T x, T a) { return std::pow(x, a); }
 
-// gelu's tanh approximation: 0.5 x (1 + tanh(k (x + c x^3))), k = sqrt(2 / pi).
-template <class T>
-inline constexpr T kGeluK = T(std::numbers::sqrt2 * std::numbers::inv_sqrtpi);
-template <class T>
-inline constexpr T kGeluC = T(0.044715);
+#define FX_K(v) T(v)
+#define FX_FUNCTION template <class T> inline T
+#include "core/elementwise_formulas.def"
 
-// gelu_erf: x Φ(x) = 0.5 x (1 + erf(x / sqrt 2)), whose derivative is Φ(x) + x φ(x).
-template <class T>
-inline constexpr T kInvSqrt2 = T(std::numbers::sqrt2 / 2);
-template <class T>
-inline constexpr T kInvSqrt2Pi = T(std::numbers::inv_sqrtpi * std::numbers::sqrt2 / 2);
+template <Unary>
+constexpr bool kHasNoFormula = false;
 
-template <Unary op, class T>
+// Each op's value and gradient, one if-constexpr branch per line of the table. Integers compute
+// in their unsigned twin W, which wraps on the most negative value instead of overflowing.
+template <Unary op, class T, class W = std::make_unsigned_t<T>>
 T integer_value(T x) {
-    using U = std::make_unsigned_t<T>;  // wraps on the most negative value instead of overflowing
-    if constexpr (op == Unary::neg) return T(U(0) - U(x));
-    else if constexpr (op == Unary::abs) return x < 0 ? T(U(0) - U(x)) : x;
-    else if constexpr (op == Unary::square) return T(U(x) * U(x));
-    else return T((x > 0) - (x < 0));
+#define FX_UNARY_INTEGER(name, code, value)        \
+    if constexpr (op == Unary::name) return value; \
+    else
+#include "core/elementwise_formulas.def"
+    static_assert(kHasNoFormula<op>, "integer_value: an op that takes no integers");
 }
 
 template <Unary op, class T>
 T unary_value(T x, T a, T b) {
-    using std::exp, std::log, std::tanh;
-    if constexpr (op == Unary::neg) return -x;
-    else if constexpr (op == Unary::exp) return exp(x);
-    else if constexpr (op == Unary::log) return log(x);
-    else if constexpr (op == Unary::sqrt) return std::sqrt(x);
-    else if constexpr (op == Unary::abs) return std::abs(x);
-    else if constexpr (op == Unary::square) return x * x;
-    else if constexpr (op == Unary::sin) return std::sin(x);
-    else if constexpr (op == Unary::cos) return std::cos(x);
-    else if constexpr (op == Unary::tanh) return tanh(x);
-    else if constexpr (op == Unary::sigmoid) return sigmoid(x);
-    else if constexpr (op == Unary::relu) return x < 0 ? T(0) : x;  // NaN stays NaN
-    else if constexpr (op == Unary::leakyrelu) return x > 0 ? x : a * x;
-    else if constexpr (op == Unary::elu) return x > 0 ? x : a * std::expm1(x);
-    else if constexpr (op == Unary::gelu) return T(0.5) * x * (T(1) + tanh(kGeluK<T> * (x + kGeluC<T> * x * x * x)));
-    else if constexpr (op == Unary::softplus) return std::log1p(exp(-std::abs(x))) + (x > 0 ? x : T(0));
-    else if constexpr (op == Unary::swish) return x * sigmoid(x);
-    else if constexpr (op == Unary::clamp) return x < a ? a : (x > b ? b : x);
-    else if constexpr (op == Unary::sign) return x > 0 ? T(1) : (x < 0 ? T(-1) : x);  // keeps ±0 and NaN
-    else if constexpr (op == Unary::recip) return T(1) / x;
-    else if constexpr (op == Unary::gelu_erf) return T(0.5) * x * (T(1) + std::erf(x * kInvSqrt2<T>));
-    else return std::pow(x, a);
+#define FX_UNARY(name, code, value, gradient)      \
+    if constexpr (op == Unary::name) return value; \
+    else
+#include "core/elementwise_formulas.def"
+    static_assert(kHasNoFormula<op>, "unary_value: an op with no line in core/elementwise_formulas.def");
 }
 
 // gx = gy * d op(x) / dx, with y = op(x) where that is cheaper.
 template <Unary op, class T>
 T unary_gradient(T x, T y, T gy, T a, T b) {
-    if constexpr (op == Unary::neg) return -gy;
-    else if constexpr (op == Unary::exp) return gy * y;
-    else if constexpr (op == Unary::log) return gy / x;
-    else if constexpr (op == Unary::sqrt) return gy / (T(2) * y);
-    else if constexpr (op == Unary::abs) return x > 0 ? gy : (x < 0 ? -gy : T(0));
-    else if constexpr (op == Unary::square) return T(2) * x * gy;
-    else if constexpr (op == Unary::sin) return gy * std::cos(x);
-    else if constexpr (op == Unary::cos) return -gy * std::sin(x);
-    else if constexpr (op == Unary::tanh) return gy * (T(1) - y * y);
-    else if constexpr (op == Unary::sigmoid) return gy * y * (T(1) - y);
-    else if constexpr (op == Unary::relu) return x > 0 ? gy : T(0);
-    else if constexpr (op == Unary::leakyrelu) return x > 0 ? gy : a * gy;
-    else if constexpr (op == Unary::elu) return x > 0 ? gy : gy * (y + a);  // a e^x = y + a
-    else if constexpr (op == Unary::gelu) {
-        const T t = std::tanh(kGeluK<T> * (x + kGeluC<T> * x * x * x));
-        const T du = kGeluK<T> * (T(1) + T(3) * kGeluC<T> * x * x);
-        return gy * (T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * du);
-    } else if constexpr (op == Unary::softplus) return gy * sigmoid(x);
-    else if constexpr (op == Unary::swish) {
-        const T s = sigmoid(x);
-        return gy * (s + y * (T(1) - s));  // s + x s (1 - s)
-    } else if constexpr (op == Unary::clamp) return (a <= x && x <= b) ? gy : T(0);
-    else if constexpr (op == Unary::sign) return T(0);
-    else if constexpr (op == Unary::recip) return -gy * y * y;
-    else if constexpr (op == Unary::gelu_erf)
-        return gy * (T(0.5) * (T(1) + std::erf(x * kInvSqrt2<T>)) + x * kInvSqrt2Pi<T> * std::exp(T(-0.5) * x * x));
-    else return a == 0 ? T(0) : gy * a * std::pow(x, a - T(1));
+#define FX_UNARY(name, code, value, gradient)         \
+    if constexpr (op == Unary::name) return gradient; \
+    else
+#include "core/elementwise_formulas.def"
+    static_assert(kHasNoFormula<op>, "unary_gradient: an op with no line in core/elementwise_formulas.def");
 }
 
 template <Unary op, class T>
@@ -133,37 +108,18 @@ void unary_backward_loop(int64_t n, const T* x, const T* y, const T* gy, T* gx, 
 // Calls f(std::integral_constant<Unary, op>{}) so that each op compiles to its own loop.
 template <class F>
 void with_op(Unary op, F&& f) {
-    using U = Unary;
-    switch (op) {
-        case U::neg: return f(std::integral_constant<U, U::neg>{});
-        case U::exp: return f(std::integral_constant<U, U::exp>{});
-        case U::log: return f(std::integral_constant<U, U::log>{});
-        case U::sqrt: return f(std::integral_constant<U, U::sqrt>{});
-        case U::abs: return f(std::integral_constant<U, U::abs>{});
-        case U::square: return f(std::integral_constant<U, U::square>{});
-        case U::sin: return f(std::integral_constant<U, U::sin>{});
-        case U::cos: return f(std::integral_constant<U, U::cos>{});
-        case U::tanh: return f(std::integral_constant<U, U::tanh>{});
-        case U::sigmoid: return f(std::integral_constant<U, U::sigmoid>{});
-        case U::relu: return f(std::integral_constant<U, U::relu>{});
-        case U::leakyrelu: return f(std::integral_constant<U, U::leakyrelu>{});
-        case U::elu: return f(std::integral_constant<U, U::elu>{});
-        case U::gelu: return f(std::integral_constant<U, U::gelu>{});
-        case U::softplus: return f(std::integral_constant<U, U::softplus>{});
-        case U::swish: return f(std::integral_constant<U, U::swish>{});
-        case U::clamp: return f(std::integral_constant<U, U::clamp>{});
-        case U::sign: return f(std::integral_constant<U, U::sign>{});
-        case U::recip: return f(std::integral_constant<U, U::recip>{});
-        case U::pow_scalar: return f(std::integral_constant<U, U::pow_scalar>{});
-        case U::gelu_erf: return f(std::integral_constant<U, U::gelu_erf>{});
-    }
+#define FX_UNARY(name, code, value, gradient) \
+    if (op == Unary::name) return f(std::integral_constant<Unary, Unary::name>{});
+#include "core/elementwise_formulas.def"
     throw ValueError("unary: unknown op code " + std::to_string(int(op)));
 }
 
 // The name is only built for an error, so the common path allocates nothing.
 std::string kernel_name(const char* kernel, Unary op) {
-    const bool known = int(op) >= 0 && int(op) <= int(Unary::gelu_erf);
-    return std::string(kernel) + " " + (known ? kUnaryNames[int(op)] : "?");
+#define FX_UNARY(name, code, value, gradient) \
+    if (op == Unary::name) return std::string(kernel) + " " #name;
+#include "core/elementwise_formulas.def"
+    return std::string(kernel) + " ?";
 }
 
 bool is_float(DType t) { return t == DType::f32 || t == DType::f64; }

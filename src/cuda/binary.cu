@@ -1,7 +1,7 @@
-// binary.cu — elementwise functions of two tensors with broadcasting (stride-0 views), and where.
-// One kernel per dtype with the op as a run-time switch; contiguous operands cost no index
-// arithmetic (see strided.cuh). Integer semantics are the CPU's: +, -, * wrap, division by zero
-// gives 0, powers are exact (by squaring).
+// binary.cu — elementwise functions of two tensors with broadcasting (stride-0 views), and where,
+// with the formulas of core/elementwise_formulas.def. One kernel per dtype with the op as a
+// run-time switch; contiguous operands cost no index arithmetic (see strided.cuh). Integer
+// semantics are the CPU's: +, -, * wrap, division by zero gives 0, powers are exact (by squaring).
 #include <type_traits>
 
 #include "cuda/check.hpp"
@@ -40,8 +40,14 @@ template <class T> __device__ T integer_power(T base, T exponent) {
     return T(result);
 }
 
-template <class T> __device__ T quotient(T a, T b) {
-    if constexpr (std::is_floating_point_v<T>) {
+// The helpers of core/elementwise_formulas.def. bool never divides or takes powers (binary()
+// refuses them), but the switch instantiates every op for it.
+template <class T> __device__ bool fx_isnan(T x) { return is_nan(x); }
+
+template <class T> __device__ T fx_quotient(T a, T b) {
+    if constexpr (std::is_same_v<T, bool>) {
+        return a;
+    } else if constexpr (std::is_floating_point_v<T>) {
         return a / b;
     } else {
         if (b == 0) return T(0);
@@ -51,35 +57,30 @@ template <class T> __device__ T quotient(T a, T b) {
     }
 }
 
-// bool takes add (or), mul (and), maximum and minimum; binary() refuses the others for it.
-template <class T> __device__ T arithmetic(Binary op, T a, T b) {
-    using W = Wrapping<T>;
+template <class T> __device__ T fx_power(T a, T b) {
+    if constexpr (std::is_same_v<T, bool>) return a;
+    else if constexpr (std::is_floating_point_v<T>) return pow(a, b);
+    else return integer_power(a, b);
+}
+
+template <class T, class W = Wrapping<T>> __device__ T arithmetic(Binary op, T a, T b) {
     switch (op) {
-        case Binary::add: return T(W(a) + W(b));
-        case Binary::sub: return T(W(a) - W(b));
-        case Binary::mul: return T(W(a) * W(b));
-        case Binary::div:
-            if constexpr (std::is_same_v<T, bool>) return a;
-            else return quotient(a, b);
-        case Binary::pow:
-            if constexpr (std::is_same_v<T, bool>) return a;
-            else if constexpr (std::is_floating_point_v<T>) return pow(a, b);
-            else return integer_power(a, b);
-        // NaN propagates, as in PyTorch's maximum and minimum
-        case Binary::maximum: return is_nan(a) || a > b ? a : b;
-        case Binary::minimum: return is_nan(a) || a < b ? a : b;
+#define FX_BINARY(name, code, value) \
+    case Binary::name: {             \
+        return value;                \
+    }
+#include "core/elementwise_formulas.def"
         default: return T(0);
     }
 }
 
 template <class T> __device__ bool compare(Binary op, T a, T b) {
     switch (op) {
-        case Binary::eq: return a == b;
-        case Binary::ne: return a != b;
-        case Binary::lt: return a < b;
-        case Binary::le: return a <= b;
-        case Binary::gt: return a > b;
-        case Binary::ge: return a >= b;
+#define FX_COMPARE(name, code, value) \
+    case Binary::name: {              \
+        return value;                 \
+    }
+#include "core/elementwise_formulas.def"
         default: return false;
     }
 }

@@ -1,6 +1,7 @@
-// unary.cu — elementwise functions of one tensor and their gradients, with the CPU's formulas
-// (src/cpu/unary.cpp). The op is a run-time switch inside one kernel per dtype (uniform across a
-// warp, so nearly free), which keeps the number of instantiated kernels, and the build time, small.
+// unary.cu — elementwise functions of one tensor and their gradients, made from the formula table
+// that every backend shares (src/core/elementwise_formulas.def). The op is a run-time switch inside
+// one kernel per dtype (uniform across a warp, so nearly free), which keeps the number of
+// instantiated kernels, and the build time, small.
 // neg, abs, square and sign also take i32 and i64, wrapping on overflow as the CPU does.
 #include <type_traits>
 
@@ -13,89 +14,64 @@ namespace fluxion::cuda {
 
 namespace {
 
-template <class T> __device__ T sigmoid_of(T x) { return T(1) / (T(1) + exp(-x)); }
+// The elementary functions of the formulas (core/elementwise_formulas.def): CUDA's overloads for
+// float and double.
+template <class T> __device__ T fx_exp(T x) { return exp(x); }
+template <class T> __device__ T fx_expm1(T x) { return expm1(x); }
+template <class T> __device__ T fx_log(T x) { return log(x); }
+template <class T> __device__ T fx_log1p(T x) { return log1p(x); }
+template <class T> __device__ T fx_sqrt(T x) { return sqrt(x); }
+template <class T> __device__ T fx_abs(T x) { return fabs(x); }
+template <class T> __device__ T fx_sin(T x) { return sin(x); }
+template <class T> __device__ T fx_cos(T x) { return cos(x); }
+template <class T> __device__ T fx_tanh(T x) { return tanh(x); }
+template <class T> __device__ T fx_erf(T x) { return erf(x); }
+template <class T> __device__ T fx_pow(T x, T a) { return pow(x, a); }
 
-constexpr double kGeluScale = 0.7978845608028654;  // sqrt(2 / pi)
-constexpr double kGeluCubic = 0.044715;
-constexpr double kInvSqrt2 = 0.7071067811865476;    // gelu_erf: x Φ(x) = 0.5 x (1 + erf(x / sqrt 2))
-constexpr double kInvSqrt2Pi = 0.3989422804014327;  // φ(x) = exp(-x² / 2) / sqrt(2 pi)
+#define FX_K(v) T(v)
+#define FX_FUNCTION template <class T> __device__ inline T
+#include "core/elementwise_formulas.def"
 
 template <class T> __device__ T apply(Unary op, T x, T a, T b) {
     switch (op) {
-        case Unary::neg: return -x;
-        case Unary::exp: return exp(x);
-        case Unary::log: return log(x);
-        case Unary::sqrt: return sqrt(x);
-        case Unary::abs: return fabs(x);
-        case Unary::square: return x * x;
-        case Unary::sin: return sin(x);
-        case Unary::cos: return cos(x);
-        case Unary::tanh: return tanh(x);
-        case Unary::sigmoid: return sigmoid_of(x);
-        case Unary::relu: return x < T(0) ? T(0) : x;
-        case Unary::leakyrelu: return x > T(0) ? x : a * x;
-        case Unary::elu: return x > T(0) ? x : a * expm1(x);
-        case Unary::gelu: return T(0.5) * x * (T(1) + tanh(T(kGeluScale) * (x + T(kGeluCubic) * x * x * x)));
-        case Unary::softplus: return log1p(exp(-fabs(x))) + (x > T(0) ? x : T(0));
-        case Unary::swish: return x * sigmoid_of(x);
-        case Unary::clamp: return x < a ? a : (x > b ? b : x);
-        case Unary::sign: return x > T(0) ? T(1) : (x < T(0) ? T(-1) : x);
-        case Unary::recip: return T(1) / x;
-        case Unary::pow_scalar: return pow(x, a);
-        case Unary::gelu_erf: return T(0.5) * x * (T(1) + erf(x * T(kInvSqrt2)));
+#define FX_UNARY(name, code, value, gradient) \
+    case Unary::name: {                       \
+        return value;                         \
+    }
+#include "core/elementwise_formulas.def"
     }
     return x;
 }
 
-// gx = gy * d op(x) / dx, given x and y = op(x), in the CPU's arrangement of each formula
+// gx = gy * d op(x) / dx, given x and y = op(x)
 template <class T> __device__ T gradient(Unary op, T x, T y, T gy, T a, T b) {
     switch (op) {
-        case Unary::neg: return -gy;
-        case Unary::exp: return gy * y;
-        case Unary::log: return gy / x;
-        case Unary::sqrt: return gy / (T(2) * y);
-        case Unary::abs: return x > T(0) ? gy : (x < T(0) ? -gy : T(0));
-        case Unary::square: return T(2) * x * gy;
-        case Unary::sin: return gy * cos(x);
-        case Unary::cos: return -gy * sin(x);
-        case Unary::tanh: return gy * (T(1) - y * y);
-        case Unary::sigmoid: return gy * y * (T(1) - y);
-        case Unary::relu: return x > T(0) ? gy : T(0);
-        case Unary::leakyrelu: return x > T(0) ? gy : a * gy;
-        case Unary::elu: return x > T(0) ? gy : gy * (y + a);  // a e^x = y + a
-        case Unary::gelu: {
-            const T t = tanh(T(kGeluScale) * (x + T(kGeluCubic) * x * x * x));
-            const T du = T(kGeluScale) * (T(1) + T(3) * T(kGeluCubic) * x * x);
-            return gy * (T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * du);
-        }
-        case Unary::softplus: return gy * sigmoid_of(x);
-        case Unary::swish: {
-            const T s = sigmoid_of(x);
-            return gy * (s + y * (T(1) - s));  // s + x s (1 - s)
-        }
-        case Unary::clamp: return a <= x && x <= b ? gy : T(0);
-        case Unary::sign: return T(0);
-        case Unary::recip: return -gy * y * y;
-        case Unary::pow_scalar: return a == T(0) ? T(0) : gy * a * pow(x, a - T(1));
-        case Unary::gelu_erf:
-            return gy * (T(0.5) * (T(1) + erf(x * T(kInvSqrt2))) + x * T(kInvSqrt2Pi) * exp(T(-0.5) * x * x));
+#define FX_UNARY(name, code, value, gradient) \
+    case Unary::name: {                       \
+        return gradient;                      \
+    }
+#include "core/elementwise_formulas.def"
     }
     return T(0);
 }
 
-// The integer ops, through the unsigned twin so that overflow wraps.
-template <class T> __device__ T apply_integer(Unary op, T x) {
-    using U = std::make_unsigned_t<T>;
+// The integer ops, through the unsigned twin W so that overflow wraps.
+template <class T, class W = std::make_unsigned_t<T>> __device__ T apply_integer(Unary op, T x) {
     switch (op) {
-        case Unary::neg: return T(U(0) - U(x));
-        case Unary::abs: return x < 0 ? T(U(0) - U(x)) : x;
-        case Unary::square: return T(U(x) * U(x));
-        default: return T((x > 0) - (x < 0));  // sign
+#define FX_UNARY_INTEGER(name, code, value) \
+    case Unary::name: {                     \
+        return value;                       \
+    }
+#include "core/elementwise_formulas.def"
+        default: return x;
     }
 }
 
 bool takes_integers(Unary op) {
-    return op == Unary::neg || op == Unary::abs || op == Unary::square || op == Unary::sign;
+#define FX_UNARY_INTEGER(name, code, value) \
+    if (op == Unary::name) return true;
+#include "core/elementwise_formulas.def"
+    return false;
 }
 
 template <class T> __global__ void unary_kernel(Unary op, std::int64_t n, const T* x, T* y, T a, T b) {

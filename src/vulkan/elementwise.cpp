@@ -14,6 +14,14 @@ namespace {
 
 bool is_float(DType t) { return t == DType::f32 || t == DType::f64 || t == DType::f16 || t == DType::bf16; }
 
+// The unary ops that also take i32 and i64.
+bool takes_integers(Unary op) {
+#define FX_UNARY_INTEGER(name, code, value) \
+    if (op == Unary::name) return true;
+#include "core/elementwise_formulas.def"
+    return false;
+}
+
 // The op's scalar parameters in the kernel's compute type (f32 for f16 and bf16).
 void put_scalars(Launch& launch, DType t, double a, double b) {
     if (t == DType::f64) {
@@ -48,8 +56,7 @@ void unary(int device, Unary op, DType t, std::int64_t n, const void* x, void* y
     if (n <= 0) return;
     Launch launch(device, "unary");
     require(launch.ctx(), backend::Op::unary, t, "unary");
-    const bool integer_op = op == Unary::neg || op == Unary::abs || op == Unary::square || op == Unary::sign;
-    if (!is_float(t) && !(integer_op && (t == DType::i32 || t == DType::i64)))
+    if (!is_float(t) && !(takes_integers(op) && (t == DType::i32 || t == DType::i64)))
         throw DTypeError("unary on " + launch.ctx().label() + " does not support " + fluxion::name(t) +
                          " for this function (f32, f64, f16, bf16; neg, abs, square and sign also i32, i64)");
     const std::string type = suffix(t, launch.ctx(), "unary");

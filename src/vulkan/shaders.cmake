@@ -6,6 +6,19 @@ set(FLUXION_VULKAN_SHADER_SOURCES "")
 set(FLUXION_VULKAN_SHADER_LIST "")
 file(GLOB FLUXION_VULKAN_SHADER_HEADERS CONFIGURE_DEPENDS ${FLUXION_VULKAN_SHADER_DIR}/*.glsl)
 
+# The elementwise formulas every backend shares (src/core/elementwise_formulas.def), copied for GLSL
+# with LF after the decimal of each real constant FX_K(...): GLSL reads a constant without it as a
+# float, losing f64's digits, and its preprocessor cannot paste the suffix on. Written again when the
+# table changes (a configure dependency), and only then, so the shaders rebuild only then.
+set(_fluxion_formulas ${PROJECT_SOURCE_DIR}/src/core/elementwise_formulas.def)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_fluxion_formulas})
+file(READ ${_fluxion_formulas} _fluxion_formulas_text)
+string(REGEX REPLACE "FX_K\\(([0-9.]+)\\)" "FX_K(\\1LF)" _fluxion_formulas_text "${_fluxion_formulas_text}")
+set(FLUXION_VULKAN_GLSL_TABLE_DIR ${CMAKE_CURRENT_BINARY_DIR}/glsl)
+file(CONFIGURE OUTPUT ${FLUXION_VULKAN_GLSL_TABLE_DIR}/elementwise_formulas.def
+     CONTENT "${_fluxion_formulas_text}" @ONLY)
+list(APPEND FLUXION_VULKAN_SHADER_HEADERS ${FLUXION_VULKAN_GLSL_TABLE_DIR}/elementwise_formulas.def)
+
 # The glslc definitions that make slot <slot> of a shader hold elements of <dtype> (slot C: the type a
 # kernel computes in): <slot>_T is the
 # GLSL type of the buffer's array; 8-bit types are read and written as bytes of uint words, since
@@ -60,7 +73,8 @@ function(fluxion_vulkan_variant variant source)
   set(cpp ${CMAKE_CURRENT_BINARY_DIR}/spirv/${variant}.cpp)
   add_custom_command(OUTPUT ${spv}
     COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_CURRENT_BINARY_DIR}/spirv
-    COMMAND ${FLUXION_GLSLC} --target-env=vulkan1.1 -O -I ${FLUXION_VULKAN_SHADER_DIR} ${defs}
+    COMMAND ${FLUXION_GLSLC} --target-env=vulkan1.1 -O
+            -I ${FLUXION_VULKAN_SHADER_DIR} -I ${FLUXION_VULKAN_GLSL_TABLE_DIR} ${defs}
             -o ${spv} ${FLUXION_VULKAN_SHADER_DIR}/${source}
     DEPENDS ${FLUXION_VULKAN_SHADER_DIR}/${source} ${FLUXION_VULKAN_SHADER_HEADERS}
     COMMENT "glslc ${variant}" VERBATIM)

@@ -1,7 +1,8 @@
 #version 450
 // binary: S2[i] = S0[view a(i)] op S1[view b(i)] over the shared shape, S2 contiguous (out view 2).
 // Codes of backend::Binary: add 0, sub 1, mul 2, div 3, pow 4, maximum 5, minimum 6, eq 7, ne 8,
-// lt 9, le 10, gt 11, ge 12; COMPARE variants write bool and take 7..12 only.
+// lt 9, le 10, gt 11, ge 12; COMPARE variants write bool and take 7..12 only. The formulas are
+// src/core/elementwise_formulas.def's.
 #include "common.glsl"
 #include "strided.glsl"
 layout(local_size_x_id = 0) in;
@@ -22,46 +23,51 @@ layout(std430, binding = 0) readonly buffer Params {
 #include "math.glsl"
 #endif
 
+// The formulas of core/elementwise_formulas.def, with GLSL's helpers: its integer arithmetic wraps.
+#define T C_T
+#define W C_T
 #if !COMPARE
-C_T apply(C_T x, C_T y) {
-    switch (op) {
-        case 0: return x + y;
-        case 1: return x - y;
-        case 2: return x * y;
 #if C_FLOAT
-        case 3: return x / y;
-        case 4: return t_pow(x, y);
-        case 5: return (x > y || isnan(x)) ? x : y;  // NaN wins
-        default: return (x < y || isnan(x)) ? x : y;
+#define fx_isnan isnan
+#define fx_power t_pow
+C_T fx_quotient(C_T a, C_T b) { return a / b; }
 #else
-        case 3: return y == C_T(0) ? C_T(0) : x / y;  // integer division by zero is 0, as on the CPU
-        case 4: {  // by squaring; a negative exponent truncates 1 / x^|y| as division does
-            if (y < C_T(0)) return x == C_T(1) ? C_T(1) : (x == C_T(-1) ? ((y & C_T(1)) != C_T(0) ? C_T(-1) : C_T(1)) : C_T(0));
-            C_T r = C_T(1), base = x, e = y;
-            while (e > C_T(0)) {
-                if ((e & C_T(1)) != C_T(0)) r *= base;
-                base *= base;
-                e >>= 1;
-            }
-            return r;
-        }
-        case 5: return max(x, y);
-        default: return min(x, y);
-#endif
+#define fx_isnan(v) false
+C_T fx_quotient(C_T a, C_T b) { return b == C_T(0) ? C_T(0) : a / b; }  // division by zero is 0, as on the CPU
+
+// By squaring; a negative exponent truncates 1 / a^|b| as division does.
+C_T fx_power(C_T a, C_T b) {
+    if (b < C_T(0)) return a == C_T(1) ? C_T(1) : (a == C_T(-1) ? ((b & C_T(1)) != C_T(0) ? C_T(-1) : C_T(1)) : C_T(0));
+    C_T r = C_T(1), base = a, e = b;
+    while (e > C_T(0)) {
+        if ((e & C_T(1)) != C_T(0)) r *= base;
+        base *= base;
+        e >>= 1;
     }
+    return r;
 }
-#else
-bool apply(C_T x, C_T y) {
+#endif
+
+C_T apply(C_T a, C_T b) {
     switch (op) {
-        case 7: return x == y;
-        case 8: return x != y;
-        case 9: return x < y;
-        case 10: return x <= y;
-        case 11: return x > y;
-        default: return x >= y;
+#define FX_BINARY(name, code, value) \
+    case code: return value;
+#include "elementwise_formulas.def"
     }
+    return C_T(0);
+}
+#else
+bool apply(C_T a, C_T b) {
+    switch (op) {
+#define FX_COMPARE(name, code, value) \
+    case code: return value;
+#include "elementwise_formulas.def"
+    }
+    return false;
 }
 #endif
+#undef T
+#undef W
 
 void main() {
     FOR_EACH(i, n) {

@@ -117,7 +117,6 @@ C_T t_tanh(C_T x) {
     const C_T t = -e / (C_T(2) + e);
     return isnan(x) ? x : (x < C_T(0) ? -t : t);
 }
-C_T t_sigmoid(C_T x) { return C_T(1) / (C_T(1) + t_exp(-x)); }
 
 // x^a, with a negative base allowed for whole exponents (as std::pow).
 C_T t_pow(C_T x, C_T a) {
