@@ -176,7 +176,7 @@ bool tiles(const Pool2dShape& s, int64_t kh, int64_t kw) {
            s.oh * kh <= s.h && s.ow * kw == s.w;
 }
 
-// Planes per chunk: its buffers (oh·w cells each) stay in the L1 cache.
+// Planes per chunk: its buffers (oh·w cells a plane, about 2048 in all) stay in the L1 cache.
 int64_t chunk_planes(const Pool2dShape& s) { return std::max<int64_t>(1, 2048 / std::max<int64_t>(1, s.oh * s.w)); }
 
 // Whether a cell takes the gradient of a max whose value is `best`: equal to it, or both NaN.
@@ -201,7 +201,8 @@ void tiled_forward(const Pool2dShape& s, const T* x, T* y) {
                     for (int64_t ix = 0; ix < w; ++ix) {
                         T v = empty;
 #pragma GCC unroll 16
-                        for (int dy = 0; dy < KH; ++dy) v = OP == Pool::max ? nan_max(v, in[dy * w + ix]) : v + in[dy * w + ix];
+                        for (int dy = 0; dy < KH; ++dy)
+                            v = OP == Pool::max ? nan_max(v, in[dy * w + ix]) : v + in[dy * w + ix];
                         r[ix] = v;
                     }
                 }
@@ -210,7 +211,8 @@ void tiled_forward(const Pool2dShape& s, const T* x, T* y) {
             for (int64_t o = 0; o < outputs; ++o) {
                 T v = empty;
 #pragma GCC unroll 16
-                for (int dx = 0; dx < KW; ++dx) v = OP == Pool::max ? nan_max(v, rows[o * KW + dx]) : v + rows[o * KW + dx];
+                for (int dx = 0; dx < KW; ++dx)
+                    v = OP == Pool::max ? nan_max(v, rows[o * KW + dx]) : v + rows[o * KW + dx];
                 out[o] = OP == Pool::max ? v : v / T(KH * KW);
             }
         }
@@ -228,7 +230,7 @@ void tiled_backward(const Pool2dShape& s, const T* x, const T* y, const T* gy, T
     const int64_t per = chunk_planes(s);
     parallel_for(planes, planes * ohw * KH * KW > kParallelMin, [&](int64_t first, int64_t last) {
         T* share = thread_row<T, 5>(per * oh * w);  // per cell of a window row: its window's gradient
-        T* code = thread_row<T, 6>(per * oh * w);   // per cell of a window row: dy·KW that takes it, or more
+        T* code = thread_row<T, 6>(per * oh * w);   // per cell of a window row: `row`, then the code
         T* spread = thread_row<T, 7>(per * oh * w);
         for (int64_t p0 = first; p0 < last; p0 += per) {
             const int64_t count = std::min(per, last - p0), outputs = count * ohw;
@@ -312,11 +314,13 @@ void pool2d(int device, Pool op, DType t, const Pool2dShape* s, const void* x, v
     check_op("pool2d", op);
     dispatch_float(t, "pool2d", [&](auto tag) {
         using T = decltype(tag);
+        const auto* xs = static_cast<const T*>(x);
+        auto* ys = static_cast<T*>(y);
         const bool tiled = with_tiling(*s, [&](auto k) {
-            if (op == Pool::max) tiled_forward<T, Pool::max, k.value, k.value>(*s, static_cast<const T*>(x), static_cast<T*>(y));
-            else tiled_forward<T, Pool::mean, k.value, k.value>(*s, static_cast<const T*>(x), static_cast<T*>(y));
+            if (op == Pool::max) tiled_forward<T, Pool::max, k.value, k.value>(*s, xs, ys);
+            else tiled_forward<T, Pool::mean, k.value, k.value>(*s, xs, ys);
         });
-        if (!tiled) forward<T>(op, *s, static_cast<const T*>(x), static_cast<T*>(y));
+        if (!tiled) forward<T>(op, *s, xs, ys);
     });
 }
 
@@ -326,17 +330,13 @@ void pool2d_backward(int device, Pool op, DType t, const Pool2dShape* s, const v
     check_op("pool2d_backward", op);
     dispatch_float(t, "pool2d_backward", [&](auto tag) {
         using T = decltype(tag);
+        const auto *xs = static_cast<const T*>(x), *ys = static_cast<const T*>(y), *gys = static_cast<const T*>(gy);
+        auto* gxs = static_cast<T*>(gx);
         const bool tiled = with_tiling(*s, [&](auto k) {
-            const auto* xs = static_cast<const T*>(x);
-            const auto* ys = static_cast<const T*>(y);
-            const auto* gys = static_cast<const T*>(gy);
-            if (op == Pool::max) tiled_backward<T, Pool::max, k.value, k.value>(*s, xs, ys, gys, static_cast<T*>(gx));
-            else tiled_backward<T, Pool::mean, k.value, k.value>(*s, xs, ys, gys, static_cast<T*>(gx));
+            if (op == Pool::max) tiled_backward<T, Pool::max, k.value, k.value>(*s, xs, ys, gys, gxs);
+            else tiled_backward<T, Pool::mean, k.value, k.value>(*s, xs, ys, gys, gxs);
         });
-        if (!tiled) with_stride(s->stride_w, [&](auto sw) {
-            backward<T, sw.value>(op, *s, static_cast<const T*>(x), static_cast<const T*>(y),
-                                  static_cast<const T*>(gy), static_cast<T*>(gx));
-        });
+        if (!tiled) with_stride(s->stride_w, [&](auto sw) { backward<T, sw.value>(op, *s, xs, ys, gys, gxs); });
     });
 }
 
