@@ -200,7 +200,6 @@ void tiled_forward(const Pool2dShape& s, const T* x, T* y) {
                     T* r = rows + (q * oh + oy) * w;
                     for (int64_t ix = 0; ix < w; ++ix) {
                         T v = empty;
-#pragma GCC unroll 16
                         for (int dy = 0; dy < KH; ++dy)
                             v = OP == Pool::max ? nan_max(v, in[dy * w + ix]) : v + in[dy * w + ix];
                         r[ix] = v;
@@ -210,7 +209,6 @@ void tiled_forward(const Pool2dShape& s, const T* x, T* y) {
             const int64_t outputs = count * ohw;
             for (int64_t o = 0; o < outputs; ++o) {
                 T v = empty;
-#pragma GCC unroll 16
                 for (int dx = 0; dx < KW; ++dx)
                     v = OP == Pool::max ? nan_max(v, rows[o * KW + dx]) : v + rows[o * KW + dx];
                 out[o] = OP == Pool::max ? v : v / T(KH * KW);
@@ -238,7 +236,6 @@ void tiled_backward(const Pool2dShape& s, const T* x, const T* y, const T* gy, T
             if constexpr (OP == Pool::max) {
                 const T* m = y + p0 * ohw;
                 for (int64_t o = 0; o < outputs; ++o)
-#pragma GCC unroll 16
                     for (int dx = 0; dx < KW; ++dx) spread[o * KW + dx] = m[o];
                 for (int64_t q = 0; q < count; ++q)
                     for (int64_t oy = 0; oy < oh; ++oy) {
@@ -247,16 +244,13 @@ void tiled_backward(const Pool2dShape& s, const T* x, const T* y, const T* gy, T
                         const T* b = spread + (q * oh + oy) * w;
                         for (int64_t ix = 0; ix < w; ++ix) {
                             T row = T(KH);
-#pragma GCC unroll 16
                             for (int dy = KH - 1; dy >= 0; --dy) row = matches(in[dy * w + ix], b[ix]) ? T(dy) : row;
                             c[ix] = row;
                         }
                     }
                 for (int64_t o = 0; o < outputs; ++o) {
                     T best = T(KH * KW);
-#pragma GCC unroll 16
                     for (int dx = 0; dx < KW; ++dx) best = std::min(best, code[o * KW + dx] * T(KW) + T(dx));
-#pragma GCC unroll 16
                     for (int dx = 0; dx < KW; ++dx) {
                         code[o * KW + dx] = best - T(dx);
                         share[o * KW + dx] = T(0) + g[o];
@@ -264,7 +258,6 @@ void tiled_backward(const Pool2dShape& s, const T* x, const T* y, const T* gy, T
                 }
             } else {
                 for (int64_t o = 0; o < outputs; ++o)
-#pragma GCC unroll 16
                     for (int dx = 0; dx < KW; ++dx) share[o * KW + dx] = T(0) + g[o] / T(KH * KW);
             }
             for (int64_t q = 0; q < count; ++q) {
