@@ -974,6 +974,51 @@ TEST(CpuPool, MaxAndMeanWithPadding) {
     expect_pool(pool_shape(2, 2, 5, 9, 3, 2, 1, 3, 1, 1));  // overlapping windows, unequal strides
     expect_pool(pool_shape(2, 3, 6, 7, 3, 3, 1, 1, 1, 1));  // stride 1 (its own compiled loops), padded
     expect_pool(pool_shape(64, 32, 14, 14, 2, 2, 2, 2, 0, 0));  // enough work for threads
+    expect_pool(pool_shape(3, 2, 7, 8, 2, 2, 2, 2, 0, 0));      // windows tile the columns, a row left over
+    expect_pool(pool_shape(2, 3, 9, 12, 3, 3, 3, 3, 0, 0));     // 3×3 windows tiling the input
+    expect_pool(pool_shape(2, 2, 11, 6, 3, 3, 3, 3, 0, 0));     // 3×3, two rows left over
+    expect_pool(pool_shape(5, 7, 30, 30, 2, 2, 2, 2, 0, 0));    // planes in several chunks
+}
+
+// Windows that tile the columns (2×2 and 3×3, unpadded, stride the window) take their own loops
+// (pool.cpp). They must compute, bit for bit, what the general loops compute: those run for the same
+// cells stored with one more column that no window reaches. Ties, signed zeros and NaNs (several in a
+// window) decide which value and which cell win, and the order of a mean's sums its rounding.
+TEST(CpuPool, TiledWindowsMatchTheGeneralLoopsBitForBit) {
+    for (const int64_t k : {2, 3}) {
+        const auto tiled = pool_shape(3, 4, 5 * k + 1, 6 * k, k, k, k, k, 0, 0);
+        auto general = tiled;
+        general.w += 1;  // the same windows; the general loops run
+        const int64_t nx = tiled.n * tiled.c * tiled.h * tiled.w, ny = tiled.n * tiled.c * tiled.oh * tiled.ow;
+        std::vector<float> x = converted<float>(random_values(nx, -2, 2, 91));
+        const float nan = std::numeric_limits<float>::quiet_NaN();
+        for (int64_t i = 0; i < nx; ++i) {
+            if (i % 7 == 0) x[i] = std::round(x[i]);  // ties between cells of a window
+            if (i % 11 == 0) x[i] = i % 2 ? -0.0f : 0.0f;
+            if (i % 37 == 0 || i % 41 == 0) x[i] = nan;
+        }
+        std::vector<float> wide(nx + tiled.n * tiled.c * tiled.h, 5.0f);  // the extra column: never read
+        for (int64_t r = 0; r < tiled.n * tiled.c * tiled.h; ++r)
+            std::copy_n(x.begin() + r * tiled.w, tiled.w, wide.begin() + r * general.w);
+        const auto gy = converted<float>(random_values(ny, -1, 1, 92));
+        for (const be::Pool op : {be::Pool::max, be::Pool::mean}) {
+            std::vector<float> y(ny), y_ref(ny), gx(nx, nan), gx_wide(wide.size(), nan);
+            cpu().pool2d(0, op, DType::f32, &tiled, x.data(), y.data());
+            cpu().pool2d(0, op, DType::f32, &general, wide.data(), y_ref.data());
+            for (int64_t i = 0; i < ny; ++i)
+                ASSERT_EQ(std::bit_cast<std::uint32_t>(y[i]), std::bit_cast<std::uint32_t>(y_ref[i]))
+                    << "k " << k << " op " << int(op) << " output " << i << ": " << y[i] << " vs " << y_ref[i];
+            cpu().pool2d_backward(0, op, DType::f32, &tiled, x.data(), y.data(), gy.data(), gx.data());
+            cpu().pool2d_backward(0, op, DType::f32, &general, wide.data(), y_ref.data(), gy.data(), gx_wide.data());
+            for (int64_t r = 0; r < tiled.n * tiled.c * tiled.h; ++r)
+                for (int64_t c = 0; c < tiled.w; ++c) {
+                    const float got = gx[r * tiled.w + c], want = gx_wide[r * general.w + c];
+                    ASSERT_EQ(std::bit_cast<std::uint32_t>(got), std::bit_cast<std::uint32_t>(want))
+                        << "k " << k << " op " << int(op) << " row " << r << " column " << c << ": " << got << " vs "
+                        << want;
+                }
+        }
+    }
 }
 
 TEST(CpuPool, MaxLetsNaNWin) {
