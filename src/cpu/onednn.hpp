@@ -1,0 +1,24 @@
+// onednn.hpp — what the CPU backend's oneDNN paths share (conv_onednn.cpp, matmul_onednn.cpp): the
+// engine, a primitive's execution, and whether bf16 runs natively on this CPU.
+#pragma once
+
+#if FLUXION_HAVE_ONEDNN
+#include <initializer_list>
+#include <oneapi/dnnl/dnnl.hpp>
+#endif
+
+namespace fluxion::backend::cpu {
+
+// True when libfluxion is built with oneDNN and oneDNN runs bf16 products with this CPU's own bf16
+// instructions (AVX-512 BF16 or AMX). Only then do bf16 matrix products and convolutions go to
+// oneDNN: elsewhere it would emulate them, and the widened f32 path (widen.cpp) is as good.
+bool onednn_bf16_native();
+
+#if FLUXION_HAVE_ONEDNN
+dnnl::engine& onednn_engine();
+
+// primitive.execute without the argument map its C++ wrapper builds.
+void onednn_execute(const dnnl::primitive& p, const dnnl::stream& stream, std::initializer_list<dnnl_exec_arg_t> args);
+#endif
+
+}  // namespace fluxion::backend::cpu
