@@ -34,7 +34,7 @@ struct Plan {
 // which oneDNN broadcasts.
 memory::desc matrix(int64_t batch, int64_t stride, int64_t rows, int64_t cols, int64_t ld, bool trans) {
     const int64_t count = stride == 0 ? 1 : batch;
-    // The stride of a batch of one is never stepped; oneDNN only asks that it not overlap the matrix.
+    // The stride of a batch of one is never stepped: any that does not overlap the matrix describes it.
     const int64_t step = count == 1 ? ld * (trans ? cols : rows) : stride;
     return memory::desc({count, rows, cols}, memory::data_type::bf16,
                         trans ? memory::dims{step, 1, ld} : memory::dims{step, ld, 1});
