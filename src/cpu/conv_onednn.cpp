@@ -246,7 +246,9 @@ bool onednn_conv2d(ConvPass pass, const Conv2dShape& s, const float* a, const fl
 }
 
 bool onednn_conv2d_bf16(ConvPass pass, const Conv2dShape& s, const void* a, const void* b, void* out) {
-    return onednn_bf16_native() && run(pass, s, memory::data_type::bf16, a, b, out, nullptr, false);
+    if (!onednn_bf16_native() || !run(pass, s, memory::data_type::bf16, a, b, out, nullptr, false)) return false;
+    count_onednn_bf16_run();
+    return true;
 }
 
 }  // namespace fluxion::backend::cpu

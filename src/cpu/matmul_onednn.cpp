@@ -126,6 +126,7 @@ bool onednn_gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
     } catch (const dnnl::error& e) {
         throw Error(std::string("gemm: oneDNN's bf16 matmul failed: ") + e.what());
     }
+    count_onednn_bf16_run();
     return true;
 }
 

@@ -1,8 +1,18 @@
 #include "cpu/onednn.hpp"
 
+#include <atomic>
+
 namespace fluxion::backend::cpu {
 
 #if FLUXION_HAVE_ONEDNN
+
+namespace {
+std::atomic<std::uint64_t> bf16_runs{0};
+}  // namespace
+
+void count_onednn_bf16_run() { bf16_runs.fetch_add(1, std::memory_order_relaxed); }
+
+std::uint64_t onednn_bf16_runs() { return bf16_runs.load(std::memory_order_relaxed); }
 
 dnnl::engine& onednn_engine() {
     static dnnl::engine e(dnnl::engine::kind::cpu, 0);
@@ -28,6 +38,8 @@ bool onednn_bf16_native() {
 #else
 
 bool onednn_bf16_native() { return false; }
+
+std::uint64_t onednn_bf16_runs() { return 0; }
 
 #endif
 

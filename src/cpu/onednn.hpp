@@ -1,6 +1,7 @@
 // onednn.hpp — what the CPU backend's oneDNN paths share (conv_onednn.cpp, matmul_onednn.cpp): the
 // engine, a primitive's execution, and whether bf16 runs natively on this CPU.
 #pragma once
+#include <cstdint>
 
 #if FLUXION_HAVE_ONEDNN
 #include <initializer_list>
@@ -14,7 +15,14 @@ namespace fluxion::backend::cpu {
 // oneDNN: elsewhere it would emulate them, and the widened f32 path (widen.cpp) is as good.
 bool onednn_bf16_native();
 
+// The bf16 products and convolutions oneDNN has run in this process. Their results are the widened
+// path's to within one rounding, most often bit for bit, so tests count with this that an entry of
+// the table took the fast path.
+std::uint64_t onednn_bf16_runs();
+
 #if FLUXION_HAVE_ONEDNN
+void count_onednn_bf16_run();
+
 dnnl::engine& onednn_engine();
 
 // primitive.execute without the argument map its C++ wrapper builds.
