@@ -12,7 +12,8 @@ namespace fluxion::backend::cpu {
 
 // True when libfluxion is built with oneDNN and oneDNN runs bf16 products with this CPU's own bf16
 // instructions (AVX-512 BF16 or AMX). Only then do bf16 matrix products and convolutions go to
-// oneDNN: elsewhere it would emulate them, and the widened f32 path (widen.cpp) is as good.
+// oneDNN; elsewhere oneDNN emulates bf16 arithmetic or has no bf16 kernel, and the widened f32
+// path (widen.cpp) runs them.
 bool onednn_bf16_native();
 
 // The bf16 products and convolutions oneDNN has run in this process. Their results are the widened

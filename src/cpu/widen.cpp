@@ -4,8 +4,8 @@
 //
 // bf16 matrix products and convolutions go first to oneDNN's native bf16 kernels where the CPU has
 // bf16 instructions (matmul_onednn.cpp, conv_onednn.cpp): the same f32 accumulation and single
-// rounding, without the widened copies. oneDNN 2.6 has no f16 kernels for x86 CPUs without
-// AVX-512 FP16, so f16 is always widened.
+// rounding, without the widened copies. oneDNN 2.6 declined f16 matmuls and convolutions on the
+// AVX-512 BF16 CPU (Zen 4, no AVX-512 FP16) this was written on, so f16 is always widened.
 #include <algorithm>
 #include <cstddef>
 #include <vector>
