@@ -208,6 +208,9 @@ TEST(Bf16GemmDeclines, WhatGemmRaisesForAndEmptyProducts) {
 struct Conv {
     std::string name;
     be::Conv2dShape s;
+    // Whether oneDNN 2.6 has a direct bf16 kernel for the weight gradient on AVX-512 BF16. Where it
+    // has only its GEMM fallback, which lost to widening, conv_onednn.cpp declines the pass.
+    bool direct_weight_gradient;
 };
 
 be::Conv2dShape shape(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t r, int64_t s, int64_t stride,
@@ -218,13 +221,13 @@ be::Conv2dShape shape(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int
 }
 
 const std::vector<Conv> kConvs = {
-    // name, {n, c, h, w, k, r, s, stride, pad, dilation, groups}
-    {"lenet5_first", shape(3, 1, 28, 28, 6, 5, 5, 1, 0, 1, 1)},
-    {"lenet5_second", shape(3, 6, 12, 12, 16, 5, 5, 1, 0, 1, 1)},
-    {"same_padding", shape(2, 16, 9, 9, 32, 3, 3, 1, 1, 1, 1)},
-    {"strided_odd", shape(2, 8, 11, 13, 12, 3, 3, 2, 1, 1, 1)},
-    {"dilated", shape(2, 8, 10, 10, 8, 3, 3, 1, 2, 2, 1)},
-    {"grouped", shape(2, 16, 7, 7, 32, 3, 3, 1, 1, 1, 4)},
+    // name, {n, c, h, w, k, r, s, stride, pad, dilation, groups}, direct weight gradient
+    {"lenet5_first", shape(3, 1, 28, 28, 6, 5, 5, 1, 0, 1, 1), false},
+    {"lenet5_second", shape(3, 6, 12, 12, 16, 5, 5, 1, 0, 1, 1), true},
+    {"same_padding", shape(2, 16, 9, 9, 32, 3, 3, 1, 1, 1, 1), true},
+    {"strided_odd", shape(2, 8, 11, 13, 12, 3, 3, 2, 1, 1, 1), false},
+    {"dilated", shape(2, 8, 10, 10, 8, 3, 3, 1, 2, 2, 1), false},
+    {"grouped", shape(2, 16, 7, 7, 32, 3, 3, 1, 1, 1, 4), false},
 };
 
 struct ConvRun {
@@ -275,7 +278,7 @@ void PrintTo(const Conv& c, std::ostream* os) { *os << c.name; }
 
 class Bf16Conv : public ::testing::TestWithParam<Conv> {};
 
-TEST_P(Bf16Conv, FastPathTakesEveryPassAndMatchesF64) {
+TEST_P(Bf16Conv, FastPathTakesThePassesAndMatchesF64) {
     const Conv& c = GetParam();
     if (!cpu::onednn_bf16_native()) GTEST_SKIP() << kNotNative;
     const be::Conv2dShape& s = c.s;
@@ -288,10 +291,12 @@ TEST_P(Bf16Conv, FastPathTakesEveryPassAndMatchesF64) {
     ASSERT_TRUE(cpu::onednn_conv2d_bf16(cpu::ConvPass::backward_input, s, v.gy.bits.data(), v.w.bits.data(), gx.data()))
         << c.name << ": oneDNN declined the input gradient";
     check_all(gx, want.gx, want.input_terms, c.name + " input gradient");
-    ASSERT_TRUE(
-        cpu::onednn_conv2d_bf16(cpu::ConvPass::backward_weight, s, v.x.bits.data(), v.gy.bits.data(), gw.data()))
-        << c.name << ": oneDNN declined the weight gradient";
-    check_all(gw, want.gw, want.weight_terms, c.name + " weight gradient");
+    const bool weight_taken =
+        cpu::onednn_conv2d_bf16(cpu::ConvPass::backward_weight, s, v.x.bits.data(), v.gy.bits.data(), gw.data());
+    if (c.direct_weight_gradient) {
+        ASSERT_TRUE(weight_taken) << c.name << ": oneDNN declined the weight gradient";
+    }
+    if (weight_taken) check_all(gw, want.gw, want.weight_terms, c.name + " weight gradient");
 
     // The table's entries run the same kernels, once each.
     const be::Backend& table = be::cpu_backend();
@@ -301,7 +306,8 @@ TEST_P(Bf16Conv, FastPathTakesEveryPassAndMatchesF64) {
     table.conv2d_backward_input(0, DType::bf16, &s, v.gy.bits.data(), v.w.bits.data(), gx.data());
     EXPECT_EQ(cpu::onednn_bf16_runs(), before + 2) << c.name << ": the conv2d_backward_input entry did not run oneDNN";
     table.conv2d_backward_weight(0, DType::bf16, &s, v.x.bits.data(), v.gy.bits.data(), gw.data());
-    EXPECT_EQ(cpu::onednn_bf16_runs(), before + 3) << c.name << ": the conv2d_backward_weight entry did not run oneDNN";
+    EXPECT_EQ(cpu::onednn_bf16_runs(), before + 2 + (weight_taken ? 1 : 0))
+        << c.name << ": the conv2d_backward_weight entry " << (weight_taken ? "did not run" : "ran") << " oneDNN";
 }
 
 TEST_P(Bf16Conv, EntriesMatchF64) {
