@@ -8,6 +8,12 @@
 //   wide_train     Dense 784 => 1024 => 1024 => 10 (relu), batch 256 (matmul-bound)
 //   convnet_train  3×32×32 images, Conv 3=>32 => Conv 32=>64 => Conv 64=>128 (3×3, pad 1, relu,
 //                  each followed by MaxPool 2), Dense 2048 => 10, batch 64 (convolution-bound)
+//   lstm_train     LSTM 28 => 128 over 28 steps of 28 features, Dense 128 => 10 on the last step,
+//                  batch 64, logitcrossentropy + Adam (examples/sequence_lstm's step)
+//   encoder_train  one TransformerEncoderLayer (width 64, 4 heads, feed-forward 128, relu, no
+//                  dropout) on 49 tokens, the mean over tokens into Dense 64 => 10, batch 64
+//   lenet5_bf16_train  lenet5_train in bf16 mixed precision (fx::MixedPrecision: f32 masters and
+//                  Adam state, forward and backward in bf16), beside lenet5_train in f32
 //   *_compiled     the same through fx::compile: a recorded step replayed
 #include <benchmark/benchmark.h>
 
@@ -18,6 +24,27 @@
 #include <vector>
 
 namespace fx = fluxion;
+
+namespace {
+
+// lstm_train's model: the LSTM's hidden state after the last step, classified.
+struct LastStep {
+    fx::LSTM lstm{28, 128};
+    fx::Dense head{128, 10};
+    fx::Tensor operator()(const fx::Tensor& x) const { return head(lstm(x).output.select(1, x.shape(1) - 1)); }
+};
+
+// encoder_train's model: one encoder layer, its tokens averaged and classified.
+struct Encoder {
+    fx::TransformerEncoderLayer layer{64, 4, {.feedforward = 128, .dropout = 0.0}};
+    fx::Dense head{64, 10};
+    fx::Tensor operator()(const fx::Tensor& x) const { return head(fx::mean(layer(x), 1)); }
+};
+
+}  // namespace
+
+FLUXION_FUNCTOR(LastStep, lstm, head);
+FLUXION_FUNCTOR(Encoder, layer, head);
 
 namespace {
 
@@ -82,15 +109,42 @@ template <bool compiled> void mlp_train(benchmark::State& state, fx::Device dev)
     else train_steps(state, model, x, y, mse);
 }
 
+auto lenet5() {
+    return fx::Chain(fx::Conv({5, 5}, 1, 6, fx::relu), fx::MaxPool({2, 2}), fx::Conv({5, 5}, 6, 16, fx::relu),
+                     fx::MaxPool({2, 2}), fx::Flatten(), fx::Dense(256, 120, fx::relu), fx::Dense(120, 84, fx::relu),
+                     fx::Dense(84, 10));
+}
+
 template <bool compiled> void lenet5_train(benchmark::State& state, fx::Device dev) {
     fx::seed(0);
-    auto model = fx::Chain(fx::Conv({5, 5}, 1, 6, fx::relu), fx::MaxPool({2, 2}), fx::Conv({5, 5}, 6, 16, fx::relu),
-                           fx::MaxPool({2, 2}), fx::Flatten(), fx::Dense(256, 120, fx::relu),
-                           fx::Dense(120, 84, fx::relu), fx::Dense(84, 10)) |
-                 dev;
+    auto model = lenet5() | dev;
     const fx::Tensor x = fx::randn({64, 1, 28, 28}) | dev, y = labels(64, 10, dev);
     if constexpr (compiled) compiled_steps(state, model, x, y, crossentropy_on(y, 10));
     else train_steps(state, model, x, y, crossentropy_on(y, 10));
+}
+
+// The step of fx::MixedPrecision: the gradient of a bf16 copy, widened to f32 for Adam on the f32
+// masters, which are rounded into the copy again.
+void lenet5_bf16_train(benchmark::State& state, fx::Device dev) {
+    fx::seed(0);
+    const auto model = lenet5() | dev;
+    const fx::Tensor x = fx::randn({64, 1, 28, 28}) | dev, y = labels(64, 10, dev);
+    auto mp = fx::MixedPrecision(fx::Adam{.eta = 1e-3}, model, fx::DType::bf16);
+    const auto loss = crossentropy_on(y, 10);
+    const auto lossfn = [&](const auto& m, const fx::Tensor& xb, const fx::Tensor& yb) { return loss(m(xb), yb); };
+    for (auto _ : state) benchmark::DoNotOptimize(mp.step(lossfn, x, y));
+}
+
+void lstm_train(benchmark::State& state, fx::Device dev) {
+    fx::seed(0);
+    const fx::Tensor x = fx::randn({64, 28, 28}) | dev, y = labels(64, 10, dev);
+    train_steps(state, LastStep{} | dev, x, y, crossentropy_on(y, 10));
+}
+
+void encoder_train(benchmark::State& state, fx::Device dev) {
+    fx::seed(0);
+    const fx::Tensor x = fx::randn({64, 49, 64}) | dev, y = labels(64, 10, dev);
+    train_steps(state, Encoder{} | dev, x, y, crossentropy_on(y, 10));
 }
 
 void wide_train(benchmark::State& state, fx::Device dev) {
@@ -129,6 +183,9 @@ int register_all() {
         add("lenet5_train", lenet5_train<false>);
         add("wide_train", wide_train);
         add("convnet_train", convnet_train);
+        add("lstm_train", lstm_train);
+        add("encoder_train", encoder_train);
+        add("lenet5_bf16_train", lenet5_bf16_train);
         add("mlp_forward_compiled", mlp_forward_compiled);
         add("mlp_train_compiled", mlp_train<true>);
         add("lenet5_train_compiled", lenet5_train<true>);

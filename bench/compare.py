@@ -43,6 +43,23 @@ TORCH = textwrap.dedent("""
         block = lambda i, o: [nn.Conv2d(i, o, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2)]
         return nn.Sequential(*block(3, 32), *block(32, 64), *block(64, 128), nn.Flatten(), nn.Linear(2048, 10))
 
+    class LastStep(nn.Module):  # lstm_train: the last step's hidden state, classified
+        def __init__(self):
+            super().__init__()
+            self.lstm, self.head = nn.LSTM(28, 128, batch_first=True), nn.Linear(128, 10)
+
+        def forward(self, x):
+            return self.head(self.lstm(x)[0][:, -1])
+
+    class Encoder(nn.Module):  # encoder_train: one encoder layer, the mean of its tokens classified
+        def __init__(self):
+            super().__init__()
+            self.layer = nn.TransformerEncoderLayer(64, 4, dim_feedforward=128, dropout=0.0, batch_first=True)
+            self.head = nn.Linear(64, 10)
+
+        def forward(self, x):
+            return self.head(self.layer(x).mean(1))
+
     def forward(model, x):
         def run():
             with torch.no_grad():
@@ -59,6 +76,19 @@ TORCH = textwrap.dedent("""
             return l
         return run
 
+    def train_bf16(model, x, y, loss, dev):
+        # Mixed precision as PyTorch users write it: autocast runs convolutions and linear layers in
+        # bf16 on f32 weights, the gradients and Adam stay f32.
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        def run():
+            opt.zero_grad(set_to_none=True)
+            with torch.autocast(device_type=dev, dtype=torch.bfloat16):
+                l = loss(model(x), y)
+            l.backward()
+            opt.step()
+            return l
+        return run
+
     def cases(dev):
         r = lambda *s: torch.randn(*s, device=dev)
         labels = lambda n: (torch.arange(n) % 10).to(dev)
@@ -68,6 +98,9 @@ TORCH = textwrap.dedent("""
             "lenet5_train": train(lenet5().to(dev), r(64, 1, 28, 28), labels(64), F.cross_entropy),
             "wide_train": train(wide().to(dev), r(256, 784), labels(256), F.cross_entropy),
             "convnet_train": train(convnet().to(dev), r(64, 3, 32, 32), labels(64), F.cross_entropy),
+            "lstm_train": train(LastStep().to(dev), r(64, 28, 28), labels(64), F.cross_entropy),
+            "encoder_train": train(Encoder().to(dev), r(64, 49, 64), labels(64), F.cross_entropy),
+            "lenet5_bf16_train": train_bf16(lenet5().to(dev), r(64, 1, 28, 28), labels(64), F.cross_entropy, dev),
         }
 
     def median_us(run, sync):

@@ -92,6 +92,65 @@ def convnet(p, x):
     return dense(p[3], x.reshape(x.shape[0], -1))
 
 
+def lstm_init():
+    # PyTorch's nn.LSTM layout: the gates i, f, g, o stacked in weight_ih {4H, F} and weight_hh {4H, H}.
+    s = 128 ** -0.5
+    return {"w_ih": normal((512, 28), s), "w_hh": normal((512, 128), s), "b": jnp.zeros((512,), jnp.float32),
+            "head": dense_params(128, 10)}
+
+
+def lstm(p, x):
+    xs = jnp.swapaxes(x @ p["w_ih"].T + p["b"], 0, 1)  # every step's input projection at once, {T, N, 4H}
+
+    def step(carry, xt):
+        h, c = carry
+        i, f, g, o = jnp.split(xt + h @ p["w_hh"].T, 4, axis=-1)
+        c = jax.nn.sigmoid(f) * c + jax.nn.sigmoid(i) * jnp.tanh(g)
+        h = jax.nn.sigmoid(o) * jnp.tanh(c)
+        return (h, c), None
+
+    zeros = jnp.zeros((x.shape[0], 128), jnp.float32)
+    (h, _), _ = lax.scan(step, (zeros, zeros), xs)
+    return dense(p["head"], h)
+
+
+def norm_params(e):
+    return {"g": jnp.ones((e,), jnp.float32), "b": jnp.zeros((e,), jnp.float32)}
+
+
+def layernorm(p, x):
+    mu = x.mean(-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(-1, keepdims=True)
+    return (x - mu) / jnp.sqrt(var + 1e-5) * p["g"] + p["b"]
+
+
+def encoder_init():
+    return {"in_proj": dense_params(64, 192), "out_proj": dense_params(64, 64), "linear1": dense_params(64, 128),
+            "linear2": dense_params(128, 64), "norm1": norm_params(64), "norm2": norm_params(64),
+            "head": dense_params(64, 10)}
+
+
+def encoder(p, x):
+    # nn.TransformerEncoderLayer(64, 4, dim_feedforward=128, dropout=0, batch_first=True): post-norm, relu.
+    n, length, e = x.shape
+    heads = 4
+    d = e // heads
+    split = lambda t: t.reshape(n, length, heads, d).transpose(0, 2, 1, 3)  # noqa: E731
+    q, k, v = (split(t) for t in jnp.split(dense(p["in_proj"], x), 3, axis=-1))
+    a = jax.nn.softmax(q @ k.transpose(0, 1, 3, 2) / d ** 0.5, axis=-1) @ v
+    a = a.transpose(0, 2, 1, 3).reshape(n, length, e)
+    x = layernorm(p["norm1"], x + dense(p["out_proj"], a))
+    x = layernorm(p["norm2"], x + dense(p["linear2"], jax.nn.relu(dense(p["linear1"], x))))
+    return dense(p["head"], x.mean(1))
+
+
+def lenet5_bf16(p, x):
+    # Mixed precision: the f32 parameters and input rounded to bf16 for the forward (and so the
+    # backward) pass; the gradients arrive in f32, for Adam on the f32 parameters.
+    p16 = jax.tree_util.tree_map(lambda a: a.astype(jnp.bfloat16), p)
+    return lenet5(p16, x.astype(jnp.bfloat16)).astype(jnp.float32)
+
+
 def mse(out, y):
     return jnp.mean((out - y) ** 2)
 
@@ -153,6 +212,9 @@ def main():
         "lenet5_train": train(lenet5, lenet5_init(), r((64, 1, 28, 28), 1.0), labels(64), crossentropy),
         "wide_train": train(wide, wide_init(), r((256, 784), 1.0), labels(256), crossentropy),
         "convnet_train": train(convnet, convnet_init(), r((64, 3, 32, 32), 1.0), labels(64), crossentropy),
+        "lstm_train": train(lstm, lstm_init(), r((64, 28, 28), 1.0), labels(64), crossentropy),
+        "encoder_train": train(encoder, encoder_init(), r((64, 49, 64), 1.0), labels(64), crossentropy),
+        "lenet5_bf16_train": train(lenet5_bf16, lenet5_init(), r((64, 1, 28, 28), 1.0), labels(64), crossentropy),
     }
     times = {name + "/CPU": median_us(run) for name, run in cases.items()}
     print(json.dumps({"version": jax.__version__, "times": times}))

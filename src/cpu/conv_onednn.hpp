@@ -1,6 +1,7 @@
-// conv_onednn.hpp — f32 convolutions through oneDNN's JIT kernels. conv.cpp tries these first and
-// falls back to its own im2col + GEMM (every float type) when they decline a call: a libfluxion
-// built without oneDNN, an empty shape, or a shape oneDNN does not take.
+// conv_onednn.hpp — f32 and bf16 convolutions through oneDNN's JIT kernels. conv.cpp (f32) and
+// widen.cpp (bf16) try these first and fall back to im2col + GEMM (on widened copies for bf16) when
+// they decline a call: a libfluxion built without oneDNN, a CPU without bf16 instructions (for
+// bf16), an empty or invalid shape, or a shape oneDNN does not take.
 #pragma once
 #include "core/backend.hpp"
 
@@ -14,5 +15,9 @@ enum class ConvPass { forward, backward_input, backward_weight };
 // the same primitive (fused replays, fused.hpp).
 bool onednn_conv2d(ConvPass pass, const Conv2dShape& s, const float* a, const float* b, float* out,
                    const float* bias = nullptr, bool relu = false);
+
+// The same passes on bf16 operands and result (f32 accumulation inside oneDNN, one rounding at the
+// end), without bias or activation. False, having written nothing, where onednn_bf16_native() is false.
+bool onednn_conv2d_bf16(ConvPass pass, const Conv2dShape& s, const void* a, const void* b, void* out);
 
 }  // namespace fluxion::backend::cpu

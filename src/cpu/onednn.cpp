@@ -1,0 +1,46 @@
+#include "cpu/onednn.hpp"
+
+#include <atomic>
+
+namespace fluxion::backend::cpu {
+
+#if FLUXION_HAVE_ONEDNN
+
+namespace {
+std::atomic<std::uint64_t> bf16_runs{0};
+}  // namespace
+
+void count_onednn_bf16_run() { bf16_runs.fetch_add(1, std::memory_order_relaxed); }
+
+std::uint64_t onednn_bf16_runs() { return bf16_runs.load(std::memory_order_relaxed); }
+
+dnnl::engine& onednn_engine() {
+    static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+    return e;
+}
+
+void onednn_execute(const dnnl::primitive& p, const dnnl::stream& stream, std::initializer_list<dnnl_exec_arg_t> args) {
+    dnnl::error::wrap_c_api(
+        dnnl_primitive_execute(p.get(), stream.get(), static_cast<int>(args.size()), std::data(args)),
+        "could not execute a primitive");
+}
+
+// The ISA values are nested bit masks: a CPU with AMX has every bit of avx512_core_bf16.
+bool onednn_bf16_native() {
+    static const bool native = [] {
+        const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+        const auto bf16 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
+        return (isa & bf16) == bf16;
+    }();
+    return native;
+}
+
+#else
+
+bool onednn_bf16_native() { return false; }
+
+std::uint64_t onednn_bf16_runs() { return 0; }
+
+#endif
+
+}  // namespace fluxion::backend::cpu

@@ -1,0 +1,339 @@
+// test_cpu_bf16.cpp — the CPU's bf16 fast paths (oneDNN's native bf16 matmul and convolutions,
+// src/cpu/matmul_onednn.cpp and conv_onednn.cpp): that they take the products and convolutions
+// layers make (transposed, batched, broadcast, strided operands, odd sizes, strides, padding,
+// dilation, groups), that the backend table's bf16 entries use them (counted: their results are the
+// widened path's, most often bit for bit), and that the results match an f64 reference on the same
+// bf16 inputs, through the fast paths and through the entries (the widened path where the fast
+// paths are not there).
+//
+// The stated tolerance: the result is rounded once to bf16 (half a unit in the last place, 2^-9 of
+// its magnitude; 2^-8 allowed) after an f32 sum of the products of bf16 values, which are exact in
+// f32, so the sum is off by at most (terms) 2^-24 of the sum of the terms' magnitudes (2^-22 · terms
+// allowed). A sum kept in bf16, a wrong transpose, stride or offset all fail it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <ostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "cpu/conv_onednn.hpp"
+#include "cpu/half.hpp"
+#include "cpu/matmul_onednn.hpp"
+#include "cpu/onednn.hpp"
+#include "fluxion/error.hpp"
+
+namespace {
+
+namespace be = fluxion::backend;
+namespace cpu = fluxion::backend::cpu;
+using fluxion::DType;
+using std::int64_t;
+
+const char* kNotNative = "oneDNN is not built in, or this CPU has no bf16 instructions: bf16 is widened to f32";
+
+// bf16 values (as bits) of normal random numbers, and the same values exactly in f64.
+struct Values {
+    std::vector<std::uint16_t> bits;
+    std::vector<double> exact;
+
+    Values(int64_t n, unsigned seed) : bits(std::size_t(n)), exact(std::size_t(n)) {
+        std::mt19937 rng(seed);
+        std::normal_distribution<float> dist;
+        for (std::size_t i = 0; i < bits.size(); ++i) {
+            bits[i] = cpu::to_bfloat16(dist(rng)).bits;
+            exact[i] = cpu::to_float(cpu::BFloat16{bits[i]});
+        }
+    }
+    double at(std::size_t i) const { return exact[i]; }
+};
+
+double value(std::uint16_t bits) { return cpu::to_float(cpu::BFloat16{bits}); }
+
+// An f64 reference of each output element and the sum of its terms' magnitudes.
+struct Reference {
+    std::vector<double> sum, magnitude;
+    explicit Reference(std::size_t n) : sum(n, 0.0), magnitude(n, 0.0) {}
+    void add(std::size_t i, double term) {
+        sum[i] += term;
+        magnitude[i] += std::abs(term);
+    }
+};
+
+void expect_within(const std::vector<std::uint16_t>& got, const Reference& want, std::size_t i, int64_t terms,
+                   const std::string& what) {
+    const double bound = std::ldexp(std::abs(want.sum[i]), -8) + std::ldexp(double(terms), -22) * want.magnitude[i];
+    ASSERT_LE(std::abs(value(got[i]) - want.sum[i]), bound)
+        << what << ", element " << i << ": " << value(got[i]) << " against " << want.sum[i];
+}
+
+// ---- matrix products ----
+
+struct Product {
+    std::string name;
+    bool trans_a, trans_b;
+    int64_t m, n, k, lda, stride_a, ldb, stride_b, ldc, stride_c, batch;
+    double alpha, beta;
+};
+
+int64_t reach(int64_t rows, int64_t cols, int64_t ld, int64_t stride, int64_t batch) {
+    return (batch - 1) * stride + (rows - 1) * ld + cols;
+}
+
+struct ProductRun {
+    Values a, b, c0;  // c0: C before the product (read where beta is not 0, kept between blocks)
+
+    explicit ProductRun(const Product& p)
+        : a(reach(p.trans_a ? p.k : p.m, p.trans_a ? p.m : p.k, p.lda, p.stride_a, p.batch), 1),
+          b(reach(p.trans_b ? p.n : p.k, p.trans_b ? p.k : p.n, p.ldb, p.stride_b, p.batch), 2),
+          c0(reach(p.m, p.n, p.ldc, p.stride_c, p.batch), 3) {}
+
+    // C's element (i, j) of product `q`, and whether an index of C is an element of some block.
+    static std::size_t at_c(const Product& p, int64_t q, int64_t i, int64_t j) {
+        return std::size_t(q * p.stride_c + i * p.ldc + j);
+    }
+
+    Reference reference(const Product& p) const {
+        Reference r(c0.bits.size());
+        for (int64_t q = 0; q < p.batch; ++q)
+            for (int64_t i = 0; i < p.m; ++i)
+                for (int64_t j = 0; j < p.n; ++j) {
+                    const std::size_t ci = at_c(p, q, i, j);
+                    for (int64_t l = 0; l < p.k; ++l) {
+                        const int64_t ai = q * p.stride_a + (p.trans_a ? l * p.lda + i : i * p.lda + l);
+                        const int64_t bi = q * p.stride_b + (p.trans_b ? j * p.ldb + l : l * p.ldb + j);
+                        r.add(ci, p.alpha * a.at(std::size_t(ai)) * b.at(std::size_t(bi)));
+                    }
+                    if (p.beta != 0) r.add(ci, p.beta * c0.at(ci));
+                }
+        return r;
+    }
+
+    // Every element of a C block against the reference; every other element of C unchanged.
+    void check(const Product& p, const std::vector<std::uint16_t>& c, const std::string& what) const {
+        const Reference want = reference(p);
+        std::vector<bool> in_block(c.size(), false);
+        for (int64_t q = 0; q < p.batch; ++q)
+            for (int64_t i = 0; i < p.m; ++i)
+                for (int64_t j = 0; j < p.n; ++j) {
+                    const std::size_t ci = at_c(p, q, i, j);
+                    in_block[ci] = true;
+                    ASSERT_NO_FATAL_FAILURE(expect_within(c, want, ci, p.k + 1, what));
+                }
+        for (std::size_t i = 0; i < c.size(); ++i) {
+            if (!in_block[i]) {
+                ASSERT_EQ(c[i], c0.bits[i]) << what << ": element " << i << " of C outside the blocks";
+            }
+        }
+    }
+};
+
+const std::vector<Product> kProducts = {
+    // name, trans_a, trans_b, m, n, k, lda, stride_a, ldb, stride_b, ldc, stride_c, batch, alpha, beta
+    {"plain_odd", false, false, 37, 23, 19, 19, 0, 23, 0, 23, 0, 1, 1, 0},
+    {"a_transposed", true, false, 37, 23, 19, 37, 0, 23, 0, 23, 0, 1, 1, 0},
+    {"b_transposed", false, true, 37, 23, 19, 19, 0, 19, 0, 23, 0, 1, 1, 0},
+    {"both_transposed_strided", true, true, 17, 29, 31, 40, 0, 33, 0, 35, 0, 1, 1, 0},
+    {"long_sums", false, true, 8, 9, 1000, 1000, 0, 1000, 0, 9, 0, 1, 1, 0},
+    {"vector", false, false, 1, 1, 65, 65, 0, 1, 0, 1, 0, 1, 1, 0},
+    // linear's bias: C holds the bias rows and the product is added (beta = 1).
+    {"accumulate", false, true, 64, 120, 256, 256, 0, 256, 0, 120, 0, 1, 1, 1},
+    {"alpha_beta", false, false, 13, 11, 7, 7, 0, 11, 0, 11, 0, 1, 0.5, -2},
+    {"batched", false, false, 5, 6, 7, 7, 35, 6, 42, 6, 30, 4, 1, 0},
+    {"batched_padded", true, false, 5, 6, 7, 9, 70, 8, 60, 10, 55, 3, 1, 0},
+    {"batched_broadcast_a", false, true, 5, 6, 7, 7, 0, 7, 42, 6, 30, 3, 1, 0},
+    {"batched_broadcast_b", false, false, 5, 6, 7, 7, 35, 6, 0, 6, 30, 3, 1, 0},
+    // attention's shapes: 4 heads of 49 tokens × 16, scores then values
+    {"attention_scores", false, true, 49, 49, 16, 16, 49 * 16, 16, 49 * 16, 49, 49 * 49, 4, 0.25, 0},
+    {"attention_values", false, false, 49, 16, 49, 49, 49 * 49, 16, 49 * 16, 16, 49 * 16, 4, 1, 0},
+};
+
+// Test names and failure messages show the case's name, not its bytes.
+void PrintTo(const Product& p, std::ostream* os) { *os << p.name; }
+
+class Bf16Gemm : public ::testing::TestWithParam<Product> {};
+
+void run_entry(const Product& p, const ProductRun& run, std::vector<std::uint16_t>& c) {
+    be::cpu_backend().gemm(0, DType::bf16, p.trans_a, p.trans_b, p.m, p.n, p.k, p.alpha, run.a.bits.data(), p.lda,
+                           p.stride_a, run.b.bits.data(), p.ldb, p.stride_b, p.beta, c.data(), p.ldc, p.stride_c,
+                           p.batch);
+}
+
+TEST_P(Bf16Gemm, FastPathTakesItAndMatchesF64) {
+    const Product& p = GetParam();
+    if (!cpu::onednn_bf16_native()) GTEST_SKIP() << kNotNative;
+    const ProductRun run(p);
+    std::vector<std::uint16_t> c = run.c0.bits;
+    ASSERT_TRUE(cpu::onednn_gemm_bf16(p.trans_a, p.trans_b, p.m, p.n, p.k, p.alpha, run.a.bits.data(), p.lda,
+                                      p.stride_a, run.b.bits.data(), p.ldb, p.stride_b, p.beta, c.data(), p.ldc,
+                                      p.stride_c, p.batch))
+        << "oneDNN's bf16 matmul declined " << p.name;
+    run.check(p, c, p.name + " through oneDNN");
+    const std::uint64_t before = cpu::onednn_bf16_runs();
+    std::vector<std::uint16_t> entry = run.c0.bits;
+    run_entry(p, run, entry);
+    EXPECT_EQ(cpu::onednn_bf16_runs(), before + 1) << p.name << ": the gemm entry did not run oneDNN's bf16 matmul";
+}
+
+TEST_P(Bf16Gemm, EntryMatchesF64) {
+    const Product& p = GetParam();
+    const ProductRun run(p);
+    std::vector<std::uint16_t> c = run.c0.bits;
+    run_entry(p, run, c);
+    run.check(p, c, p.name + " through the gemm entry");
+}
+
+INSTANTIATE_TEST_SUITE_P(Products, Bf16Gemm, ::testing::ValuesIn(kProducts),
+                         [](const auto& info) { return info.param.name; });
+
+TEST(Bf16GemmDeclines, WhatGemmRaisesForAndEmptyProducts) {
+    std::vector<std::uint16_t> a(64, 0x3f80), b(64, 0x3f80), c(64, 0);
+    // A leading dimension shorter than a row: gemm raises its own error, so the fast path leaves it.
+    EXPECT_FALSE(cpu::onednn_gemm_bf16(false, false, 4, 4, 4, 1, a.data(), 3, 0, b.data(), 4, 0, 0, c.data(), 4, 0, 1));
+    EXPECT_THROW(be::cpu_backend().gemm(0, DType::bf16, false, false, 4, 4, 4, 1, a.data(), 3, 0, b.data(), 4, 0, 0,
+                                        c.data(), 4, 0, 1),
+                 fluxion::ValueError);
+    // k = 0: C = beta C, which the widened path computes.
+    EXPECT_FALSE(cpu::onednn_gemm_bf16(false, false, 4, 4, 0, 1, a.data(), 1, 0, b.data(), 4, 0, 0, c.data(), 4, 0, 1));
+    // Blocks of C that overlap (stride_c 0 in a batch) would be written by several threads.
+    EXPECT_FALSE(
+        cpu::onednn_gemm_bf16(false, false, 4, 4, 4, 1, a.data(), 4, 16, b.data(), 4, 16, 0, c.data(), 4, 0, 2));
+}
+
+// ---- convolutions ----
+
+struct Conv {
+    std::string name;
+    be::Conv2dShape s;
+    // Whether oneDNN 2.6 has a direct bf16 kernel for the weight gradient on AVX-512 BF16. Where it
+    // has only its GEMM fallback, which lost to widening, conv_onednn.cpp declines the pass.
+    bool direct_weight_gradient;
+};
+
+be::Conv2dShape shape(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t r, int64_t s, int64_t stride,
+                      int64_t pad, int64_t dil, int64_t groups) {
+    const int64_t oh = (h + 2 * pad - dil * (r - 1) - 1) / stride + 1,
+                  ow = (w + 2 * pad - dil * (s - 1) - 1) / stride + 1;
+    return {n, c, h, w, k, r, s, oh, ow, stride, stride, pad, pad, dil, dil, groups};
+}
+
+const std::vector<Conv> kConvs = {
+    // name, {n, c, h, w, k, r, s, stride, pad, dilation, groups}, direct weight gradient
+    {"lenet5_first", shape(3, 1, 28, 28, 6, 5, 5, 1, 0, 1, 1), false},
+    {"lenet5_second", shape(3, 6, 12, 12, 16, 5, 5, 1, 0, 1, 1), true},
+    {"same_padding", shape(2, 16, 9, 9, 32, 3, 3, 1, 1, 1, 1), true},
+    {"strided_odd", shape(2, 8, 11, 13, 12, 3, 3, 2, 1, 1, 1), false},
+    {"dilated", shape(2, 8, 10, 10, 8, 3, 3, 1, 2, 2, 1), false},
+    {"grouped", shape(2, 16, 7, 7, 32, 3, 3, 1, 1, 1, 4), false},
+};
+
+struct ConvRun {
+    Values x, w, gy;
+    explicit ConvRun(const be::Conv2dShape& s)
+        : x(s.n * s.c * s.h * s.w, 4), w(s.k * (s.c / s.groups) * s.r * s.s, 5), gy(s.n * s.k * s.oh * s.ow, 6) {}
+};
+
+// The three passes' references in one walk over every (image, filter, output pixel, tap).
+struct ConvReference {
+    Reference y, gx, gw;
+    int64_t forward_terms, input_terms, weight_terms;
+
+    ConvReference(const be::Conv2dShape& s, const ConvRun& v)
+        : y(v.gy.bits.size()), gx(v.x.bits.size()), gw(v.w.bits.size()) {
+        const int64_t cg = s.c / s.groups, kg = s.k / s.groups;
+        forward_terms = cg * s.r * s.s;
+        input_terms = kg * s.r * s.s;
+        weight_terms = s.n * s.oh * s.ow;
+        for (int64_t b = 0; b < s.n; ++b)
+            for (int64_t f = 0; f < s.k; ++f)
+                for (int64_t oy = 0; oy < s.oh; ++oy)
+                    for (int64_t ox = 0; ox < s.ow; ++ox) {
+                        const auto yi = std::size_t(((b * s.k + f) * s.oh + oy) * s.ow + ox);
+                        for (int64_t ci = 0; ci < cg; ++ci)
+                            for (int64_t kr = 0; kr < s.r; ++kr)
+                                for (int64_t ks = 0; ks < s.s; ++ks) {
+                                    const int64_t iy = oy * s.stride_h - s.pad_h + kr * s.dil_h;
+                                    const int64_t ix = ox * s.stride_w - s.pad_w + ks * s.dil_w;
+                                    if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w) continue;
+                                    const int64_t c = f / kg * cg + ci;
+                                    const auto xi = std::size_t(((b * s.c + c) * s.h + iy) * s.w + ix);
+                                    const auto wi = std::size_t(((f * cg + ci) * s.r + kr) * s.s + ks);
+                                    y.add(yi, v.x.at(xi) * v.w.at(wi));
+                                    gx.add(xi, v.gy.at(yi) * v.w.at(wi));
+                                    gw.add(wi, v.x.at(xi) * v.gy.at(yi));
+                                }
+                    }
+    }
+};
+
+void check_all(const std::vector<std::uint16_t>& got, const Reference& want, int64_t terms, const std::string& what) {
+    ASSERT_EQ(got.size(), want.sum.size()) << what;
+    for (std::size_t i = 0; i < got.size(); ++i) ASSERT_NO_FATAL_FAILURE(expect_within(got, want, i, terms, what));
+}
+
+void PrintTo(const Conv& c, std::ostream* os) { *os << c.name; }
+
+class Bf16Conv : public ::testing::TestWithParam<Conv> {};
+
+TEST_P(Bf16Conv, FastPathTakesThePassesAndMatchesF64) {
+    const Conv& c = GetParam();
+    if (!cpu::onednn_bf16_native()) GTEST_SKIP() << kNotNative;
+    const be::Conv2dShape& s = c.s;
+    const ConvRun v(s);
+    const ConvReference want(s, v);
+    std::vector<std::uint16_t> y(v.gy.bits.size()), gx(v.x.bits.size()), gw(v.w.bits.size());
+    ASSERT_TRUE(cpu::onednn_conv2d_bf16(cpu::ConvPass::forward, s, v.x.bits.data(), v.w.bits.data(), y.data()))
+        << c.name << ": oneDNN declined the forward pass";
+    check_all(y, want.y, want.forward_terms, c.name + " forward");
+    ASSERT_TRUE(cpu::onednn_conv2d_bf16(cpu::ConvPass::backward_input, s, v.gy.bits.data(), v.w.bits.data(), gx.data()))
+        << c.name << ": oneDNN declined the input gradient";
+    check_all(gx, want.gx, want.input_terms, c.name + " input gradient");
+    const bool weight_taken =
+        cpu::onednn_conv2d_bf16(cpu::ConvPass::backward_weight, s, v.x.bits.data(), v.gy.bits.data(), gw.data());
+    if (c.direct_weight_gradient) {
+        ASSERT_TRUE(weight_taken) << c.name << ": oneDNN declined the weight gradient";
+    }
+    if (weight_taken) check_all(gw, want.gw, want.weight_terms, c.name + " weight gradient");
+
+    // The table's entries run the same kernels, once each.
+    const be::Backend& table = be::cpu_backend();
+    const std::uint64_t before = cpu::onednn_bf16_runs();
+    table.conv2d(0, DType::bf16, &s, v.x.bits.data(), v.w.bits.data(), y.data());
+    EXPECT_EQ(cpu::onednn_bf16_runs(), before + 1) << c.name << ": the conv2d entry did not run oneDNN";
+    table.conv2d_backward_input(0, DType::bf16, &s, v.gy.bits.data(), v.w.bits.data(), gx.data());
+    EXPECT_EQ(cpu::onednn_bf16_runs(), before + 2) << c.name << ": the conv2d_backward_input entry did not run oneDNN";
+    table.conv2d_backward_weight(0, DType::bf16, &s, v.x.bits.data(), v.gy.bits.data(), gw.data());
+    EXPECT_EQ(cpu::onednn_bf16_runs(), before + 2 + (weight_taken ? 1 : 0))
+        << c.name << ": the conv2d_backward_weight entry " << (weight_taken ? "did not run" : "ran") << " oneDNN";
+}
+
+TEST_P(Bf16Conv, EntriesMatchF64) {
+    const Conv& c = GetParam();
+    const be::Conv2dShape& s = c.s;
+    const ConvRun v(s);
+    const ConvReference want(s, v);
+    const be::Backend& table = be::cpu_backend();
+    std::vector<std::uint16_t> y(v.gy.bits.size()), gx(v.x.bits.size()), gw(v.w.bits.size());
+    table.conv2d(0, DType::bf16, &s, v.x.bits.data(), v.w.bits.data(), y.data());
+    check_all(y, want.y, want.forward_terms, c.name + " forward");
+    table.conv2d_backward_input(0, DType::bf16, &s, v.gy.bits.data(), v.w.bits.data(), gx.data());
+    check_all(gx, want.gx, want.input_terms, c.name + " input gradient");
+    table.conv2d_backward_weight(0, DType::bf16, &s, v.x.bits.data(), v.gy.bits.data(), gw.data());
+    check_all(gw, want.gw, want.weight_terms, c.name + " weight gradient");
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, Bf16Conv, ::testing::ValuesIn(kConvs),
+                         [](const auto& info) { return info.param.name; });
+
+TEST(F16Gemm, ComputesThroughF32) {
+    // oneDNN 2.6 has no f16 kernels for this CPU: the f16 entry still computes, through f32.
+    std::vector<std::uint16_t> a(6, 0x3c00), b(6, 0x4000), c(4, 0);  // f16 ones and twos
+    be::cpu_backend().gemm(0, DType::f16, false, false, 2, 2, 3, 1, a.data(), 3, 0, b.data(), 2, 0, 0, c.data(), 2, 0,
+                           1);
+    for (std::uint16_t bits : c) EXPECT_EQ(bits, 0x4600) << "1·2 summed 3 times is 6 (f16 0x4600)";
+}
+
+}  // namespace
