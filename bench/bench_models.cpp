@@ -125,26 +125,33 @@ template <bool compiled> void lenet5_train(benchmark::State& state, fx::Device d
 
 // The step of fx::MixedPrecision: the gradient of a bf16 copy, widened to f32 for Adam on the f32
 // masters, which are rounded into the copy again.
-void lenet5_bf16_train(benchmark::State& state, fx::Device dev) {
+template <bool compiled> void lenet5_bf16_train(benchmark::State& state, fx::Device dev) {
     fx::seed(0);
     const auto model = lenet5() | dev;
     const fx::Tensor x = fx::randn({64, 1, 28, 28}) | dev, y = labels(64, 10, dev);
     auto mp = fx::MixedPrecision(fx::Adam{.eta = 1e-3}, model, fx::DType::bf16);
     const auto loss = crossentropy_on(y, 10);
     const auto lossfn = [&](const auto& m, const fx::Tensor& xb, const fx::Tensor& yb) { return loss(m(xb), yb); };
-    for (auto _ : state) benchmark::DoNotOptimize(mp.step(lossfn, x, y));
+    if constexpr (compiled) {
+        auto step = fx::compile(lossfn, mp);
+        for (auto _ : state) benchmark::DoNotOptimize(step(x, y));
+    } else {
+        for (auto _ : state) benchmark::DoNotOptimize(mp.step(lossfn, x, y));
+    }
 }
 
-void lstm_train(benchmark::State& state, fx::Device dev) {
+template <bool compiled> void lstm_train(benchmark::State& state, fx::Device dev) {
     fx::seed(0);
     const fx::Tensor x = fx::randn({64, 28, 28}) | dev, y = labels(64, 10, dev);
-    train_steps(state, LastStep{} | dev, x, y, crossentropy_on(y, 10));
+    if constexpr (compiled) compiled_steps(state, LastStep{} | dev, x, y, crossentropy_on(y, 10));
+    else train_steps(state, LastStep{} | dev, x, y, crossentropy_on(y, 10));
 }
 
-void encoder_train(benchmark::State& state, fx::Device dev) {
+template <bool compiled> void encoder_train(benchmark::State& state, fx::Device dev) {
     fx::seed(0);
     const fx::Tensor x = fx::randn({64, 49, 64}) | dev, y = labels(64, 10, dev);
-    train_steps(state, Encoder{} | dev, x, y, crossentropy_on(y, 10));
+    if constexpr (compiled) compiled_steps(state, Encoder{} | dev, x, y, crossentropy_on(y, 10));
+    else train_steps(state, Encoder{} | dev, x, y, crossentropy_on(y, 10));
 }
 
 void wide_train(benchmark::State& state, fx::Device dev) {
@@ -183,12 +190,15 @@ int register_all() {
         add("lenet5_train", lenet5_train<false>);
         add("wide_train", wide_train);
         add("convnet_train", convnet_train);
-        add("lstm_train", lstm_train);
-        add("encoder_train", encoder_train);
-        add("lenet5_bf16_train", lenet5_bf16_train);
+        add("lstm_train", lstm_train<false>);
+        add("encoder_train", encoder_train<false>);
+        add("lenet5_bf16_train", lenet5_bf16_train<false>);
         add("mlp_forward_compiled", mlp_forward_compiled);
         add("mlp_train_compiled", mlp_train<true>);
         add("lenet5_train_compiled", lenet5_train<true>);
+        add("lstm_train_compiled", lstm_train<true>);
+        add("encoder_train_compiled", encoder_train<true>);
+        add("lenet5_bf16_train_compiled", lenet5_bf16_train<true>);
     }
     return 0;
 }
