@@ -131,6 +131,42 @@ private:
     std::vector<bool> frozen_;
 };
 
+// What compiled training steps share (CompiledStep, and CompiledMixedStep in mixed_precision.hpp).
+
+// A rule or modifier with host work cannot be replayed: ValueError, unless the step may run eagerly.
+inline void refuse_host_work(bool fall_back) {
+    if (!fall_back)
+        throw ValueError("fx::compile: the optimiser does work outside the backend's kernels (a rule "
+                         "or modifier with replayable = false), which a replay would skip; run it "
+                         "eagerly (CompileOptions{.fall_back = true}, or fx::train)");
+}
+
+// Why a traced step's plan cannot be replayed because it did not update each trainable tensor once
+// ("" when it did).
+template <class Rule>
+std::string optimiser_mismatch(const CompiledPlans& plans, int plan, const OptimiserState<Rule>& opt) {
+    std::size_t active = 0;
+    for (const auto& s : opt.params) active += s.frozen ? 0 : 1;
+    if (plan < 0 || plans.optimiser_steps(plan) == active) return {};
+    return "fx::compile: the step ran " + std::to_string(plans.optimiser_steps(plan)) + " optimiser kernels for " +
+           std::to_string(active) + " trainable tensors; a compiled step updates each parameter once";
+}
+
+// Before a replay's update: each trainable tensor's step count advances, the learning rate is the rule's now.
+template <class Rule> void advance_optimiser_steps(CompiledPlans& plans, int plan, OptimiserState<Rule>& opt) {
+    std::size_t k = 0;
+    const double eta = final_rule(opt.rule).eta;
+    for (auto& s : opt.params)
+        if (!s.frozen) plans.set_optimiser_step(plan, k++, ++s.t, eta);
+}
+
+// After a trace that was refused (the traced step itself ran, eagerly, and counts): ValueError, or
+// true when later steps run eagerly.
+inline bool run_eagerly(const std::string& refused, bool fall_back) {
+    if (!fall_back) throw ValueError(refused + " (or run it eagerly: CompileOptions{.fall_back = true})");
+    return true;
+}
+
 }  // namespace detail
 
 template <class LossFn, class Model, class Rule> class CompiledStep {
@@ -145,10 +181,7 @@ public:
     // check(loss) runs before the update (fx::train refuses a NaN there); if it throws, nothing changed.
     template <class Check> float operator()(const Tensor& x, const Tensor& y, Check&& check) {
         if constexpr (!replayable<Rule>()) {
-            if (!fall_back_)
-                throw ValueError("fx::compile: the optimiser does work outside the backend's kernels (a rule "
-                                 "or modifier with replayable = false), which a replay would skip; run it "
-                                 "eagerly (CompileOptions{.fall_back = true}, or fx::train)");
+            detail::refuse_host_work(fall_back_);
             return eager(x, y, check);
         }
         if (eager_) return eager(x, y, check);
@@ -163,10 +196,7 @@ public:
         plans_.replay(p, in.data(), 0);
         double value = plans_.value(p);
         check(value);
-        std::size_t k = 0;
-        double eta = detail::final_rule(opt_.rule).eta;
-        for (auto& s : opt_.params)
-            if (!s.frozen) plans_.set_optimiser_step(p, k++, ++s.t, eta);
+        detail::advance_optimiser_steps(plans_, p, opt_);
         plans_.replay(p, in.data(), 1);
         return static_cast<float>(value);
     }
@@ -194,18 +224,11 @@ private:
             update(opt_, model_, grads);
             return l;
         });
-        std::size_t active = 0;
-        for (const auto& s : opt_.params) active += s.frozen ? 0 : 1;
-        if (traced.plan >= 0 && plans_.optimiser_steps(traced.plan) != active) {
-            traced.refused = "fx::compile: the step ran " + std::to_string(plans_.optimiser_steps(traced.plan)) +
-                             " optimiser kernels for " + std::to_string(active) +
-                             " trainable tensors; a compiled step updates each parameter once";
-            plans_.clear();
+        if (traced.refused.empty()) {
+            traced.refused = detail::optimiser_mismatch(plans_, traced.plan, opt_);
+            if (!traced.refused.empty()) plans_.clear();
         }
-        if (!traced.refused.empty()) {  // the traced step itself ran, eagerly, and counts
-            if (!fall_back_) throw ValueError(traced.refused + " (or run it eagerly: CompileOptions{.fall_back = true})");
-            eager_ = true;
-        }
+        if (!traced.refused.empty()) eager_ = detail::run_eagerly(traced.refused, fall_back_);
         return static_cast<float>(value);
     }
 

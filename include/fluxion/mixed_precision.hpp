@@ -196,10 +196,7 @@ public:
     // check(loss) runs before the update (fx::train refuses a NaN there); if it throws, nothing changed.
     template <class Check> float operator()(const Tensor& x, const Tensor& y, Check&& check) {
         if constexpr (!replayable<Rule>()) {
-            if (!fall_back_)
-                throw ValueError("fx::compile: the optimiser does work outside the backend's kernels (a rule "
-                                 "or modifier with replayable = false), which a replay would skip; run it "
-                                 "eagerly (CompileOptions{.fall_back = true}, or MixedPrecision::step)");
+            detail::refuse_host_work(fall_back_);
             return eager(x, y, check);
         }
         if (eager_) return eager(x, y, check);
@@ -219,10 +216,7 @@ public:
         plans_.values(p, out, 2);
         check(out[0]);
         if (mp_.accept(std::isfinite(out[1]))) {
-            std::size_t k = 0;
-            double eta = detail::final_rule(mp_.opt_.rule).eta;
-            for (auto& s : mp_.opt_.params)
-                if (!s.frozen) plans_.set_optimiser_step(p, k++, ++s.t, eta);
+            detail::advance_optimiser_steps(plans_, p, mp_.opt_);
             plans_.replay(p, in.data(), 1);
         }
         return static_cast<float>(out[0]);
@@ -257,20 +251,13 @@ private:
             }
             return out;
         });
-        std::size_t active = 0;
-        for (const auto& s : mp_.opt_.params) active += s.frozen ? 0 : 1;
         if (traced.plan >= 0 && (!applied || traced_scale_ != mp_.scale_)) {
             plans_.clear();  // a skipped step recorded no update, and a new scale needs a new trace
-        } else if (traced.plan >= 0 && plans_.optimiser_steps(traced.plan) != active) {
-            traced.refused = "fx::compile: the step ran " + std::to_string(plans_.optimiser_steps(traced.plan)) +
-                             " optimiser kernels for " + std::to_string(active) +
-                             " trainable tensors; a compiled step updates each parameter once";
-            plans_.clear();
+        } else if (traced.refused.empty()) {
+            traced.refused = detail::optimiser_mismatch(plans_, traced.plan, mp_.opt_);
+            if (!traced.refused.empty()) plans_.clear();
         }
-        if (!traced.refused.empty()) {  // the traced step itself ran, eagerly, and counts
-            if (!fall_back_) throw ValueError(traced.refused + " (or run it eagerly: CompileOptions{.fall_back = true})");
-            eager_ = true;
-        }
+        if (!traced.refused.empty()) eager_ = detail::run_eagerly(traced.refused, fall_back_);
         return static_cast<float>(value);
     }
 
