@@ -61,10 +61,7 @@ public:
 
     // One step: returns the (unscaled) loss of lossfn(model, args...) computed in the compute type.
     template <class F, class... Args> double step(F&& lossfn, const Args&... args) {
-        Pass pass = passes(lossfn, args...);
-        const double value = pass.loss.item();
-        if (accept(std::isfinite(pass.nonfinite.item()))) apply(pass.grads);
-        return value;
+        return checked_step([](double) {}, lossfn, args...);
     }
     const M& model() const { return master_; }           // f32 master weights
     const M& compute_model() const { return compute_; }  // the copy in the compute type
@@ -109,6 +106,14 @@ private:
         });
         if (!pass.nonfinite.defined()) pass.nonfinite = zeros({}, {.device = loss.device()});
         return pass;
+    }
+    // step, with check(loss) run before the update (if it throws, nothing changed).
+    template <class Check, class F, class... Args> double checked_step(Check&& check, F& lossfn, const Args&... args) {
+        Pass pass = passes(lossfn, args...);
+        const double value = pass.loss.item();
+        check(value);
+        if (accept(std::isfinite(pass.nonfinite.item()))) apply(pass.grads);
+        return value;
     }
     // Counts the step and adjusts the scale: false when its gradients were not finite (skip it).
     bool accept(bool finite) {
@@ -228,11 +233,7 @@ public:
 
 private:
     template <class Check> float eager(const Tensor& x, const Tensor& y, Check& check) {
-        auto pass = mp_.passes(lossfn_, x, y);
-        const double value = pass.loss.item();
-        check(value);
-        if (mp_.accept(std::isfinite(pass.nonfinite.item()))) mp_.apply(pass.grads);
-        return static_cast<float>(value);
+        return static_cast<float>(mp_.checked_step(check, lossfn_, x, y));
     }
 
     template <class Check> float trace(const std::array<Tensor, 2>& in, Check& check) {

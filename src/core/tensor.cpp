@@ -278,6 +278,12 @@ void Tensor::copy_(const Tensor& src) {
                          to_string(shape()));
     NoGrad no_grad;
     Tensor s = src.detach().to(device());
+    if (s.dtype() != dtype() && s.shape() == shape() && s.is_contiguous() && is_contiguous()) {
+        // One pass and no temporary: mixed precision refreshes its compute copy this way every step.
+        if (numel() > 0)
+            detail::backend_of(*this).cast(device().index, s.dtype(), dtype(), numel(), s.data_ptr(), data_ptr());
+        return;
+    }
     if (s.dtype() != dtype()) s = cast(s, dtype());
     auto v = detail::broadcast_view(s, shape());
     detail::backend_of(*this).copy_strided(device().index, dtype(), &v, s.data_ptr(), strides().data(), data_ptr());
