@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -35,6 +36,7 @@ struct VulkanPlugin {
     decltype(&fluxion_vulkan_empty_cache) empty_cache = nullptr;
     decltype(&fluxion_vulkan_validation_messages) validation_messages = nullptr;
     decltype(&fluxion_vulkan_debug_invalid_call) invalid_call = nullptr;
+    decltype(&fluxion_vulkan_transfer_uploads) transfer_uploads = nullptr;
     std::string why;        // why the plugin is unusable
     bool loaded = false;    // the table was found (functional or not)
 };
@@ -52,8 +54,11 @@ VulkanPlugin load_plugin() {
     p.validation_messages =
         reinterpret_cast<decltype(p.validation_messages)>(dlsym(library, "fluxion_vulkan_validation_messages"));
     p.invalid_call = reinterpret_cast<decltype(p.invalid_call)>(dlsym(library, "fluxion_vulkan_debug_invalid_call"));
+    p.transfer_uploads =
+        reinterpret_cast<decltype(p.transfer_uploads)>(dlsym(library, "fluxion_vulkan_transfer_uploads"));
     p.table = entry ? entry(fx::backend::kAbiVersion) : nullptr;
-    if (!p.table || !p.memory_stats || !p.empty_cache || !p.validation_messages || !p.invalid_call) {
+    if (!p.table || !p.memory_stats || !p.empty_cache || !p.validation_messages || !p.invalid_call ||
+        !p.transfer_uploads) {
         p.why = "the plugin lacks its entry points";
         return p;
     }
@@ -184,6 +189,78 @@ TEST_F(Vulkan, ACaptureRecordsOnlyItsOwnThreadsWork) {
     t().capture_free(0, recording);
     t().free(0, mine);
     t().free(0, theirs);
+}
+
+// Uploads go to the transfer queue where the device has one (ctest's vulkan.transfer_queue run
+// lends lavapipe's one queue for it); each waits for the queued commands that use its destination,
+// and the commands recorded after it wait for the upload, whichever thread records them.
+TEST_F(Vulkan, UploadsAreOrderedWithTheCommandsAroundThem) {
+    constexpr std::size_t n = 1000, bytes = n * sizeof(float);
+    const std::uint64_t uploads_before = plugin().transfer_uploads(0);
+    std::vector<float> a(n), b(n), c(n);
+    for (std::size_t i = 0; i < n; ++i) a[i] = float(i), b[i] = -float(i), c[i] = 0.25f * float(i);
+    void* x = t().alloc(0, bytes);
+    void* y = t().alloc(0, bytes);
+    t().copy_from_host(0, x, a.data(), bytes);
+    // A queued copy reads x, then an upload overwrites it: the copy sees the old values.
+    t().copy_device(0, y, 0, x, bytes);
+    t().copy_from_host(0, x, b.data(), bytes);
+    EXPECT_EQ(download<float>(y, n), a);
+    EXPECT_EQ(download<float>(x, n), b);
+    // A queued fill writes x, then an upload: the upload wins; then the reverse.
+    t().fill(0, fx::DType::f32, std::int64_t(n), x, 5.0);
+    t().copy_from_host(0, x, c.data(), bytes);
+    EXPECT_EQ(download<float>(x, n), c);
+    t().copy_from_host(0, x, a.data(), bytes);
+    t().fill(0, fx::DType::f32, std::int64_t(n), x, 6.0);
+    EXPECT_EQ(download<float>(x, n), std::vector<float>(n, 6.0f));
+    // A block freed while a queued copy still reads it, handed out again and uploaded into.
+    t().copy_from_host(0, x, b.data(), bytes);
+    t().copy_device(0, y, 0, x, bytes);
+    t().free(0, x);
+    void* z = t().alloc(0, bytes);
+    EXPECT_EQ(z, x);  // the cached block
+    t().copy_from_host(0, z, c.data(), bytes);
+    EXPECT_EQ(download<float>(y, n), b);
+    EXPECT_EQ(download<float>(z, n), c);
+    const std::uint64_t uploads = plugin().transfer_uploads(0) - uploads_before;
+    const char* lent = std::getenv("FLUXION_VULKAN_DEBUG_TRANSFER_ON_COMPUTE");
+    if (lent && std::string(lent) == "1") {
+        EXPECT_EQ(uploads, 6u);
+    }
+    t().free(0, y);
+    t().free(0, z);
+}
+
+// A thread waiting for the device lets go of the plugin, so that another thread (a data loader
+// with the next batch) uploads while a long product runs, instead of after it.
+TEST_F(Vulkan, AnotherThreadUploadsWhileTheDeviceRuns) {
+    constexpr std::int64_t m = 384;  // about 0.1 GFLOP: a good fraction of a second on lavapipe
+    const std::size_t bytes = std::size_t(m * m) * sizeof(float);
+    void* a = t().alloc(0, bytes);
+    void* c = t().alloc(0, bytes);
+    void* next = t().alloc(0, 64 * sizeof(float));
+    t().fill(0, fx::DType::f32, m * m, a, 1.0);
+    t().synchronize(0);
+    for (int i = 0; i < 4; ++i)
+        t().gemm(0, fx::DType::f32, false, false, m, m, m, 1.0, a, m, 0, a, m, 0, 0.0, c, m, 0, 1);
+    std::atomic<bool> waiting{false}, uploaded{false};
+    const std::vector<float> batch(64, 3.0f);
+    std::thread loader([&] {
+        while (!waiting.load()) std::this_thread::yield();
+        t().copy_from_host(0, next, batch.data(), batch.size() * sizeof(float));
+        uploaded = true;
+    });
+    waiting = true;
+    t().synchronize(0);  // the products run
+    const bool uploaded_meanwhile = uploaded.load();
+    loader.join();
+    EXPECT_TRUE(uploaded_meanwhile) << "the upload waited for the products to finish";
+    EXPECT_EQ(download<float>(c, 1), std::vector<float>(1, float(m)));
+    EXPECT_EQ(download<float>(next, 64), batch);
+    t().free(0, a);
+    t().free(0, c);
+    t().free(0, next);
 }
 
 // Fills at every offset 0..6 of sizes around the workgroup size: the bound range starts at the

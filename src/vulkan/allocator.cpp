@@ -28,6 +28,7 @@ struct Block {
     VkDeviceMemory memory = VK_NULL_HANDLE;
     std::size_t size = 0;
     bool in_use = false;
+    std::uint64_t used_by = 0;  // see allocator.hpp
 };
 
 struct Pool {
@@ -55,7 +56,7 @@ void release(Context& ctx, Pool& p, std::uintptr_t base) {
 
 void release_cache(Context& ctx, Pool& p) {
     if (p.free.empty()) return;
-    stream(ctx).finish();  // no queued command may still use a block
+    stream(ctx).finish();  // no queued command or upload may still use a block
     for (const auto& [size, base] : p.free) release(ctx, p, base);
     p.free.clear();
 }
@@ -65,7 +66,10 @@ VkResult create_block(Context& ctx, std::size_t bytes, Block& b) {
     VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
     info.size = bytes;
     info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
-    info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+    // Written by uploads on a transfer queue of another family, and read by kernels.
+    info.sharingMode = ctx.families.size() > 1 ? VK_SHARING_MODE_CONCURRENT : VK_SHARING_MODE_EXCLUSIVE;
+    info.queueFamilyIndexCount = std::uint32_t(ctx.families.size());
+    info.pQueueFamilyIndices = ctx.families.data();
     VkResult r = vkCreateBuffer(ctx.device, &info, nullptr, &b.buffer);
     if (r != VK_SUCCESS) return r;
     VkMemoryRequirements req{};
@@ -188,12 +192,23 @@ Resolved resolve(int device, const void* ptr, std::size_t bytes, const char* op)
     auto it = p.blocks.upper_bound(address);
     if (it != p.blocks.begin()) {
         --it;
-        const Block& b = it->second;
+        Block& b = it->second;
         const std::uintptr_t offset = address - it->first;
-        if (b.in_use && offset <= b.size && bytes <= b.size - offset) return {b.buffer, offset, b.size};
+        if (b.in_use && offset <= b.size && bytes <= b.size - offset) {
+            Stream& s = stream(context(device));
+            const std::uint64_t before = b.used_by;
+            b.used_by = s.open_value();
+            s.touch(reinterpret_cast<void*>(it->first));
+            return {b.buffer, offset, b.size, before};
+        }
     }
     throw ValueError(std::string(op) + " on Vulkan:" + std::to_string(device) + ": " + std::to_string(bytes) +
                      " bytes at " + std::to_string(address) + " are not inside one live allocation");
+}
+
+void mark_used(int device, void* base, std::uint64_t value) {
+    auto it = pool(device).blocks.find(reinterpret_cast<std::uintptr_t>(base));
+    if (it != pool(device).blocks.end()) it->second.used_by = std::max(it->second.used_by, value);
 }
 
 }  // namespace fluxion::vulkan

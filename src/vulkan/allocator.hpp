@@ -2,14 +2,18 @@
 // `void*` device pointers the core sees to (VkBuffer, offset). Each allocation is one VkBuffer with
 // its own device-local memory, given a unique range of a fake address space: the core does pointer
 // arithmetic on views, and any pointer inside a range resolves to its buffer (ggml's idea).
-// Freed blocks are kept and handed out again. That is safe while work using them is queued: every
-// command runs on the device's one queue in recording order, and Stream's barriers order a reuse
-// after the earlier accesses of the same VkBuffer; the host never touches device memory directly.
-// Memory goes back to the driver (empty_cache) only after the queue is idle.
+// Freed blocks are kept and handed out again. That is safe while work using them is queued: the
+// device's stream orders every batch after the submissions before it, and within a batch its
+// barriers order a reuse after the earlier accesses of the same VkBuffer. Each block remembers the
+// stream's timeline value of the last submission that used it (stamped when a command is recorded,
+// and again at each submission of a recording that uses it), so that an upload on the transfer
+// queue waits for exactly that. Memory goes back to the driver (empty_cache) only after the queues
+// are idle.
 #pragma once
 #include <vulkan/vulkan.h>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace fluxion::vulkan {
 
@@ -52,11 +56,16 @@ private:
 
 struct Resolved {
     VkBuffer buffer;
-    VkDeviceSize offset;  // of the pointer in the buffer
-    VkDeviceSize size;    // of the whole buffer
+    VkDeviceSize offset;    // of the pointer in the buffer
+    VkDeviceSize size;      // of the whole buffer
+    std::uint64_t used_by;  // the stream's timeline value of the last submission that used it before
 };
-// The buffer holding `bytes` bytes from `ptr` (a live allocation); fluxion::ValueError naming `op`
-// when the pointer is foreign or the range leaves its allocation.
+// The buffer holding `bytes` bytes from `ptr` (a live allocation), for a command about to be
+// recorded: stamps it with the stream's open_value() (and, while capturing, adds it to the
+// recording). fluxion::ValueError naming `op` when the pointer is foreign or the range leaves its
+// allocation.
 Resolved resolve(int device, const void* ptr, std::size_t bytes, const char* op);
+// A submission of a recording that uses the block at `base` signals `value`.
+void mark_used(int device, void* base, std::uint64_t value);
 
 }  // namespace fluxion::vulkan

@@ -75,7 +75,7 @@ Probe make_probe() {
     }
     VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
     app.pApplicationName = "fluxion";
-    app.apiVersion = VK_API_VERSION_1_1;
+    app.apiVersion = VK_API_VERSION_1_2;
     VkInstanceCreateInfo info{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
     info.pApplicationInfo = &app;
     const char* layers[] = {kValidationLayer};
@@ -134,7 +134,12 @@ Probe make_probe() {
         std::vector<VkQueueFamilyProperties> fam(families);
         vkGetPhysicalDeviceQueueFamilyProperties(d, &families, fam.data());
         const bool compute = std::any_of(fam.begin(), fam.end(), [](const auto& f) { return f.queueFlags & VK_QUEUE_COMPUTE_BIT; });
-        const char* missing = props.apiVersion < VK_API_VERSION_1_1 ? "Vulkan 1.1"
+        VkPhysicalDeviceTimelineSemaphoreFeatures timeline{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES};
+        VkPhysicalDeviceFeatures2 features2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+        features2.pNext = &timeline;
+        if (props.apiVersion >= VK_API_VERSION_1_2) vkGetPhysicalDeviceFeatures2(d, &features2);
+        const char* missing = props.apiVersion < VK_API_VERSION_1_2 ? "Vulkan 1.2"
+                              : !timeline.timelineSemaphore         ? "timeline semaphores"
                               : !compute                            ? "a compute queue"
                               : !has_device_extension(d, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME)
                                   ? VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME
@@ -196,27 +201,48 @@ void create_device(Context& c) {
         if ((fam[i].queueFlags & VK_QUEUE_COMPUTE_BIT) &&
             (c.queue_family == families || !(fam[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)))
             c.queue_family = i;
+    // A family of transfer-only queues: a copy engine that runs beside the kernels.
+    std::uint32_t transfer = families;
+    for (std::uint32_t i = 0; i < families; ++i)
+        if ((fam[i].queueFlags & VK_QUEUE_TRANSFER_BIT) &&
+            !(fam[i].queueFlags & (VK_QUEUE_COMPUTE_BIT | VK_QUEUE_GRAPHICS_BIT)))
+            transfer = i;
     const float priority = 1.0f;
-    VkDeviceQueueCreateInfo queue{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
-    queue.queueFamilyIndex = c.queue_family;
-    queue.queueCount = 1;
-    queue.pQueuePriorities = &priority;
+    VkDeviceQueueCreateInfo queues[2]{{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO},
+                                      {VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO}};
+    queues[0].queueFamilyIndex = c.queue_family;
+    queues[0].queueCount = 1;
+    queues[0].pQueuePriorities = &priority;
+    queues[1] = queues[0];
+    queues[1].queueFamilyIndex = transfer;
     VkPhysicalDeviceFeatures enabled{};
     enabled.shaderFloat64 = supported.shaderFloat64;
     enabled.shaderInt64 = supported.shaderInt64;
     // Only what the device reports: enabling a missing feature would fail vkCreateDevice.
     VkPhysicalDevice16BitStorageFeatures enabled16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
     enabled16.storageBuffer16BitAccess = c.storage16;
+    VkPhysicalDeviceTimelineSemaphoreFeatures timeline{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES};
+    timeline.timelineSemaphore = VK_TRUE;  // the probe kept only devices that have it
+    enabled16.pNext = &timeline;
     const char* extensions[] = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
     VkDeviceCreateInfo info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
     info.pNext = &enabled16;
-    info.queueCreateInfoCount = 1;
-    info.pQueueCreateInfos = &queue;
+    info.queueCreateInfoCount = transfer < families ? 2 : 1;
+    info.pQueueCreateInfos = queues;
     info.enabledExtensionCount = 1;
     info.ppEnabledExtensionNames = extensions;
     info.pEnabledFeatures = &enabled;
     FLUXION_VK_CHECK(vkCreateDevice(c.physical, &info, nullptr, &c.device));
     vkGetDeviceQueue(c.device, c.queue_family, 0, &c.queue);
+    c.families = {c.queue_family};
+    if (transfer < families) {
+        c.transfer_family = transfer;
+        vkGetDeviceQueue(c.device, transfer, 0, &c.transfer_queue);
+        c.families.push_back(transfer);
+    } else if (env_on("FLUXION_VULKAN_DEBUG_TRANSFER_ON_COMPUTE")) {
+        c.transfer_family = c.queue_family;
+        c.transfer_queue = c.queue;
+    }
     c.push_descriptor_set =
         reinterpret_cast<PFN_vkCmdPushDescriptorSetKHR>(vkGetDeviceProcAddr(c.device, "vkCmdPushDescriptorSetKHR"));
     if (!c.push_descriptor_set) throw DeviceError(c.label() + ": vkCmdPushDescriptorSetKHR is missing");
@@ -234,9 +260,39 @@ const Probe& probe() {
     return *p;
 }
 
-std::recursive_mutex& plugin_mutex() {
-    static auto* m = new std::recursive_mutex;
+void PluginMutex::lock() {
+    if (owner_.load(std::memory_order_relaxed) == std::this_thread::get_id()) {
+        ++depth_;
+        return;
+    }
+    mutex_.lock();
+    owner_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+    depth_ = 1;
+}
+
+void PluginMutex::unlock() {
+    if (--depth_ > 0) return;
+    owner_.store(std::thread::id(), std::memory_order_relaxed);
+    mutex_.unlock();
+}
+
+PluginMutex& plugin_mutex() {
+    static auto* m = new PluginMutex;
     return *m;
+}
+
+Unlocked::Unlocked() : depth_(plugin_mutex().depth_) {
+    PluginMutex& m = plugin_mutex();
+    m.depth_ = 0;
+    m.owner_.store(std::thread::id(), std::memory_order_relaxed);
+    m.mutex_.unlock();
+}
+
+Unlocked::~Unlocked() {
+    PluginMutex& m = plugin_mutex();
+    m.mutex_.lock();
+    m.owner_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+    m.depth_ = depth_;
 }
 
 std::string Context::label() const {

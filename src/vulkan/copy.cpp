@@ -1,6 +1,7 @@
-// copy.cpp — copies between the host and devices, and between devices, through the stream's
-// host-visible staging memory: an upload is recorded in the batch (the caller's memory is free
-// again on return), a download submits the batch and waits for it.
+// copy.cpp — copies between the host and devices, and between devices, through host-visible
+// staging memory: an upload goes to the transfer queue where the device has one (transfer.hpp), or
+// is recorded in the stream's batch (the caller's memory is free again on return either way); a
+// download submits the batch and waits for it without the plugin lock.
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -11,6 +12,7 @@
 #include "vulkan/context.hpp"
 #include "vulkan/kernels.hpp"
 #include "vulkan/stream.hpp"
+#include "vulkan/transfer.hpp"
 
 namespace fluxion::vulkan {
 
@@ -31,6 +33,7 @@ void copy_from_host(int device, void* dst, const void* src, std::size_t bytes) {
     Context& ctx = context(device);
     Stream& s = stream(ctx);
     const Resolved to = resolve(device, dst, bytes, "copy_from_host");
+    if (!s.capturing() && upload(ctx, to, src, bytes)) return;
     const auto* from = static_cast<const char*>(src);
     for (std::size_t done = 0; done < bytes;) {
         const std::size_t size = std::min(s.capacity(), bytes - done);
@@ -56,8 +59,7 @@ void copy_to_host(int device, void* dst, const void* src, std::size_t bytes) {
         const std::size_t size = std::min(s.capacity(), bytes - done);
         const Staged staged = s.stage(size);
         record_copy(s, from.buffer, from.offset + done, staged.buffer, staged.offset, size);
-        s.finish();
-        std::memcpy(to + done, staged.host, size);
+        s.read(staged, to + done, size);
         done += size;
     }
     check_validation("copy_to_host");

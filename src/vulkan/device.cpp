@@ -24,7 +24,7 @@ int device_count() {
 
 void synchronize(int device) {
     std::lock_guard lock(plugin_mutex());
-    stream(context(device)).finish();
+    stream(context(device)).finish(Stream::Wait::unlocked);
     check_validation("synchronize");
 }
 

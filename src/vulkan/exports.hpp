@@ -1,5 +1,5 @@
 // exports.hpp — what libfluxion-vulkan.so exports besides the backend table: memory statistics of
-// the caching allocator, the validation message count, and a deliberate validation error that
+// the caching allocator, the uploads on the transfer queue, the validation message count, and a deliberate validation error that
 // proves the validation hook works. Programs reach them with dlsym on the loaded plugin.
 #pragma once
 #include <cstddef>
@@ -25,6 +25,10 @@ FLUXION_VULKAN_EXPORT void fluxion_vulkan_empty_cache(int device);
 // Messages the validation layer has reported since the process started (0 when validation is off:
 // FLUXION_VULKAN_VALIDATION=1 turns it on, synchronization validation included).
 FLUXION_VULKAN_EXPORT std::uint64_t fluxion_vulkan_validation_messages();
+
+// Uploads submitted on the transfer queue of `device` so far (0 where it has none, see
+// Context::transfer_queue, or does not exist).
+FLUXION_VULKAN_EXPORT std::uint64_t fluxion_vulkan_transfer_uploads(int device);
 
 // For tests of the validation hook only: makes an invalid Vulkan call on `device` (a buffer of
 // size 0), which the validation layer reports when it is on. The device stays usable.

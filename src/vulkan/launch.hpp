@@ -59,7 +59,7 @@ public:
               std::initializer_list<std::uint32_t> constants = {}, std::uint32_t local_x = 0);
 
 private:
-    std::lock_guard<std::recursive_mutex> lock_;
+    std::lock_guard<PluginMutex> lock_;
     const char* op_;
     Context& ctx_;
     ParamBlock params_;

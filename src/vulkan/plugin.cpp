@@ -5,6 +5,7 @@
 #include "vulkan/context.hpp"
 #include "vulkan/exports.hpp"
 #include "vulkan/kernels.hpp"
+#include "vulkan/transfer.hpp"
 
 namespace fluxion::vulkan {
 
@@ -70,6 +71,12 @@ bool fluxion_vulkan_memory_stats(int device, std::size_t* allocated, std::size_t
 }
 
 void fluxion_vulkan_empty_cache(int device) { fluxion::vulkan::empty_cache(device); }
+
+std::uint64_t fluxion_vulkan_transfer_uploads(int device) {
+    std::lock_guard lock(fluxion::vulkan::plugin_mutex());
+    if (device < 0 || std::size_t(device) >= fluxion::vulkan::probe().devices.size()) return 0;
+    return fluxion::vulkan::transfer_uploads(fluxion::vulkan::context(device));
+}
 
 std::uint64_t fluxion_vulkan_validation_messages() { return fluxion::vulkan::validation_message_count(); }
 

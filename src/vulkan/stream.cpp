@@ -3,6 +3,7 @@
 #include "vulkan/stream.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -16,6 +17,29 @@ namespace {
 constexpr std::size_t kStagingBytes = std::size_t{16} << 20;
 // A recording's parameter blocks and uploads: a LeNet-5 training step needs about 20 KiB.
 constexpr std::size_t kRecordingBytes = std::size_t{4} << 20;
+// Batches kept before one whose submission has not run yet is waited for: one recording while
+// one or two run.
+constexpr std::size_t kBatches = 3;
+
+// Transfers into host-visible memory become visible to the host that reads it after the wait.
+void host_read_barrier(VkCommandBuffer cmd) {
+    VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                         VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+}
+
+void begin(Commands& c, VkCommandBufferUsageFlags flags) {
+    VkCommandBufferBeginInfo info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    info.flags = flags;
+    FLUXION_VK_CHECK(vkBeginCommandBuffer(c.cmd, &info));
+    c.recording = true;
+    // After what earlier submissions on the queue did with the same buffers.
+    full_barrier(c.cmd);
+}
+
+}  // namespace
 
 HostBuffer host_buffer(Context& ctx, std::size_t bytes) {
     HostBuffer b;
@@ -38,6 +62,12 @@ HostBuffer host_buffer(Context& ctx, std::size_t bytes) {
     return b;
 }
 
+void destroy(Context& ctx, HostBuffer& b) {
+    vkDestroyBuffer(ctx.device, b.buffer, nullptr);
+    vkFreeMemory(ctx.device, b.memory, nullptr);
+    b = HostBuffer{};
+}
+
 VkCommandBuffer command_buffer(Context& ctx, VkCommandPool pool) {
     VkCommandBufferAllocateInfo alloc{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
     alloc.commandPool = pool;
@@ -48,54 +78,71 @@ VkCommandBuffer command_buffer(Context& ctx, VkCommandPool pool) {
     return cmd;
 }
 
-// Shader and transfer writes before, any shader or transfer access after.
-void full_barrier(VkCommandBuffer cmd) {
+VkSemaphore timeline_semaphore(Context& ctx) {
+    VkSemaphoreTypeCreateInfo type{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO};
+    type.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
+    VkSemaphoreCreateInfo info{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
+    info.pNext = &type;
+    VkSemaphore s = VK_NULL_HANDLE;
+    FLUXION_VK_CHECK(vkCreateSemaphore(ctx.device, &info, nullptr, &s));
+    return s;
+}
+
+void full_barrier(VkCommandBuffer cmd, VkPipelineStageFlags stages) {
+    const bool shaders = stages & VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT;
     VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-    barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-    barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
-                            VK_ACCESS_TRANSFER_WRITE_BIT;
-    const VkPipelineStageFlags stages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+    barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT | (shaders ? VK_ACCESS_SHADER_WRITE_BIT : 0);
+    barrier.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT |
+                            (shaders ? VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT : 0);
     vkCmdPipelineBarrier(cmd, stages, stages, 0, 1, &barrier, 0, nullptr, 0, nullptr);
 }
-
-// Transfers into host-visible memory become visible to the host that reads it after the fence.
-void host_read_barrier(VkCommandBuffer cmd) {
-    VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-    barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-    barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-                         VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0, nullptr, 0, nullptr);
-}
-
-}  // namespace
 
 Stream::Stream(Context& ctx) : ctx_(ctx) {
     VkCommandPoolCreateInfo pool{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
     pool.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
     pool.queueFamilyIndex = ctx.queue_family;
     FLUXION_VK_CHECK(vkCreateCommandPool(ctx.device, &pool, nullptr, &pool_));
-    batch_.cmd = command_buffer(ctx, pool_);
-    batch_.read.reserve(64);
-    batch_.written.reserve(64);
-    VkFenceCreateInfo fence{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    FLUXION_VK_CHECK(vkCreateFence(ctx.device, &fence, nullptr, &fence_));
-    capacity_ = kStagingBytes;
-    HostBuffer staging = host_buffer(ctx, capacity_);
-    staging_ = staging.buffer;
-    staging_memory_ = staging.memory;
-    staging_host_ = staging.host;
+    timeline_ = timeline_semaphore(ctx);
+    batches_.reserve(16);
 }
 
-Commands& Stream::current() { return capturing() ? capture_->commands : batch_; }
+std::size_t Stream::capacity() const { return kStagingBytes; }
+
+Batch& Stream::open() {
+    if (open_) return *open_;
+    std::uint64_t done = 0;
+    FLUXION_VK_CHECK(vkGetSemaphoreCounterValue(ctx_.device, timeline_, &done));
+    Batch* pick = nullptr;
+    for (const auto& b : batches_)
+        if (b->readers == 0 && b->value <= done) pick = b.get();
+    // None free: wait for the oldest that nobody reads (its readers need the lock to finish), or
+    // make another.
+    if (!pick && batches_.size() >= kBatches)
+        for (const auto& b : batches_)
+            if (b->readers == 0 && (!pick || b->value < pick->value)) pick = b.get();
+    if (pick) {
+        wait(pick->value, Wait::locked);
+        if (pick->commands.cmd) FLUXION_VK_CHECK(vkResetCommandBuffer(pick->commands.cmd, 0));
+    } else {
+        auto b = std::make_unique<Batch>();
+        b->commands.cmd = command_buffer(ctx_, pool_);
+        b->commands.read.reserve(64);
+        b->commands.written.reserve(64);
+        b->staging = host_buffer(ctx_, kStagingBytes);
+        pick = batches_.emplace_back(std::move(b)).get();
+    }
+    pick->commands.read.clear();
+    pick->commands.written.clear();
+    pick->used = 0;
+    open_ = pick;
+    return *pick;
+}
+
+Commands& Stream::current() { return capturing() ? capture_->commands : open().commands; }
 
 VkCommandBuffer Stream::record(const Access* accesses, std::size_t n) {
     Commands& c = current();
-    if (!c.recording) {
-        VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-        begin.flags = &c == &batch_ ? VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT : 0;
-        FLUXION_VK_CHECK(vkBeginCommandBuffer(c.cmd, &begin));
-        c.recording = true;
-    }
+    if (!c.recording) begin(c, capturing() ? 0 : VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT);
     auto has = [](const std::vector<VkBuffer>& v, VkBuffer b) { return std::find(v.begin(), v.end(), b) != v.end(); };
     bool hazard = false;
     for (std::size_t i = 0; i < n; ++i)
@@ -120,37 +167,92 @@ Staged Stream::stage(std::size_t bytes) {
             throw ValueError("Vulkan on " + ctx_.label() + ": a recorded submission needs more than " +
                              std::to_string(kRecordingBytes >> 20) + " MiB of parameters and uploads");
         capture_->used = start + bytes;
-        return {capture_->staging.buffer, start, capture_->staging.host + start};
+        return {capture_->staging.buffer, start, capture_->staging.host + start, nullptr};
     }
-    std::size_t start = (used_ + align - 1) / align * align;
-    if (start + bytes > capacity_) {
-        finish();
+    Batch* b = &open();
+    std::size_t start = (b->used + align - 1) / align * align;
+    if (start + bytes > kStagingBytes) {
+        flush();
+        b = &open();
         start = 0;
     }
-    used_ = start + bytes;
-    return {staging_, start, staging_host_ + start};
+    b->used = start + bytes;
+    return {b->staging.buffer, start, b->staging.host + start, b};
 }
 
-void Stream::submit_and_wait(VkCommandBuffer cmd) {
+void Stream::after(VkSemaphore semaphore, std::uint64_t value) {
+    upload_ = semaphore;
+    upload_value_ = std::max(upload_value_, value);
+}
+
+void Stream::submit(VkCommandBuffer cmd) {
+    const std::uint64_t signal = submitted_ + 1;
+    VkTimelineSemaphoreSubmitInfo values{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
+    values.signalSemaphoreValueCount = 1;
+    values.pSignalSemaphoreValues = &signal;
     VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    submit.pNext = &values;
     submit.commandBufferCount = 1;
     submit.pCommandBuffers = &cmd;
-    FLUXION_VK_CHECK(vkQueueSubmit(ctx_.queue, 1, &submit, fence_));
-    FLUXION_VK_CHECK(vkWaitForFences(ctx_.device, 1, &fence_, VK_TRUE, UINT64_MAX));
-    FLUXION_VK_CHECK(vkResetFences(ctx_.device, 1, &fence_));
+    submit.signalSemaphoreCount = 1;
+    submit.pSignalSemaphores = &timeline_;
+    // After the uploads on the transfer queue (already submitted: never a wait before its signal).
+    const VkPipelineStageFlags stage = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+    if (upload_value_ > upload_waited_) {
+        values.waitSemaphoreValueCount = 1;
+        values.pWaitSemaphoreValues = &upload_value_;
+        submit.waitSemaphoreCount = 1;
+        submit.pWaitSemaphores = &upload_;
+        submit.pWaitDstStageMask = &stage;
+    }
+    FLUXION_VK_CHECK(vkQueueSubmit(ctx_.queue, 1, &submit, VK_NULL_HANDLE));
+    submitted_ = signal;
+    upload_waited_ = upload_value_;
 }
 
-void Stream::finish() {
-    if (batch_.recording) {
-        host_read_barrier(batch_.cmd);
-        FLUXION_VK_CHECK(vkEndCommandBuffer(batch_.cmd));
-        batch_.recording = false;
-        submit_and_wait(batch_.cmd);
-        FLUXION_VK_CHECK(vkResetCommandBuffer(batch_.cmd, 0));
-        batch_.read.clear();
-        batch_.written.clear();
+void Stream::wait(std::uint64_t value, Wait how, bool uploads) {
+    VkSemaphore semaphores[2] = {timeline_, upload_};
+    const std::uint64_t values[2] = {value, upload_value_};
+    VkSemaphoreWaitInfo info{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
+    info.semaphoreCount = uploads && upload_ ? 2 : 1;
+    info.pSemaphores = semaphores;
+    info.pValues = values;
+    if (how == Wait::locked) {
+        FLUXION_VK_CHECK(vkWaitSemaphores(ctx_.device, &info, UINT64_MAX));
+        return;
     }
-    used_ = 0;
+    const Unlocked unlocked;
+    FLUXION_VK_CHECK(vkWaitSemaphores(ctx_.device, &info, UINT64_MAX));
+}
+
+void Stream::flush() {
+    if (!open_ || !open_->commands.recording) return;
+    Batch& b = *open_;
+    host_read_barrier(b.commands.cmd);
+    FLUXION_VK_CHECK(vkEndCommandBuffer(b.commands.cmd));
+    b.commands.recording = false;
+    open_ = nullptr;
+    submit(b.commands.cmd);
+    b.value = submitted_;
+}
+
+void Stream::finish(Wait how) {
+    flush();
+    wait(submitted_, how, true);
+}
+
+void Stream::read(const Staged& staged, void* dst, std::size_t bytes) {
+    flush();
+    Batch& b = *staged.batch;
+    ++b.readers;
+    try {
+        wait(b.value, Wait::unlocked);
+    } catch (...) {
+        --b.readers;
+        throw;
+    }
+    std::memcpy(dst, staged.host, bytes);
+    --b.readers;
 }
 
 void Stream::begin_capture() {
@@ -173,6 +275,8 @@ std::unique_ptr<Recording> Stream::end_capture() {
     host_read_barrier(r->commands.cmd);
     FLUXION_VK_CHECK(vkEndCommandBuffer(r->commands.cmd));
     r->commands.recording = false;
+    std::sort(r->touched.begin(), r->touched.end());
+    r->touched.erase(std::unique(r->touched.begin(), r->touched.end()), r->touched.end());
     return r;
 }
 
@@ -182,17 +286,22 @@ void Stream::on_run(std::function<void()> f) {
 
 void Stream::keep(void* device_ptr) { capture_->kept.push_back(device_ptr); }
 
+void Stream::touch(void* device_ptr) {
+    if (capturing()) capture_->touched.push_back(device_ptr);
+}
+
 void Stream::run(Recording& r) {
-    finish();  // the work before (the inputs' copies) has run, and staging is free
-    for (const auto& f : r.on_run) f();
-    submit_and_wait(r.commands.cmd);
+    flush();  // the work before (the inputs' copies) runs first: the recording begins with a barrier
+    for (const auto& f : r.on_run) f();  // its staging memory is free: its last submission has run
+    submit(r.commands.cmd);
+    for (void* p : r.touched) mark_used(ctx_.index, p, submitted_);
+    wait(submitted_, Wait::unlocked);
 }
 
 void Stream::free(std::unique_ptr<Recording> r) {
     if (!r) return;
     vkFreeCommandBuffers(ctx_.device, pool_, 1, &r->commands.cmd);
-    vkDestroyBuffer(ctx_.device, r->staging.buffer, nullptr);
-    vkFreeMemory(ctx_.device, r->staging.memory, nullptr);
+    destroy(ctx_, r->staging);
     for (void* p : r->kept) deallocate(ctx_.index, p);
 }
 
