@@ -8,6 +8,12 @@ usage: python3 bench/compare.py [BUILD_DIR] [ROUNDS]        (default build/bench
 PyTorch is taken from every interpreter that has it: Debian's /usr/bin/python3 and the first
 python3 on PATH. Both sides use FLUXION_NUM_THREADS threads (default: every core).
 
+The last column is each case's FLOP limit: the time its multiply-adds (MULTIPLY_ADDS; a training
+step counts the forward pass three times, for the backward pass's two products per forward one)
+take at the machine's matrix-product rate, measured in the same run (PyTorch's float32 2048^3
+product at the same threads, the best of 10). It says how far each side is from what the
+arithmetic alone needs.
+
 Shared machines drift: the same binary's median moved by 2x within minutes on the 2-core machine
 this was written on. So the programs take turns, ROUNDS times, and each case reports the lowest of
 its medians: the time with the least interference, for fluxion and PyTorch alike.
@@ -127,6 +133,42 @@ TORCH = textwrap.dedent("""
 """)
 
 
+# Multiply-adds of one forward call per case (weights x outputs; the attention's two batched
+# products included), for the FLOP limit column.
+MULTIPLY_ADDS = {
+    "mlp": 128 * (100 * 200 + 200 * 1),
+    "lenet5": 64 * (6 * 24 * 24 * 25 + 16 * 8 * 8 * 150 + 256 * 120 + 120 * 84 + 84 * 10),
+    "wide": 256 * (784 * 1024 + 1024 * 1024 + 1024 * 10),
+    "convnet": 64 * (32 * 32 * 32 * 27 + 64 * 16 * 16 * 288 + 128 * 8 * 8 * 576 + 2048 * 10),
+    "lstm": 64 * (28 * 4 * 128 * (28 + 128) + 128 * 10),
+    "encoder": 64 * (49 * (4 * 64 * 64 + 2 * 64 * 128 + 2 * 49 * 64) + 64 * 10),
+}
+
+PEAK = textwrap.dedent("""
+    import sys, time, torch
+    torch.set_num_threads(int(sys.argv[1]))
+    a, b = torch.randn(2048, 2048), torch.randn(2048, 2048)
+    best = float("inf")
+    for _ in range(10):
+        t = time.perf_counter(); torch.mm(a, b); best = min(best, time.perf_counter() - t)
+    print(2 * 2048 ** 3 / best / 1e9)
+""")
+
+
+def peak_gflops(py, threads):
+    r = subprocess.run([py, "-c", PEAK, str(threads)], check=True, capture_output=True, text=True)
+    return float(r.stdout)
+
+
+def flop_limit(case, gflops):
+    """µs that the case's multiply-adds take at `gflops`, or None for a case not in MULTIPLY_ADDS."""
+    model = case.replace("_compiled", "").replace("_bf16", "").split("_")[0]
+    if model not in MULTIPLY_ADDS:
+        return None
+    passes = 1 if "forward" in case else 3
+    return 2 * MULTIPLY_ADDS[model] * passes / (gflops * 1e3)
+
+
 def fluxion_times(build):
     exe = os.path.join(build, "bin", "bench_models")
     out = subprocess.run([exe, "--benchmark_format=json", "--benchmark_repetitions=5",
@@ -196,12 +238,14 @@ def main():
             t = jax_times(jax_py, threads)
             versions["jax"] = t["version"]
             jaxes = lowest(jaxes, t["times"])
+    gflops = max((peak_gflops(py, threads) for py in pythons), default=None)
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, {threads} threads; "
-          f"µs per call, the lowest median of {rounds} rounds\n")
+          f"µs per call, the lowest median of {rounds} rounds"
+          + (f"; float32 matrix products at {gflops:.0f} GFLOP/s" if gflops else "") + "\n")
     others = [(f"PyTorch {versions[py]}", torches[py]) for py in pythons]
     if jax_py:
         others.append((f"JAX {versions['jax']} jit", jaxes))
-    head = "| case | fluxion |" + "".join(f" {name} |" for name, _ in others) + " ratio |"
+    head = "| case | fluxion |" + "".join(f" {name} |" for name, _ in others) + " ratio | FLOP limit |"
     print(head)
     print("|" + " --- |" * (head.count("|") - 1))
     for case, us in fx.items():
@@ -209,7 +253,9 @@ def main():
         cells = [f"{times[same]:.1f}" if same in times else "–" for _, times in others]
         best = min((times[same] for _, times in others if same in times), default=None)
         ratio = f"{best / us:.2f}×" if best else "–"
-        print(f"| {case} | {us:.1f} | " + " | ".join(cells) + (" | " if cells else "") + f"{ratio} |")
+        limit = flop_limit(case, gflops) if gflops else None
+        print(f"| {case} | {us:.1f} | " + " | ".join(cells) + (" | " if cells else "") + f"{ratio} | "
+              + (f"{limit:.0f}" if limit else "–") + " |")
 
 if __name__ == "__main__":
     main()
