@@ -126,9 +126,9 @@ struct AttentionOptions {
     std::int64_t block = 0;   // queries per block; 0 chooses blocks of about 8 MiB of scores
 };
 // softmax(q kᵀ · scale, masked scores → −∞) v for q {..., L, d}, k {..., S, d}, v {..., S, dv} with the
-// same leading dimensions (PyTorch's F.scaled_dot_product_attention). Memory-efficient: queries are
-// taken a block at a time, and the backward pass recomputes a block's weights, so no {..., L, S}
-// matrix is kept. A query whose every key is masked gets NaN, as in PyTorch.
+// same leading dimensions (PyTorch's F.scaled_dot_product_attention). Memory-efficient: queries are taken a block
+// at a time; the backward pass reuses the weights of one block holding every query, else recomputes a block's, so
+// no {..., L, S} matrix beyond a block's is kept. A query whose every key is masked gets NaN, as in PyTorch.
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const AttentionOptions& options = {});
 

@@ -1,10 +1,16 @@
 // attention.cpp — scaled dot-product attention taken a block of queries at a time, forward and
-// backward, written with the ops (matmul, softmax, where), so that every backend runs it. Each
-// block holds whole rows of scores, so its softmax is exact; the backward pass recomputes a
-// block's weights instead of keeping {L, S} scores for the whole batch.
+// backward, on the backend's batched GEMM and softmax kernels, so that every backend runs it. Each
+// block holds whole rows of scores, so its softmax is exact. The products read q, k, v, the output
+// gradient and write the output and the gradients through their strides (a head's rows inside
+// {N, L, heads · d} included), so the views that split and merge heads are never copied; the scale
+// is the GEMM's alpha. When all the queries fit in one block the forward pass keeps its weights for
+// the backward pass; otherwise the backward pass recomputes a block's weights instead of keeping
+// {L, S} scores for the whole batch.
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
+#include <optional>
 
 #include "core/dispatch.hpp"
 #include "fluxion/autodiff.hpp"
@@ -29,14 +35,96 @@ Tensor mask_rows(const Plan& p, std::int64_t from, std::int64_t to) {
     return p.mask.slice(p.rows, from, to);
 }
 
-// softmax(q_b kᵀ · scale, masked → −∞) for the queries [from, to).
+// A {batch..., rows, cols} view as the GEMM reads it: rows `ld` apart (or, transposed, columns),
+// each row dense. Anything else (a broadcast, a strided last axis) is copied first.
+struct Operand {
+    Tensor t;
+    bool trans;
+    std::int64_t ld;
+};
+
+Operand operand(const Tensor& x) {
+    const std::int64_t rows = x.shape(-2), cols = x.shape(-1);
+    const std::int64_t sr = x.strides()[x.ndim() - 2], sc = x.strides()[x.ndim() - 1];
+    if ((sc == 1 || cols == 1) && (rows == 1 || sr >= std::max<std::int64_t>(cols, 1)))
+        return {x, false, rows == 1 ? std::max<std::int64_t>(cols, 1) : sr};
+    if ((sr == 1 || rows == 1) && (cols == 1 || sc >= std::max<std::int64_t>(rows, 1)))
+        return {x, true, cols == 1 ? std::max<std::int64_t>(rows, 1) : sc};
+    return operand(x.contiguous());
+}
+
+// c = alpha · a b + beta · c for every batch entry of a {batch..., m, k}, b {batch..., k, n} and
+// c {batch..., m, n}, which share their batch axes (c's rows dense). The longest batch axis is the
+// GEMM's own batch; the others are walked here, one GEMM call per entry.
+void product(double alpha, const Tensor& a, const Tensor& b, double beta, Tensor c) {
+    if (c.numel() == 0) return;
+    const std::int64_t m = c.shape(-2), n = c.shape(-1), k = a.shape(-1);
+    if (k == 0) {  // an empty sum: C = beta C, which the backends need not take as a GEMM
+        if (beta == 0) c.fill_(0);
+        return;
+    }
+    const int nb = c.ndim() - 2;
+    int axis = -1;  // the GEMM's batch axis
+    for (int i = 0; i < nb; ++i)
+        if (axis < 0 || c.shape(i) > c.shape(axis)) axis = i;
+    const Operand oa = operand(a), ob = operand(b);
+    const std::int64_t count = axis < 0 ? 1 : c.shape(axis);
+    auto stride = [&](const Tensor& t) { return axis < 0 ? std::int64_t{0} : t.strides()[axis]; };
+    const std::int64_t others = axis < 0 ? 1 : c.numel() / (m * n * count);
+    const Device dev = c.device();
+    const auto& table = detail::backend_for(dev);
+    for (std::int64_t e = 0; e < others; ++e) {
+        // Entry e of the batch axes other than `axis`, as a view of each operand.
+        Tensor ea = oa.t, eb = ob.t, ec = c;
+        std::int64_t rest = e;
+        for (int i = nb - 1; i >= 0; --i) {
+            if (i == axis) continue;
+            const std::int64_t at = rest % c.shape(i);
+            rest /= c.shape(i);
+            ea = ea.slice(i, at, at + 1), eb = eb.slice(i, at, at + 1), ec = ec.slice(i, at, at + 1);
+        }
+        table.gemm(dev.index, c.dtype(), oa.trans, ob.trans, m, n, k, alpha, ea.data_ptr(), oa.ld, stride(oa.t),
+                   eb.data_ptr(), ob.ld, stride(ob.t), beta, ec.data_ptr(), c.strides()[c.ndim() - 2], stride(c),
+                   count);
+    }
+}
+
+// A fresh tensor of `shape` laid out in memory in the order of like's axes (by stride, the last
+// axis last), so that a result or gradient of a head view of {N, L, heads · d} is such a view too.
+Tensor allocate_like(const Tensor& like, const Shape& shape) {
+    const int nd = like.ndim();
+    std::vector<int> order(nd);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end() - 1,
+                     [&](int a, int b) { return like.strides()[a] > like.strides()[b]; });
+    Shape stored(nd);
+    std::vector<int> back(nd);
+    for (int i = 0; i < nd; ++i) stored[i] = shape[order[i]], back[order[i]] = i;
+    return detail::make_tensor(stored, like.dtype(), like.device()).permute(back);
+}
+
+// softmax(q_b kᵀ · scale, masked → −∞) for the queries [from, to), dense {batch..., to - from, S}.
 Tensor weights(const Plan& p, const Tensor& q, const Tensor& k, std::int64_t from, std::int64_t to) {
-    Tensor scores = matmul(q.slice(p.rows, from, to), transpose(k)) * p.scale;
+    Shape shape = k.shape();
+    shape[p.rows] = to - from, shape.back() = k.shape(p.rows);
+    Tensor scores = detail::make_tensor(shape, q.dtype(), q.device());
+    product(p.scale, q.slice(p.rows, from, to), transpose(k), 0, scores);
     if (Tensor m = mask_rows(p, from, to); m.defined())
         scores = where(
             m, full({}, -std::numeric_limits<double>::infinity(), {.dtype = scores.dtype(), .device = scores.device()}),
             scores);
     return softmax(scores, -1);
+}
+
+// The gradient of the scores from the weights w and their gradient dw (softmax's backward).
+Tensor softmax_backward(const Tensor& w, const Tensor& dw) {
+    Tensor ds = detail::make_tensor(w.shape(), w.dtype(), w.device());
+    if (ds.numel() > 0) {
+        const std::int64_t n = w.shape(-1);
+        detail::backend_of(w).softmax_backward(w.device().index, false, w.dtype(), w.numel() / n, n, 1, w.data_ptr(),
+                                               dw.data_ptr(), ds.data_ptr());
+    }
+    return ds;
 }
 
 }  // namespace
@@ -84,28 +172,37 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 
     Shape out_shape = batch;
     out_shape.push_back(l), out_shape.push_back(v.shape(-1));
-    Tensor out = detail::make_tensor(out_shape, q.dtype(), q.device());
+    Tensor out = allocate_like(q, out_shape);
+    std::optional<Tensor> kept;  // the weights, when one block holds every query
     {
         NoGrad no_grad;
         for (std::int64_t from = 0; from < l; from += p.block) {
             const std::int64_t to = std::min(l, from + p.block);
-            out.slice(p.rows, from, to).copy_(matmul(weights(p, q, k, from, to), v));
+            const Tensor w = weights(p, q, k, from, to);
+            product(1, w, v, 0, out.slice(p.rows, from, to));
+            if (to - from == l) kept = w;
         }
     }
     if (!detail::any_tracked({q, k, v})) return out;
-    return detail::record(kOp, {q, k, v}, out, [p, q, k, v](const Tensor& g, const std::vector<bool>& needs) {
-        Tensor dq = needs[0] ? zeros_like(q) : Tensor();
-        Tensor dk = needs[1] ? zeros_like(k) : Tensor();
-        Tensor dv = needs[2] ? zeros_like(v) : Tensor();
+    return detail::record(kOp, {q, k, v}, out, [p, q, k, v, kept](const Tensor& g, const std::vector<bool>& needs) {
+        Tensor dq = needs[0] ? allocate_like(q, q.shape()) : Tensor();
+        Tensor dk = needs[1] ? allocate_like(k, k.shape()) : Tensor();
+        Tensor dv = needs[2] ? allocate_like(v, v.shape()) : Tensor();
+        if (p.l == 0) {  // no query: nothing reached k or v
+            for (Tensor* t : {&dk, &dv})
+                if (t->defined()) t->fill_(0);
+        }
         for (std::int64_t from = 0; from < p.l; from += p.block) {
             const std::int64_t to = std::min(p.l, from + p.block);
-            const Tensor w = weights(p, q, k, from, to), go = g.slice(p.rows, from, to);
-            if (needs[2]) dv = dv + matmul(transpose(w), go);
+            const double accumulate = from == 0 ? 0 : 1;  // beta: the first block writes dk and dv
+            const Tensor w = kept ? *kept : weights(p, q, k, from, to), go = g.slice(p.rows, from, to);
+            if (needs[2]) product(1, transpose(w), go, accumulate, dv);
             if (!needs[0] && !needs[1]) continue;
-            const Tensor dw = matmul(go, transpose(v));
-            const Tensor ds = w * (dw - sum(dw * w, -1, true)) * p.scale;  // softmax's backward, then the scale
-            if (needs[0]) dq.slice(p.rows, from, to).copy_(matmul(ds, k));
-            if (needs[1]) dk = dk + matmul(transpose(ds), q.slice(p.rows, from, to));
+            Tensor dw = detail::make_tensor(w.shape(), w.dtype(), w.device());
+            product(1, go, transpose(v), 0, dw);
+            const Tensor ds = softmax_backward(w, dw);
+            if (needs[0]) product(p.scale, ds, k, 0, dq.slice(p.rows, from, to));
+            if (needs[1]) product(p.scale, transpose(ds), q.slice(p.rows, from, to), accumulate, dk);
         }
         return std::vector<Tensor>{dq, dk, dv};
     });
