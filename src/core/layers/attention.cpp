@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/layers/context.hpp"
+#include "core/ops/attention.hpp"
 #include "fluxion/layers/init.hpp"
 #include "fluxion/ops.hpp"
 
@@ -104,10 +105,13 @@ Tensor MultiHeadAttention::operator()(const Tensor& query, const Tensor& key, co
         throw ShapeError(describe() + ": query " + shape_text(query) + ", key " + shape_text(key) + " and value " +
                          shape_text(value) + " do not fit; expected {N, L, " + std::to_string(e) + "}, {N, S, " +
                          std::to_string(e) + "} and {N, S, " + std::to_string(e) + "} (or one sample without N)");
-    if (nd == 2) {  // one sample: a batch of one, and the masks likewise
+    if (nd == 2) {  // one sample: a batch of one, and the masks likewise (one input stays one)
         AttentionMasks m = masks;
         if (m.key_padding.defined() && m.key_padding.ndim() == 1) m.key_padding = m.key_padding.unsqueeze(0);
-        return (*this)(query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0), m).reshape(query.shape());
+        const Tensor q = query.unsqueeze(0);
+        const Tensor k = key.impl() == query.impl() ? q : key.unsqueeze(0);
+        const Tensor v = value.impl() == query.impl() ? q : value.impl() == key.impl() ? k : value.unsqueeze(0);
+        return (*this)(q, k, v, m).reshape(query.shape());
     }
     return detail::in_context(*this, [&] {
         const std::int64_t n = query.shape(0), l = query.shape(1), s = key.shape(1), h = heads_;
@@ -119,11 +123,16 @@ Tensor MultiHeadAttention::operator()(const Tensor& query, const Tensor& key, co
         const double scale = 1.0 / std::sqrt(double(e / h));
         const std::vector<Tensor> masked_by = masks_of(masks, n, l, s, query.device());
         if (dropout.p == 0 || !training(dropout.mode)) {
-            // No dropout on the weights: the memory-efficient op, which keeps no {N, heads, L, S} scores.
+            // No dropout on the weights: the memory-efficient op, which keeps no {N, heads, L, S} scores
+            // beyond a block's. A self-attention projects queries, keys and values in one product.
             Tensor masked;
             for (const Tensor& m : masked_by) masked = masked.defined() ? where(masked, masked, m) : m;  // or
-            return out_proj(merge_heads(scaled_dot_product_attention(
-                project(query, 0), project(key, 1), project(value, 2), {.mask = masked, .scale = scale})));
+            const AttentionOptions o{.mask = masked, .scale = scale};
+            if (key.impl() == query.impl() && value.impl() == query.impl())
+                return out_proj(merge_heads(detail::packed_attention(
+                    linear(query, in_proj_weight, in_proj_bias).reshape({n, l, 3, h, e / h}), o)));
+            return out_proj(
+                merge_heads(scaled_dot_product_attention(project(query, 0), project(key, 1), project(value, 2), o)));
         }
         Tensor q = project(query, 0) * scale, k = project(key, 1), v = project(value, 2);
         Tensor scores = matmul(q, k.transpose(-2, -1));  // {N, heads, L, S}

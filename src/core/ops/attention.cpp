@@ -6,6 +6,8 @@
 // is the GEMM's alpha. When all the queries fit in one block the forward pass keeps its weights for
 // the backward pass; otherwise the backward pass recomputes a block's weights instead of keeping
 // {L, S} scores for the whole batch.
+#include "core/ops/attention.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -127,28 +129,13 @@ Tensor softmax_backward(const Tensor& w, const Tensor& dw) {
     return ds;
 }
 
-}  // namespace
-
-Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o) {
-    for (const Tensor* t : {&q, &k, &v}) {
-        detail::require_defined(kOp, *t);
-        detail::require_floating(kOp, *t);
-    }
-    detail::common_device(kOp, {q, k, v});
+// The plan for q {..., L, d} and k {..., S, d} whose shapes have been checked: the scale, the mask
+// padded to q's dimensions (checked here) and the queries per block.
+Plan make_plan(const Tensor& q, const Tensor& k, const AttentionOptions& o) {
     const int nd = q.ndim();
-    Shape batch(q.shape().begin(), q.shape().end() - std::min(nd, 2));
-    auto leading = [&](const Tensor& t) { return Shape(t.shape().begin(), t.shape().end() - std::min(t.ndim(), 2)); };
-    if (nd < 2 || k.ndim() != nd || v.ndim() != nd || leading(k) != batch || leading(v) != batch ||
-        k.shape(-1) != q.shape(-1) || k.shape(-2) != v.shape(-2))
-        throw ShapeError(std::string(kOp) + ": q " + to_string(q.shape()) + ", k " + to_string(k.shape()) + " and v " +
-                         to_string(v.shape()) +
-                         " do not fit; expected {..., L, d}, {..., S, d} and {..., S, dv} with " +
-                         "the same leading dimensions");
-    if (q.dtype() != k.dtype() || q.dtype() != v.dtype())
-        throw DTypeError(std::string(kOp) + ": q, k and v must have one dtype, got " + name(q.dtype()) + ", " +
-                         name(k.dtype()) + " and " + name(v.dtype()));
-    if (o.block < 0) throw ValueError(std::string(kOp) + ": block is " + std::to_string(o.block) + "; it must be >= 0");
+    const Shape batch(q.shape().begin(), q.shape().end() - 2);
     const std::int64_t l = q.shape(-2), s = k.shape(-2), d = q.shape(-1);
+    if (o.block < 0) throw ValueError(std::string(kOp) + ": block is " + std::to_string(o.block) + "; it must be >= 0");
     Plan p{nd - 2, l, 0, o.scale > 0 ? o.scale : 1.0 / std::sqrt(double(std::max<std::int64_t>(d, 1))), Tensor()};
     if (o.mask.defined()) {
         if (o.mask.dtype() != DType::boolean)
@@ -169,43 +156,103 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
     const std::int64_t rows_of_scores = std::max<std::int64_t>(1, numel(batch) * s) * std::int64_t(itemsize(q.dtype()));
     p.block = o.block > 0 ? o.block
                           : std::max<std::int64_t>(1, static_cast<std::int64_t>(kScoreBytesPerBlock) / rows_of_scores);
+    return p;
+}
 
-    Shape out_shape = batch;
-    out_shape.push_back(l), out_shape.push_back(v.shape(-1));
-    Tensor out = allocate_like(q, out_shape);
+struct Forward {
+    Tensor out;                  // laid out like q
     std::optional<Tensor> kept;  // the weights, when one block holds every query
-    {
-        NoGrad no_grad;
-        for (std::int64_t from = 0; from < l; from += p.block) {
-            const std::int64_t to = std::min(l, from + p.block);
-            const Tensor w = weights(p, q, k, from, to);
-            product(1, w, v, 0, out.slice(p.rows, from, to));
-            if (to - from == l) kept = w;
-        }
+};
+
+Forward attend(const Plan& p, const Tensor& q, const Tensor& k, const Tensor& v) {
+    NoGrad no_grad;
+    Shape out_shape = q.shape();
+    out_shape.back() = v.shape(-1);
+    Forward f{allocate_like(q, out_shape), std::nullopt};
+    for (std::int64_t from = 0; from < p.l; from += p.block) {
+        const std::int64_t to = std::min(p.l, from + p.block);
+        const Tensor w = weights(p, q, k, from, to);
+        product(1, w, v, 0, f.out.slice(p.rows, from, to));
+        if (to - from == p.l) f.kept = w;
     }
-    if (!detail::any_tracked({q, k, v})) return out;
-    return detail::record(kOp, {q, k, v}, out, [p, q, k, v, kept](const Tensor& g, const std::vector<bool>& needs) {
-        Tensor dq = needs[0] ? allocate_like(q, q.shape()) : Tensor();
-        Tensor dk = needs[1] ? allocate_like(k, k.shape()) : Tensor();
-        Tensor dv = needs[2] ? allocate_like(v, v.shape()) : Tensor();
-        if (p.l == 0) {  // no query: nothing reached k or v
-            for (Tensor* t : {&dk, &dv})
-                if (t->defined()) t->fill_(0);
-        }
-        for (std::int64_t from = 0; from < p.l; from += p.block) {
-            const std::int64_t to = std::min(p.l, from + p.block);
-            const double accumulate = from == 0 ? 0 : 1;  // beta: the first block writes dk and dv
-            const Tensor w = kept ? *kept : weights(p, q, k, from, to), go = g.slice(p.rows, from, to);
-            if (needs[2]) product(1, transpose(w), go, accumulate, dv);
-            if (!needs[0] && !needs[1]) continue;
-            Tensor dw = detail::make_tensor(w.shape(), w.dtype(), w.device());
-            product(1, go, transpose(v), 0, dw);
-            const Tensor ds = softmax_backward(w, dw);
-            if (needs[0]) product(p.scale, ds, k, 0, dq.slice(p.rows, from, to));
-            if (needs[1]) product(p.scale, transpose(ds), q.slice(p.rows, from, to), accumulate, dk);
-        }
-        return std::vector<Tensor>{dq, dk, dv};
+    return f;
+}
+
+// The gradients for the output gradient g, written into dq, dk and dv (each left out when
+// undefined): views whose rows the GEMM can write.
+void attend_backward(const Plan& p, const Tensor& q, const Tensor& k, const Tensor& v,
+                     const std::optional<Tensor>& kept, const Tensor& g, const Tensor& dq, Tensor dk, Tensor dv) {
+    if (p.l == 0) {  // no query: nothing reached k or v
+        for (Tensor* t : {&dk, &dv})
+            if (t->defined()) t->fill_(0);
+    }
+    for (std::int64_t from = 0; from < p.l; from += p.block) {
+        const std::int64_t to = std::min(p.l, from + p.block);
+        const double accumulate = from == 0 ? 0 : 1;  // beta: the first block writes dk and dv
+        const Tensor w = kept ? *kept : weights(p, q, k, from, to), go = g.slice(p.rows, from, to);
+        if (dv.defined()) product(1, transpose(w), go, accumulate, dv);
+        if (!dq.defined() && !dk.defined()) continue;
+        Tensor dw = detail::make_tensor(w.shape(), w.dtype(), w.device());
+        product(1, go, transpose(v), 0, dw);
+        const Tensor ds = softmax_backward(w, dw);
+        if (dq.defined()) product(p.scale, ds, k, 0, dq.slice(p.rows, from, to));
+        if (dk.defined()) product(p.scale, transpose(ds), q.slice(p.rows, from, to), accumulate, dk);
+    }
+}
+
+// Queries, keys or values (part 0, 1, 2) of qkv {N, L, 3, heads, d} as {N, heads, L, d}.
+Tensor packed_part(const Tensor& qkv, int part) { return qkv.select(2, part).permute({0, 2, 1, 3}); }
+
+}  // namespace
+
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o) {
+    for (const Tensor* t : {&q, &k, &v}) {
+        detail::require_defined(kOp, *t);
+        detail::require_floating(kOp, *t);
+    }
+    detail::common_device(kOp, {q, k, v});
+    const int nd = q.ndim();
+    const Shape batch(q.shape().begin(), q.shape().end() - std::min(nd, 2));
+    auto leading = [&](const Tensor& t) { return Shape(t.shape().begin(), t.shape().end() - std::min(t.ndim(), 2)); };
+    if (nd < 2 || k.ndim() != nd || v.ndim() != nd || leading(k) != batch || leading(v) != batch ||
+        k.shape(-1) != q.shape(-1) || k.shape(-2) != v.shape(-2))
+        throw ShapeError(std::string(kOp) + ": q " + to_string(q.shape()) + ", k " + to_string(k.shape()) + " and v " +
+                         to_string(v.shape()) +
+                         " do not fit; expected {..., L, d}, {..., S, d} and {..., S, dv} with " +
+                         "the same leading dimensions");
+    if (q.dtype() != k.dtype() || q.dtype() != v.dtype())
+        throw DTypeError(std::string(kOp) + ": q, k and v must have one dtype, got " + name(q.dtype()) + ", " +
+                         name(k.dtype()) + " and " + name(v.dtype()));
+    const Plan p = make_plan(q, k, o);
+    Forward f = attend(p, q, k, v);
+    if (!detail::any_tracked({q, k, v})) return f.out;
+    return detail::record(kOp, {q, k, v}, f.out,
+                          [p, q, k, v, kept = f.kept](const Tensor& g, const std::vector<bool>& needs) {
+                              Tensor dq = needs[0] ? allocate_like(q, q.shape()) : Tensor();
+                              Tensor dk = needs[1] ? allocate_like(k, k.shape()) : Tensor();
+                              Tensor dv = needs[2] ? allocate_like(v, v.shape()) : Tensor();
+                              attend_backward(p, q, k, v, kept, g, dq, dk, dv);
+                              return std::vector<Tensor>{dq, dk, dv};
+                          });
+}
+
+namespace detail {
+
+Tensor packed_attention(const Tensor& qkv, const AttentionOptions& o) {
+    Tensor q, k, v;
+    {
+        NoGrad no_grad;  // views of qkv's storage, off the tape: the op's gradient is qkv's
+        q = packed_part(qkv, 0), k = packed_part(qkv, 1), v = packed_part(qkv, 2);
+    }
+    const Plan p = make_plan(q, k, o);
+    Forward f = attend(p, q, k, v);
+    if (!any_tracked({qkv})) return f.out;
+    return record(kOp, {qkv}, f.out, [p, q, k, v, kept = f.kept](const Tensor& g, const std::vector<bool>&) {
+        const Tensor d = make_tensor(Shape{q.shape(0), q.shape(2), 3, q.shape(1), q.shape(3)}, q.dtype(), q.device());
+        attend_backward(p, q, k, v, kept, g, packed_part(d, 0), packed_part(d, 1), packed_part(d, 2));
+        return std::vector<Tensor>{d};
     });
 }
 
+}  // namespace detail
 }  // namespace fluxion
