@@ -4,6 +4,7 @@
 
 #include <sstream>
 
+#include "core/dispatch.hpp"
 #include "core/layers/context.hpp"
 #include "fluxion/autodiff.hpp"
 #include "fluxion/ops.hpp"
@@ -15,6 +16,30 @@ namespace {
 Tensor mean_over(Tensor x, const std::vector<int>& axes) {
     for (auto it = axes.rbegin(); it != axes.rend(); ++it) x = mean(x, *it, true);
     return x;
+}
+
+// (x - mean) / sqrt(var + epsilon) over each run of `features` trailing elements of x, as one
+// recorded op whose backward pass is the closed form
+//   gx = (g - mean(g) - x̂ mean(g x̂)) / sqrt(var + epsilon)
+// with the means over each run: 7 passes over x where the autodiff of the forward composition takes
+// about 12, and none of them on a broadcast of a {..., 1} statistic back to x's shape.
+Tensor normalised(const Tensor& x, std::int64_t features, double epsilon) {
+    const Shape shape = x.shape();
+    Tensor xhat, rstd;
+    {
+        NoGrad no_grad;
+        const Tensor rows = x.reshape({-1, features});
+        const Tensor centred = rows - mean(rows, 1, true);
+        rstd = pow(mean(square(centred), 1, true) + epsilon, -0.5);
+        xhat = centred * rstd;
+    }
+    if (!detail::any_tracked({x})) return xhat.reshape(shape);
+    return detail::record("layer_norm", {x}, xhat.reshape(shape),
+                          [xhat, rstd, shape, features](const Tensor& g, const std::vector<bool>&) {
+                              const Tensor rows = g.reshape({-1, features});
+                              const Tensor gx = (rows - mean(rows, 1, true) - xhat * mean(rows * xhat, 1, true)) * rstd;
+                              return std::vector<Tensor>{gx.reshape(shape)};
+                          });
 }
 
 std::string number(double v) {
@@ -124,11 +149,8 @@ Tensor LayerNorm::operator()(const Tensor& x) const {
     if (!fits)
         throw ShapeError(describe() + ": input has shape " + to_string(x.shape()) + "; expected it to end with " +
                          to_string(shape_));
-    std::vector<int> axes;
-    for (int a = x.ndim() - k; a < x.ndim(); ++a) axes.push_back(a);
     return detail::in_context(*this, [&] {
-        Tensor centred = x - mean_over(x, axes);
-        Tensor y = centred / sqrt(mean_over(square(centred), axes) + epsilon);
+        Tensor y = normalised(x, numel(shape_), epsilon);
         if (weight.defined()) y = y * weight + bias;
         return activation(y);
     });
