@@ -85,6 +85,41 @@ TEST(Attention, BlocksOfQueriesEqualTheWholeScoreMatrixWithGradients) {
         }
 }
 
+// 3 samples × 2 heads × 20 queries × 900 keys: 288 KiB of f64 scores per sample, more than a run
+// of batch entries takes (256 KiB), so the samples go one at a time through the products and the
+// softmax; with the weights kept (one block of queries) and recomputed (blocks of 7).
+TEST(Attention, RunsOfSamplesEqualTheWholeScoreMatrixWithGradients) {
+    fx::seed(12);
+    const Tensor q = fx::randn({3, 2, 20, 4}, {.dtype = fx::DType::f64});
+    const Tensor k = fx::randn({3, 2, 900, 4}, {.dtype = fx::DType::f64});
+    const Tensor v = fx::randn({3, 2, 900, 5}, {.dtype = fx::DType::f64});
+    std::vector<double> hidden;  // per sample and query, never the first key
+    for (int n = 0; n < 3; ++n)
+        for (int l = 0; l < 20; ++l)
+            for (int s = 0; s < 900; ++s) hidden.push_back(s > 0 && (7 * s + 3 * l + n) % 5 == 0 ? 1.0 : 0.0);
+    const Tensor mask = fx::gt(fx::tensor(hidden, {3, 1, 20, 900}), fx::scalar(0.5));
+    for (const std::int64_t block : {0, 7}) {
+        SCOPED_TRACE("block " + std::to_string(block));
+        auto loss = [&](auto attend) {
+            return [&, attend](const Tensor& a, const Tensor& b, const Tensor& c) {
+                const Tensor y = attend(a, b, c);
+                return fx::sum(y * weights_like(y));
+            };
+        };
+        auto runs = loss([&](const Tensor& a, const Tensor& b, const Tensor& c) {
+            return fx::scaled_dot_product_attention(a, b, c, {.mask = mask, .scale = 0.4, .block = block});
+        });
+        auto whole = loss([&](const Tensor& a, const Tensor& b, const Tensor& c) { return plain(a, b, c, mask, 0.4); });
+        EXPECT_LT(max_difference(runs(q, k, v), whole(q, k, v)), 1e-12);
+        auto [dq, dk, dv] = fx::gradient(runs, q, k, v);
+        auto [pq, pk, pv] = fx::gradient(whole, q, k, v);
+        EXPECT_LT(max_difference(dq, pq), 1e-12);
+        EXPECT_LT(max_difference(dk, pk), 1e-12);
+        EXPECT_LT(max_difference(dv, pv), 1e-12);
+        EXPECT_GT(fx::max(fx::abs(dk)).item(), 1e-3);  // the gradients are not trivially zero
+    }
+}
+
 TEST(Attention, GradientsMatchFiniteDifferences) {
     const Inputs in = inputs(fx::DType::f64);
     EXPECT_TRUE(fx::testing::gradcheck(

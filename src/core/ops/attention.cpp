@@ -23,6 +23,7 @@ namespace {
 
 constexpr const char* kOp = "scaled_dot_product_attention";
 constexpr std::size_t kScoreBytesPerBlock = std::size_t{8} << 20;
+constexpr std::size_t kScoreBytesPerChunk = std::size_t{256} << 10;
 
 struct Plan {
     int rows;               // the axis of the queries (ndim - 2)
@@ -30,12 +31,6 @@ struct Plan {
     double scale;
     Tensor mask;  // bool, as many dimensions as q, or undefined
 };
-
-// The block's rows of the mask (a mask broadcast along the queries has one row for all).
-Tensor mask_rows(const Plan& p, std::int64_t from, std::int64_t to) {
-    if (!p.mask.defined() || p.mask.shape(p.rows) == 1) return p.mask;
-    return p.mask.slice(p.rows, from, to);
-}
 
 // A {batch..., rows, cols} view as the GEMM reads it: rows `ld` apart (or, transposed, columns),
 // each row dense. Anything else (a broadcast, a strided last axis) is copied first.
@@ -105,17 +100,42 @@ Tensor allocate_like(const Tensor& like, const Shape& shape) {
     return detail::make_tensor(stored, like.dtype(), like.device()).permute(back);
 }
 
-// softmax(q_b kᵀ · scale, masked → −∞) for the queries [from, to), dense {batch..., to - from, S}.
-Tensor weights(const Plan& p, const Tensor& q, const Tensor& k, std::int64_t from, std::int64_t to) {
-    Shape shape = k.shape();
-    shape[p.rows] = to - from, shape.back() = k.shape(p.rows);
-    Tensor scores = detail::make_tensor(shape, q.dtype(), q.device());
+// softmax(q_b kᵀ · scale, masked → −∞) for the queries [from, to) into w, a dense
+// {batch..., to - from, S} tensor; q, k and the mask cover w's batch entries.
+void weights_into(const Plan& p, const Tensor& q, const Tensor& k, const Tensor& mask, std::int64_t from,
+                  std::int64_t to, const Tensor& w) {
+    if (w.numel() == 0) return;
+    Tensor scores = detail::make_tensor(w.shape(), w.dtype(), w.device());
     product(p.scale, q.slice(p.rows, from, to), transpose(k), 0, scores);
-    if (Tensor m = mask_rows(p, from, to); m.defined())
+    if (mask.defined()) {
+        const Tensor rows = mask.shape(p.rows) == 1 ? mask : mask.slice(p.rows, from, to);
         scores = where(
-            m, full({}, -std::numeric_limits<double>::infinity(), {.dtype = scores.dtype(), .device = scores.device()}),
+            rows,
+            full({}, -std::numeric_limits<double>::infinity(), {.dtype = scores.dtype(), .device = scores.device()}),
             scores);
-    return softmax(scores, -1);
+    }
+    const std::int64_t n = w.shape(-1);
+    detail::backend_of(w).softmax(w.device().index, false, w.dtype(), w.numel() / n, n, 1, scores.data_ptr(),
+                                  w.data_ptr());
+}
+
+// Calls body(chunk) for runs of the batch entries whose scores for `rows` queries take about
+// kScoreBytesPerChunk, so that they stay in the cache from the product that makes them through the
+// softmax to the products that read them; chunk(t) restricts a tensor with q's batch axes (or one
+// broadcast along them) to the run's entries. The runs split the first batch axis longer than 1,
+// so that a run of a dense tensor is dense.
+template <class Body>
+void for_each_chunk(const Plan& p, const Tensor& q, std::int64_t rows, std::int64_t s, Body&& body) {
+    int axis = 0;
+    while (axis < p.rows && q.shape(axis) == 1) ++axis;
+    if (axis == p.rows) return body([](const Tensor& t) { return t; });
+    std::int64_t entry = std::max<std::int64_t>(1, rows * s * std::int64_t(itemsize(q.dtype())));
+    for (int i = axis + 1; i < p.rows; ++i) entry *= q.shape(i);
+    const std::int64_t run = std::max<std::int64_t>(1, static_cast<std::int64_t>(kScoreBytesPerChunk) / entry);
+    for (std::int64_t first = 0; first < q.shape(axis); first += run) {
+        const std::int64_t last = std::min(q.shape(axis), first + run);
+        body([&](const Tensor& t) { return t.shape(axis) == 1 ? t : t.slice(axis, first, last); });
+    }
 }
 
 // The gradient of the scores from the weights w and their gradient dw (softmax's backward).
@@ -171,8 +191,14 @@ Forward attend(const Plan& p, const Tensor& q, const Tensor& k, const Tensor& v)
     Forward f{allocate_like(q, out_shape), std::nullopt};
     for (std::int64_t from = 0; from < p.l; from += p.block) {
         const std::int64_t to = std::min(p.l, from + p.block);
-        const Tensor w = weights(p, q, k, from, to);
-        product(1, w, v, 0, f.out.slice(p.rows, from, to));
+        Shape shape = q.shape();
+        shape[p.rows] = to - from, shape.back() = k.shape(p.rows);
+        const Tensor w = detail::make_tensor(shape, q.dtype(), q.device()), out = f.out.slice(p.rows, from, to);
+        for_each_chunk(p, q, to - from, k.shape(p.rows), [&](auto&& chunk) {
+            const Tensor wc = chunk(w);
+            weights_into(p, chunk(q), chunk(k), p.mask.defined() ? chunk(p.mask) : Tensor(), from, to, wc);
+            product(1, wc, chunk(v), 0, chunk(out));
+        });
         if (to - from == p.l) f.kept = w;
     }
     return f;
@@ -189,14 +215,26 @@ void attend_backward(const Plan& p, const Tensor& q, const Tensor& k, const Tens
     for (std::int64_t from = 0; from < p.l; from += p.block) {
         const std::int64_t to = std::min(p.l, from + p.block);
         const double accumulate = from == 0 ? 0 : 1;  // beta: the first block writes dk and dv
-        const Tensor w = kept ? *kept : weights(p, q, k, from, to), go = g.slice(p.rows, from, to);
-        if (dv.defined()) product(1, transpose(w), go, accumulate, dv);
-        if (!dq.defined() && !dk.defined()) continue;
-        Tensor dw = detail::make_tensor(w.shape(), w.dtype(), w.device());
-        product(1, go, transpose(v), 0, dw);
-        const Tensor ds = softmax_backward(w, dw);
-        if (dq.defined()) product(p.scale, ds, k, 0, dq.slice(p.rows, from, to));
-        if (dk.defined()) product(p.scale, transpose(ds), q.slice(p.rows, from, to), accumulate, dk);
+        for_each_chunk(p, q, to - from, k.shape(p.rows), [&](auto&& chunk) {
+            const Tensor qc = chunk(q).slice(p.rows, from, to), kc = chunk(k), vc = chunk(v);
+            const Tensor go = chunk(g).slice(p.rows, from, to);
+            Tensor w;
+            if (kept) {
+                w = chunk(*kept);
+            } else {
+                Shape shape = qc.shape();
+                shape.back() = kc.shape(p.rows);
+                w = detail::make_tensor(shape, q.dtype(), q.device());
+                weights_into(p, chunk(q), kc, p.mask.defined() ? chunk(p.mask) : Tensor(), from, to, w);
+            }
+            if (dv.defined()) product(1, transpose(w), go, accumulate, chunk(dv));
+            if (!dq.defined() && !dk.defined()) return;
+            Tensor dw = detail::make_tensor(w.shape(), w.dtype(), w.device());
+            product(1, go, transpose(vc), 0, dw);
+            const Tensor ds = softmax_backward(w, dw);
+            if (dq.defined()) product(p.scale, ds, kc, 0, chunk(dq).slice(p.rows, from, to));
+            if (dk.defined()) product(p.scale, transpose(ds), qc, accumulate, chunk(dk));
+        });
     }
 }
 
