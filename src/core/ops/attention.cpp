@@ -3,9 +3,10 @@
 // block holds whole rows of scores, so its softmax is exact. The products read q, k, v, the output
 // gradient and write the output and the gradients through their strides (a head's rows inside
 // {N, L, heads · d} included), so the views that split and merge heads are never copied; the scale
-// is the GEMM's alpha. When all the queries fit in one block the forward pass keeps its weights for
-// the backward pass; otherwise the backward pass recomputes a block's weights instead of keeping
-// {L, S} scores for the whole batch.
+// is the GEMM's alpha. A block's batch entries go through the products and the softmax a run at a
+// time (about 256 KiB of scores), so that the scores stay in the cache between the calls. When all
+// the queries fit in one block the forward pass keeps its weights for the backward pass; otherwise
+// the backward pass recomputes a block's weights instead of keeping {L, S} scores for the whole batch.
 #include "core/ops/attention.hpp"
 
 #include <algorithm>
