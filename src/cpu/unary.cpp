@@ -6,6 +6,7 @@
 #include "cpu/dispatch.hpp"
 #include "cpu/kernels.hpp"
 #include "cpu/parallel.hpp"
+#include "cpu/vector_math.hpp"
 
 namespace fluxion::backend::cpu {
 namespace {
@@ -36,8 +37,13 @@ constexpr bool takes_integers(Unary op) {
     return false;
 }
 
-// The elementary functions of the formulas, std's for float and double.
-template <class T> T fx_exp(T x) { return std::exp(x); }
+// The elementary functions of the formulas: std's, except exp and tanh of float (vector_math.hpp),
+// whose loops then vectorise; glibc's expf and tanhf are scalar calls. They, and the formulas'
+// helpers, must be inlined for that: GCC otherwise keeps some as calls, the loop scalar.
+template <class T> [[gnu::always_inline]] inline T fx_exp(T x) {
+    if constexpr (std::is_same_v<T, float>) return vector_math::exp(x);
+    else return std::exp(x);
+}
 template <class T> T fx_expm1(T x) { return std::expm1(x); }
 template <class T> T fx_log(T x) { return std::log(x); }
 template <class T> T fx_log1p(T x) { return std::log1p(x); }
@@ -45,12 +51,15 @@ template <class T> T fx_sqrt(T x) { return std::sqrt(x); }
 template <class T> T fx_abs(T x) { return std::abs(x); }
 template <class T> T fx_sin(T x) { return std::sin(x); }
 template <class T> T fx_cos(T x) { return std::cos(x); }
-template <class T> T fx_tanh(T x) { return std::tanh(x); }
+template <class T> [[gnu::always_inline]] inline T fx_tanh(T x) {
+    if constexpr (std::is_same_v<T, float>) return vector_math::tanh(x);
+    else return std::tanh(x);
+}
 template <class T> T fx_erf(T x) { return std::erf(x); }
 template <class T> T fx_pow(T x, T a) { return std::pow(x, a); }
 
 #define FX_K(v) T(v)
-#define FX_FUNCTION template <class T> inline T
+#define FX_FUNCTION template <class T> [[gnu::always_inline]] inline T
 #include "core/elementwise_formulas.def"
 
 template <Unary>
@@ -86,23 +95,33 @@ T unary_gradient(T x, T y, T gy, T a, T b) {
     static_assert(kHasNoFormula<op>, "unary_gradient: an op with no line in core/elementwise_formulas.def");
 }
 
+// Each op's loops are functions of their own: inlined into unary(), whose dispatch makes it very
+// large, GCC stopped inlining the elementary functions into them and left them scalar calls.
+template <Unary op, class T>
+[[gnu::noinline]] void unary_range(int64_t begin, int64_t end, const T* x, T* y, T a, T b) {
+    if constexpr (std::is_integral_v<T>)
+        for (int64_t i = begin; i < end; ++i) y[i] = integer_value<op>(x[i]);
+    else
+        for (int64_t i = begin; i < end; ++i) y[i] = unary_value<op>(x[i], a, b);
+}
+
+template <Unary op, class T>
+[[gnu::noinline]] void unary_backward_range(int64_t begin, int64_t end, const T* x, const T* y, const T* gy, T* gx,
+                                            T a, T b) {
+    for (int64_t i = begin; i < end; ++i) gx[i] = unary_gradient<op>(x[i], y[i], gy[i], a, b);
+}
+
 template <Unary op, class T>
 void unary_loop(int64_t n, const T* x, T* y, T a, T b) {
     constexpr int64_t grain = is_cheap(op) ? kParallelMin : kParallelMin / 16;
-    parallel_for(n, n > grain, [=](int64_t begin, int64_t end) {
-        if constexpr (std::is_integral_v<T>)
-            for (int64_t i = begin; i < end; ++i) y[i] = integer_value<op>(x[i]);
-        else
-            for (int64_t i = begin; i < end; ++i) y[i] = unary_value<op>(x[i], a, b);
-    });
+    parallel_for(n, n > grain, [=](int64_t begin, int64_t end) { unary_range<op>(begin, end, x, y, a, b); });
 }
 
 template <Unary op, class T>
 void unary_backward_loop(int64_t n, const T* x, const T* y, const T* gy, T* gx, T a, T b) {
     constexpr int64_t grain = is_cheap(op) ? kParallelMin : kParallelMin / 16;
-    parallel_for(n, n > grain, [=](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) gx[i] = unary_gradient<op>(x[i], y[i], gy[i], a, b);
-    });
+    parallel_for(n, n > grain,
+                 [=](int64_t begin, int64_t end) { unary_backward_range<op>(begin, end, x, y, gy, gx, a, b); });
 }
 
 // Calls f(std::integral_constant<Unary, op>{}) so that each op compiles to its own loop.

@@ -136,7 +136,7 @@ protected:
                     const RecurrentOptions& options);
     std::string describe_as(const char* name) const;
     // Runs every layer and direction over x {N, T, F} (or {T, F}); c0 and the returned c only for
-    // the LSTM. The loop computes the input projection of all steps with one matmul per layer.
+    // the LSTM. Each step multiplies its own input and state with the joined weights.
     LSTMOutput run(const char* name, const Tensor& x, const Tensor& h0, const Tensor& c0) const;
 
 private:

@@ -1,7 +1,11 @@
 // recurrent.cpp — the recurrent cells and layers composed from differentiable ops (linear, sigmoid,
-// tanh, slice, stack), so autodiff and every backend come with them. The sequence layers project
-// the inputs of all steps with one matmul per layer and direction; each step then adds one matmul
-// with the transposed recurrent weight (a view, not a copy) and the gate arithmetic.
+// tanh, slice, concat, stack), so autodiff and every backend come with them. An RNN or LSTM step
+// is one matmul of [x_t, h] with [W_ih, W_hh] (joined once per call) plus b_ih + b_hh, then the
+// gate arithmetic; a GRU step, whose n gate needs the two products apart, one matmul of each.
+// Every step reads its own input x_t (a view of x, or the previous layer's outputs at t) rather
+// than a slice of one projection of all steps: a slice's gradient is a tensor of its base's full
+// size, so T slices of a {T, N, 4 hidden} projection cost T full-size fills and sums in backward
+// (in the LSTM benchmark, more than its matrix products).
 #include "fluxion/layers/recurrent.hpp"
 
 #include <cmath>
@@ -38,25 +42,36 @@ Tensor gate(const Tensor& g, std::int64_t k, std::int64_t hidden) {
     return g.slice(-1, k * hidden, (k + 1) * hidden);
 }
 
-// One step of one cell. `xp` is the input projection x W_ihᵀ + b_ih of this step; c only for the
-// LSTM.
+// One step of one cell, with the weights of one layer and direction. `x` is the step's input in
+// parts, side by side along the last axis (the directions of a bidirectional layer below); c only
+// for the LSTM.
 struct Step {
     Gates kind;
-    const Tensor &w_hh, &b_hh;
+    const Tensor &w_ih, &w_hh, &b_ih, &b_hh;
     const Activation& nonlinearity;
+    Tensor w, b;  // RNN and LSTM: [W_ih, W_hh] and b_ih + b_hh
 
-    LSTMState operator()(const Tensor& xp, const Tensor& h, const Tensor& c) const {
+    Step(Gates kind, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih, const Tensor& b_hh,
+         const Activation& nonlinearity)
+        : kind(kind), w_ih(w_ih), w_hh(w_hh), b_ih(b_ih), b_hh(b_hh), nonlinearity(nonlinearity) {
+        if (kind == Gates::gru) return;
+        w = concat({w_ih, w_hh}, 1);
+        if (b_ih.defined()) b = b_ih + b_hh;
+    }
+
+    LSTMState operator()(std::vector<Tensor> x, const Tensor& h, const Tensor& c) const {
         const std::int64_t hidden = w_hh.shape(1);
-        Tensor hp = linear(h, w_hh, b_hh);
         switch (kind) {
-        case Gates::rnn: return {nonlinearity(xp + hp), {}};
+        case Gates::rnn: return {nonlinearity(joined(std::move(x), h)), {}};
         case Gates::lstm: {
-            Tensor g = xp + hp;
+            Tensor g = joined(std::move(x), h);
             Tensor c2 = sigmoid(gate(g, 1, hidden)) * c +
                         sigmoid(gate(g, 0, hidden)) * tanh(gate(g, 2, hidden));
             return {sigmoid(gate(g, 3, hidden)) * tanh(c2), c2};
         }
         case Gates::gru: {
+            Tensor xp = linear(x.size() == 1 ? x[0] : concat(x, -1), w_ih, b_ih);
+            Tensor hp = linear(h, w_hh, b_hh);
             Tensor r = sigmoid(gate(xp, 0, hidden) + gate(hp, 0, hidden));
             Tensor z = sigmoid(gate(xp, 1, hidden) + gate(hp, 1, hidden));
             Tensor n = tanh(gate(xp, 2, hidden) + r * gate(hp, 2, hidden));
@@ -64,6 +79,12 @@ struct Step {
         }
         }
         return {};
+    }
+
+    // [x, h] [W_ih, W_hh]ᵀ + b_ih + b_hh: both products in one.
+    Tensor joined(std::vector<Tensor> x, const Tensor& h) const {
+        x.push_back(h);
+        return linear(concat(x, -1), w, b);
     }
 };
 
@@ -128,9 +149,8 @@ Tensor RNNCell::operator()(const Tensor& x, const Tensor& h) const {
     check_cell_input(*this, x, h, "h");
     return with_name(describe(), [&] {
         Tensor h0 = h.defined() ? h : zero_state(x, hidden_size());
-        return Step{Gates::rnn, weight_hh, bias_hh, nonlinearity_}(linear(x, weight_ih, bias_ih),
-                                                                   h0, {})
-            .h;
+        const Step step(Gates::rnn, weight_ih, weight_hh, bias_ih, bias_hh, nonlinearity_);
+        return step({x}, h0, {}).h;
     });
 }
 
@@ -152,7 +172,7 @@ LSTMState LSTMCell::operator()(const Tensor& x, const LSTMState& state) const {
     return with_name(describe(), [&] {
         Tensor h = state.h.defined() ? state.h : zero_state(x, hidden_size());
         Tensor c = state.c.defined() ? state.c : zero_state(x, hidden_size());
-        return Step{Gates::lstm, weight_hh, bias_hh, {}}(linear(x, weight_ih, bias_ih), h, c);
+        return Step(Gates::lstm, weight_ih, weight_hh, bias_ih, bias_hh, {})({x}, h, c);
     });
 }
 
@@ -172,7 +192,7 @@ Tensor GRUCell::operator()(const Tensor& x, const Tensor& h) const {
     check_cell_input(*this, x, h, "h");
     return with_name(describe(), [&] {
         Tensor h0 = h.defined() ? h : zero_state(x, hidden_size());
-        return Step{Gates::gru, weight_hh, bias_hh, {}}(linear(x, weight_ih, bias_ih), h0, {}).h;
+        return Step(Gates::gru, weight_ih, weight_hh, bias_ih, bias_hh, {})({x}, h0, {}).h;
     });
 }
 
@@ -262,44 +282,47 @@ LSTMOutput RecurrentLayers::run(const char* name, const Tensor& x, const Tensor&
                         : kind_ == Kind::lstm ? Gates::lstm
                                               : Gates::gru;
     auto body = [&] {
-        Tensor input = one ? x.unsqueeze(0) : x;
+        const Tensor input = one ? x.unsqueeze(0) : x;
         const Tensor h_init = h0.defined() && one ? h0.unsqueeze(1) : h0;
         const Tensor c_init = c0.defined() && one ? c0.unsqueeze(1) : c0;
         const Tensor zero = zeros({n, hidden_}, {.dtype = x.dtype(), .device = x.device()});
+        // Each step's input in parts: x_t, then the previous layer's directions at t.
+        std::vector<std::vector<Tensor>> inputs(static_cast<std::size_t>(steps));
+        for (std::int64_t t = 0; t < steps; ++t) inputs[std::size_t(t)] = {input.select(1, t)};
         std::vector<Tensor> hn, cn, directions;
-        std::vector<Tensor> outputs(static_cast<std::size_t>(steps));
         for (std::int64_t l = 0; l < layers_; ++l) {
-            directions.clear();
+            std::vector<std::vector<Tensor>> outputs(static_cast<std::size_t>(steps));
             for (std::int64_t d = 0; d < directions_; ++d) {
                 const std::int64_t k = l * directions_ + d;
-                const Step step{gates, parameters[std::size_t(4 * k + 1)],
-                                parameters[std::size_t(4 * k + 3)], nonlinearity_};
-                // {T, N, gates · hidden}: every step's input projection, contiguous per step.
-                Tensor projected = contiguous(linear(input, parameters[std::size_t(4 * k)],
-                                                     parameters[std::size_t(4 * k + 2)])
-                                                  .transpose(0, 1));
+                const auto p = [&](int which) -> const Tensor& {
+                    return parameters[std::size_t(4 * k + which)];
+                };
+                const Step step(gates, p(0), p(1), p(2), p(3), nonlinearity_);
                 Tensor h = h_init.defined() ? h_init.select(0, k) : zero;
                 Tensor c = kind_ != Kind::lstm ? Tensor()
                            : c_init.defined()  ? c_init.select(0, k)
                                                : zero;
+                std::vector<Tensor> hs(static_cast<std::size_t>(steps));
                 for (std::int64_t s = 0; s < steps; ++s) {
-                    const std::int64_t t = d == 1 ? steps - 1 - s : s;
-                    LSTMState next = step(projected.select(0, t), h, c);
+                    const auto t = std::size_t(d == 1 ? steps - 1 - s : s);
+                    LSTMState next = step(inputs[t], h, c);
                     h = next.h, c = next.c;
-                    outputs[std::size_t(t)] = h;
+                    outputs[t].push_back(hs[t] = h);
                 }
-                directions.push_back(stack(outputs, 1));
+                if (l + 1 == layers_) directions.push_back(stack(hs, 1));
                 hn.push_back(h);
                 if (kind_ == Kind::lstm) cn.push_back(c);
             }
-            input = directions_ == 1 ? directions[0] : concat(directions, 2);
             if (dropout_ > 0 && l + 1 < layers_) {  // what the next layer reads, as PyTorch's
                 Dropout between(dropout_);
                 between.mode = mode;
-                input = between(input);
+                for (auto& parts : outputs)
+                    for (Tensor& part : parts) part = between(part);
             }
+            inputs = std::move(outputs);
         }
-        LSTMOutput out{input, stack(hn, 0), kind_ == Kind::lstm ? stack(cn, 0) : Tensor()};
+        LSTMOutput out{directions_ == 1 ? directions[0] : concat(directions, 2), stack(hn, 0),
+                       kind_ == Kind::lstm ? stack(cn, 0) : Tensor()};
         if (one) {
             out.output = out.output.squeeze(0);
             out.h = out.h.squeeze(1);
