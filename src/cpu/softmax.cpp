@@ -6,11 +6,10 @@
 // log-softmax is subtracted in that order: x - (m + log(s)) rounds m + log(s) at m's magnitude and
 // loses about 3 digits of f32 with logits near ±1e4.
 // A row's maximum and sums are taken in kLanes independent partial results, and f32 exponentials
-// with a polynomial instead of calls to expf, so that the compiler vectorises a row (whose sums it
+// with vector_math.hpp's polynomial instead of calls to expf, so that the compiler vectorises a row (whose sums it
 // may not reorder on its own): in attention, rows of 49 scores, the calls to expf were half of the
 // softmax's time.
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -18,6 +17,7 @@
 #include "cpu/dispatch.hpp"
 #include "cpu/kernels.hpp"
 #include "cpu/parallel.hpp"
+#include "cpu/vector_math.hpp"
 
 namespace fluxion::backend::cpu {
 namespace {
@@ -28,26 +28,8 @@ inline constexpr int64_t kColumns = 64;
 // Partial results per row: one vector of f32 (AVX-512), two of f64.
 inline constexpr int64_t kLanes = 16;
 
-// e^x for f32 within an ulp (0.93 at worst over [-87, 0]): x = n ln 2 + r with |r| <= ln(2) / 2,
-// e^r by its Taylor series to r^7 (the first term left out is under 1e-8), 2^n written into the
-// exponent. Below -87 (e^x < 1.7e-38, near the smallest normal number) it is 0; above 88, +inf
-// (softmax's arguments are at most 0); NaN stays NaN. Rounding by adding 1.5 · 2^23 leaves n in the
-// low bits of the sum.
-inline float exp_of(float x) {
-    constexpr float kLog2e = 1.44269504088896341f, kShift = 12582912.0f;
-    constexpr float kLn2High = 0.693145751953125f;  // 15 bits: n · kLn2High is exact
-    constexpr float kLn2Low = 1.42860682030941723e-6f;
-    const float xc = x > -87.0f ? (x < 88.0f ? x : 88.0f) : -87.0f;  // NaN takes -87 here, and is returned below
-    const float shifted = xc * kLog2e + kShift;
-    const float n = shifted - kShift;
-    const float r = (xc - n * kLn2High) - n * kLn2Low;
-    float p = 1.0f / 5040;  // Horner's rule from r^7 down
-    for (const float c : {1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f}) p = p * r + c;
-    const float two_to_n = std::bit_cast<float>((std::bit_cast<std::int32_t>(shifted) - 0x4b400000 + 127) << 23);
-    if (x < -87.0f) return 0.0f;
-    if (x > 88.0f) return std::numeric_limits<float>::infinity();
-    return x == x ? p * two_to_n : x;
-}
+// f32 exponentials by vector_math.hpp's polynomial (vectorises), f64 by std::.
+inline float exp_of(float x) { return vector_math::exp(x); }
 inline double exp_of(double x) { return std::exp(x); }
 
 template <class T>
