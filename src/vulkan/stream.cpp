@@ -88,6 +88,27 @@ VkSemaphore timeline_semaphore(Context& ctx) {
     return s;
 }
 
+void submit_on(VkQueue queue, VkCommandBuffer cmd, VkSemaphore signal, std::uint64_t signal_value, VkSemaphore wait,
+               std::uint64_t wait_value, VkPipelineStageFlags wait_stages) {
+    VkTimelineSemaphoreSubmitInfo values{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
+    values.signalSemaphoreValueCount = 1;
+    values.pSignalSemaphoreValues = &signal_value;
+    VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    submit.pNext = &values;
+    submit.commandBufferCount = 1;
+    submit.pCommandBuffers = &cmd;
+    submit.signalSemaphoreCount = 1;
+    submit.pSignalSemaphores = &signal;
+    if (wait_value > 0) {
+        values.waitSemaphoreValueCount = 1;
+        values.pWaitSemaphoreValues = &wait_value;
+        submit.waitSemaphoreCount = 1;
+        submit.pWaitSemaphores = &wait;
+        submit.pWaitDstStageMask = &wait_stages;
+    }
+    FLUXION_VK_CHECK(vkQueueSubmit(queue, 1, &submit, VK_NULL_HANDLE));
+}
+
 void full_barrier(VkCommandBuffer cmd, VkPipelineStageFlags stages) {
     const bool shaders = stages & VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT;
     VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
@@ -186,27 +207,11 @@ void Stream::after(VkSemaphore semaphore, std::uint64_t value) {
 }
 
 void Stream::submit(VkCommandBuffer cmd) {
-    const std::uint64_t signal = submitted_ + 1;
-    VkTimelineSemaphoreSubmitInfo values{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
-    values.signalSemaphoreValueCount = 1;
-    values.pSignalSemaphoreValues = &signal;
-    VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-    submit.pNext = &values;
-    submit.commandBufferCount = 1;
-    submit.pCommandBuffers = &cmd;
-    submit.signalSemaphoreCount = 1;
-    submit.pSignalSemaphores = &timeline_;
     // After the uploads on the transfer queue (already submitted: never a wait before its signal).
-    const VkPipelineStageFlags stage = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
-    if (upload_value_ > upload_waited_) {
-        values.waitSemaphoreValueCount = 1;
-        values.pWaitSemaphoreValues = &upload_value_;
-        submit.waitSemaphoreCount = 1;
-        submit.pWaitSemaphores = &upload_;
-        submit.pWaitDstStageMask = &stage;
-    }
-    FLUXION_VK_CHECK(vkQueueSubmit(ctx_.queue, 1, &submit, VK_NULL_HANDLE));
-    submitted_ = signal;
+    const std::uint64_t wait = upload_value_ > upload_waited_ ? upload_value_ : 0;
+    submit_on(ctx_.queue, cmd, timeline_, submitted_ + 1, upload_, wait,
+              VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT);
+    ++submitted_;
     upload_waited_ = upload_value_;
 }
 

@@ -151,6 +151,10 @@ private:
 };
 
 VkSemaphore timeline_semaphore(Context& ctx);
+// Submits `cmd` on `queue`, signalling `signal` at `signal_value`, after `wait` reaches `wait_value`
+// at `wait_stages` (no wait when `wait_value` is 0).
+void submit_on(VkQueue queue, VkCommandBuffer cmd, VkSemaphore signal, std::uint64_t signal_value, VkSemaphore wait,
+               std::uint64_t wait_value, VkPipelineStageFlags wait_stages);
 VkCommandBuffer command_buffer(Context& ctx, VkCommandPool pool);
 // Shader and transfer writes before, any shader or transfer access after; `stages` limits both
 // sides (a batch on the transfer queue has only transfer stages).

@@ -78,8 +78,6 @@ bool upload(Context& ctx, const Resolved& to, const void* src, std::size_t bytes
     // then means no command was recorded after all.
     if (to.used_by > s.submitted()) s.flush();
     const std::uint64_t after = std::min(to.used_by, s.submitted());
-    const VkSemaphore compute = s.timeline();
-    const VkPipelineStageFlags stage = VK_PIPELINE_STAGE_TRANSFER_BIT;
     const auto* from = static_cast<const char*>(src);
     for (std::size_t done = 0; done < bytes;) {
         const std::size_t size = std::min(kUploadBytes, bytes - done);
@@ -93,27 +91,9 @@ bool upload(Context& ctx, const Resolved& to, const void* src, std::size_t bytes
         const VkBufferCopy region{0, to.offset + done, size};
         vkCmdCopyBuffer(b.commands.cmd, b.staging.buffer, to.buffer, 1, &region);
         FLUXION_VK_CHECK(vkEndCommandBuffer(b.commands.cmd));
-
-        const std::uint64_t signal = u.submitted + 1;
-        VkTimelineSemaphoreSubmitInfo values{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
-        values.signalSemaphoreValueCount = 1;
-        values.pSignalSemaphoreValues = &signal;
-        VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-        submit.pNext = &values;
-        submit.commandBufferCount = 1;
-        submit.pCommandBuffers = &b.commands.cmd;
-        submit.signalSemaphoreCount = 1;
-        submit.pSignalSemaphores = &u.timeline;
-        if (after > 0) {
-            values.waitSemaphoreValueCount = 1;
-            values.pWaitSemaphoreValues = &after;
-            submit.waitSemaphoreCount = 1;
-            submit.pWaitSemaphores = &compute;
-            submit.pWaitDstStageMask = &stage;
-        }
-        FLUXION_VK_CHECK(vkQueueSubmit(ctx.transfer_queue, 1, &submit, VK_NULL_HANDLE));
-        u.submitted = signal;
-        b.value = signal;
+        submit_on(ctx.transfer_queue, b.commands.cmd, u.timeline, u.submitted + 1, s.timeline(), after,
+                  VK_PIPELINE_STAGE_TRANSFER_BIT);
+        b.value = ++u.submitted;
         done += size;
     }
     s.after(u.timeline, u.submitted);
