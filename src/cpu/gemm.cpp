@@ -1,4 +1,8 @@
-// Matrix products through OpenBLAS; a batch is a loop of single products, each threaded by OpenBLAS.
+// Matrix products through OpenBLAS; a batch is a loop of single products. A small product is
+// split by rows of C (or columns, for one row) between fluxion's threads, each slice one
+// single-threaded OpenBLAS call (OpenBLAS runs single-threaded inside an OpenMP region): OpenBLAS's
+// own threading shares packed panels between threads through flags they wait on, whose cost
+// outweighs the work of products of a few MFLOP (the Dense layers of an MLP at batch 128).
 #include <cblas.h>
 
 #include <algorithm>
@@ -8,6 +12,7 @@
 
 #include "cpu/dispatch.hpp"
 #include "cpu/kernels.hpp"
+#include "cpu/parallel.hpp"
 
 namespace fluxion::backend::cpu {
 namespace {
@@ -30,6 +35,31 @@ template <class T>
 void scale_rows(int64_t m, int64_t n, T beta, T* c, int64_t ldc) {
     for (int64_t i = 0; i < m; ++i)
         for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
+}
+
+// Products of fewer FLOPs than kSplitMin run on one thread: OpenBLAS does that itself below 2^19
+// (its m n k below 2^18), and threads would cost more than they save. Products from kSplitMax on
+// (a millisecond and more of work) keep OpenBLAS's own threading, which also splits the columns.
+constexpr double kSplitMin = double(1 << 19), kSplitMax = double(1 << 27);
+
+template <class T>
+void blas_gemm_split(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
+                     const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+    const double flops = 2.0 * double(m) * double(n) * double(k);
+    if (flops >= kSplitMax) return blas_gemm<T>(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    const bool worth = flops >= kSplitMin;
+    // Row i of op(A) starts at a + i lda, or at a + i when A is stored transposed; likewise column j
+    // of op(B) at b + j, or b + j ldb.
+    if (m >= n || m >= 16)
+        parallel_for(m, worth, [&](int64_t first, int64_t last) {
+            blas_gemm<T>(trans_a, trans_b, last - first, n, k, alpha, a + first * (trans_a ? 1 : lda), lda, b, ldb,
+                         beta, c + first * ldc, ldc);
+        });
+    else
+        parallel_for(n, worth, [&](int64_t first, int64_t last) {
+            blas_gemm<T>(trans_a, trans_b, m, last - first, k, alpha, a, lda, b + first * (trans_b ? ldb : 1), ldb,
+                         beta, c + first, ldc);
+        });
 }
 
 }  // namespace
@@ -72,8 +102,8 @@ void gemm(int device, DType t, bool trans_a, bool trans_b, int64_t m, int64_t n,
         const T* pb = static_cast<const T*>(b);
         T* pc = static_cast<T*>(c);
         for (int64_t i = 0; i < batch; ++i)
-            blas_gemm<T>(trans_a, trans_b, m, n, k, T(alpha), pa + i * stride_a, lda, pb + i * stride_b, ldb, T(beta),
-                         pc + i * stride_c, ldc);
+            blas_gemm_split<T>(trans_a, trans_b, m, n, k, T(alpha), pa + i * stride_a, lda, pb + i * stride_b, ldb,
+                               T(beta), pc + i * stride_c, ldc);
     });
 }
 
