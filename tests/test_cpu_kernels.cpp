@@ -779,6 +779,32 @@ TEST(CpuGemm, AllTransposesWithBatchAlphaAndBeta) {
         }
 }
 
+// A batch of small products goes to the threads product by product (above 2^23 FLOPs in all, enough
+// with OMP_WAIT_POLICY=passive too): each product is the same single-threaded call as alone, so the
+// results are those of the products one by one, bit for bit, for results one after another and side
+// by side in rows (attention's heads); results that overlap are never split.
+TEST(CpuGemm, BatchesOfSmallProductsEqualTheProductsOneByOne) {
+    const int64_t m = 20, n = 20, k = 36, batch = 600;
+    const auto a = random_values(batch * m * k, -1, 1, 44);
+    const auto b = random_values(batch * k * n, -1, 1, 45);
+    auto as_float = [](const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); };
+    const std::vector<float> fa = as_float(a), fb = as_float(b);
+    struct Layout {
+        int64_t ldc, sc;
+        float beta;
+    };
+    for (const Layout& l : {Layout{n, m * n, 0.0f}, Layout{batch * n, n, 0.0f}, Layout{n, 0, 1.0f}}) {
+        const std::size_t size = std::size_t(l.sc == 0 ? m * n : m * l.ldc * (l.sc == n ? 1 : batch));
+        std::vector<float> whole(size, 0.5f), one_by_one(size, 0.5f);
+        cpu().gemm(0, DType::f32, false, false, m, n, k, 1.0, fa.data(), k, m * k, fb.data(), n, k * n, l.beta,
+                   whole.data(), l.ldc, l.sc, batch);
+        for (int64_t p = 0; p < batch; ++p)
+            cpu().gemm(0, DType::f32, false, false, m, n, k, 1.0, fa.data() + p * m * k, k, 0, fb.data() + p * k * n, n,
+                       0, l.beta, one_by_one.data() + p * l.sc, l.ldc, 0, 1);
+        EXPECT_EQ(whole, one_by_one) << "ldc " << l.ldc << ", stride " << l.sc;
+    }
+}
+
 TEST(CpuGemm, ZeroBetaIgnoresGarbageInC) {
     const std::vector<float> a{1, 2, 3, 4}, b{1, 0, 0, 1};
     std::vector<float> c(4, static_cast<float>(kNaN));

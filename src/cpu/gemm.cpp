@@ -1,12 +1,15 @@
-// Matrix products through OpenBLAS; a batch is a loop of single products. A small product is
+// Matrix products through OpenBLAS. A batch of small products is split between threads by
+// products, a larger one is a loop of single products. A small product is
 // split by rows of C (or columns, for one row) between fluxion's threads, each slice one
 // single-threaded OpenBLAS call (OpenBLAS runs single-threaded inside an OpenMP region): OpenBLAS's
 // own threading shares packed panels between threads through flags they wait on, whose cost
 // outweighs the work of products of a few MFLOP (the Dense layers of an MLP at batch 128).
 #include <cblas.h>
+#include <strings.h>
 
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <string>
 #include <type_traits>
 
@@ -37,17 +40,29 @@ void scale_rows(int64_t m, int64_t n, T beta, T* c, int64_t ldc) {
         for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
 }
 
-// Products of fewer FLOPs than kSplitMin run on one thread: OpenBLAS does that itself below 2^19
-// (its m n k below 2^18), and threads would cost more than they save. Products from kSplitMax on
-// (a millisecond and more of work) keep OpenBLAS's own threading, which also splits the columns.
-constexpr double kSplitMin = double(1 << 19), kSplitMax = double(1 << 27);
+// Products of fewer FLOPs than split_min() run on one thread: OpenBLAS does that itself below 2^19
+// (its m n k below 2^18), and threads would cost more than they save. With OMP_WAIT_POLICY=passive
+// (README, "Threads on a busy machine") threads sleep between parallel regions and waking them
+// costs tens of microseconds, so a product needs 16 times the work (2^23, about 80 µs on one core)
+// before it is split. Products from kSplitMax on (a millisecond and more of work) keep OpenBLAS's
+// own threading, which also splits the columns.
+constexpr double kSplitMax = double(1 << 27);
+
+double split_min() {
+    static const double least = [] {
+        const char* policy = std::getenv("OMP_WAIT_POLICY");
+        const bool passive = policy && strcasecmp(policy, "passive") == 0;
+        return double(1 << (passive ? 23 : 19));
+    }();
+    return least;
+}
 
 template <class T>
 void blas_gemm_split(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
                      const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
     const double flops = 2.0 * double(m) * double(n) * double(k);
     if (flops >= kSplitMax) return blas_gemm<T>(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    const bool worth = flops >= kSplitMin;
+    const bool worth = flops >= split_min();
     // Row i of op(A) starts at a + i lda, or at a + i when A is stored transposed; likewise column j
     // of op(B) at b + j, or b + j ldb.
     if (m >= n || m >= 16)
@@ -101,6 +116,18 @@ void gemm(int device, DType t, bool trans_a, bool trans_b, int64_t m, int64_t n,
         const T* pa = static_cast<const T*>(a);
         const T* pb = static_cast<const T*>(b);
         T* pc = static_cast<T*>(c);
+        // A batch of small products (attention's per-head scores) is split between threads by
+        // products, when their results are apart: one after another, or side by side in the rows.
+        const double each = 2.0 * double(m) * double(n) * double(k);
+        const bool apart = stride_c >= (m - 1) * ldc + n || (stride_c >= n && (batch - 1) * stride_c + n <= ldc);
+        if (batch > 1 && each < split_min() && apart) {
+            parallel_for(batch, each * double(batch) >= split_min(), [&](int64_t first, int64_t last) {
+                for (int64_t i = first; i < last; ++i)
+                    blas_gemm<T>(trans_a, trans_b, m, n, k, T(alpha), pa + i * stride_a, lda, pb + i * stride_b, ldb,
+                                 T(beta), pc + i * stride_c, ldc);
+            });
+            return;
+        }
         for (int64_t i = 0; i < batch; ++i)
             blas_gemm_split<T>(trans_a, trans_b, m, n, k, T(alpha), pa + i * stride_a, lda, pb + i * stride_b, ldb,
                                T(beta), pc + i * stride_c, ldc);
