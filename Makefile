@@ -24,11 +24,12 @@ demo: build
 test: build
 	cd $(BUILD) && OMP_WAIT_POLICY=passive ctest --output-on-failure -j$(JOBS) --timeout 900
 
-# Every test under AddressSanitizer and UndefinedBehaviorSanitizer (the `dev` preset).
+# Every test under AddressSanitizer and UndefinedBehaviorSanitizer (the `dev` preset; its test preset
+# sets OMP_WAIT_POLICY=passive and LeakSanitizer's suppressions for the Vulkan driver, tests/lsan.supp).
 sanitize: setup
 	cmake --preset dev | { grep "^-- fluxion:" || true; }
 	cmake --build build/dev -j$(JOBS)
-	cd build/dev && OMP_WAIT_POLICY=passive ctest --output-on-failure -j$(JOBS) --timeout 1800
+	ctest --preset dev -j$(JOBS) --timeout 1800
 
 # The threaded parts under ThreadSanitizer (the `tsan` preset): the threads stress test and the tests
 # of the data loader's prefetching, devices and their queues, backends and their allocators, training,
