@@ -38,12 +38,6 @@ constexpr double kRssBoundMiB = 16;
 // resident memory grows under it whether or not anything leaks (LeakSanitizer checks leaks there).
 #if defined(__SANITIZE_ADDRESS__)
 constexpr bool kCheckResidentMemory = false;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kCheckResidentMemory = false;
-#else
-constexpr bool kCheckResidentMemory = true;
-#endif
 #else
 constexpr bool kCheckResidentMemory = true;
 #endif
