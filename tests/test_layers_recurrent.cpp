@@ -239,6 +239,9 @@ TEST(Recurrent, GradientsMatchFiniteDifferences) {
         },
         fx::RNN(2, 3), x));
     EXPECT_TRUE(fx::testing::gradcheck(
+        [](const fx::LSTM& m, const Tensor& a) { return loss_of(m(a)); },
+        fx::LSTM(2, 3, {.layers = 2, .bias = false}), x));
+    EXPECT_TRUE(fx::testing::gradcheck(
         [](const fx::LSTMCell& m, const Tensor& a) {
             auto [h, c] = m(a);
             return loss_of({{}, h, c});
@@ -262,6 +265,53 @@ TEST(Recurrent, LayerIsItsCellOverTime) {
     }
     expect_close(h.select(0, 0), s.h, "final h", 1e-6);
     expect_close(c.select(0, 0), s.c, "final c", 1e-6);
+}
+
+// On the CPU an LSTM layer runs each direction as one op over the sequence with its own backward
+// pass (fused cell kernels); LSTMCell composes its step from ordinary ops. Both ways must give the
+// same outputs and the same gradients of the input, the initial states and every weight, in f32,
+// both directions included (the reverse one is the cell run from the last step to the first).
+TEST(Recurrent, FusedLayerHasTheGradientsOfItsCellsOverTime) {
+    fx::seed(14);
+    const std::int64_t steps = 5;
+    Tensor x = fx::randn({3, steps, 4}), h0 = fx::randn({2, 3, 6}), c0 = fx::randn({2, 3, 6});
+    auto cells_over_time = [&](const fx::LSTM& m, const Tensor& a, const Tensor& h, const Tensor& c) {
+        std::vector<Tensor> ys[2], hn, cn;
+        for (int d = 0; d < 2; ++d) {
+            fx::LSTMCell cell(4, 6);
+            cell.weight_ih = m.weight_ih(0, d == 1), cell.weight_hh = m.weight_hh(0, d == 1);
+            cell.bias_ih = m.bias_ih(0, d == 1), cell.bias_hh = m.bias_hh(0, d == 1);
+            fx::LSTMState s{h.select(0, d), c.select(0, d)};
+            ys[d].resize(steps);
+            for (std::int64_t k = 0; k < steps; ++k) {
+                const std::int64_t t = d == 1 ? steps - 1 - k : k;
+                s = cell(a.select(1, t), s);
+                ys[d][std::size_t(t)] = s.h;
+            }
+            hn.push_back(s.h), cn.push_back(s.c);
+        }
+        return fx::LSTMOutput{fx::concat({fx::stack(ys[0], 1), fx::stack(ys[1], 1)}, 2), fx::stack(hn, 0),
+                              fx::stack(cn, 0)};
+    };
+    const fx::LSTM lstm(4, 6, {.bidirectional = true});
+    const fx::LSTMOutput fused = lstm(x, {h0, c0}), composed = cells_over_time(lstm, x, h0, c0);
+    expect_close(fused.output, composed.output, "outputs", 1e-6);
+    expect_close(fused.h, composed.h, "final h", 1e-6);
+    expect_close(fused.c, composed.c, "final c", 1e-6);
+
+    auto [gm, gx, gh, gc] = fx::gradient(
+        [](const fx::LSTM& m, const Tensor& a, const Tensor& h, const Tensor& c) { return loss_of(m(a, {h, c})); },
+        lstm, x, h0, c0);
+    auto [rm, rx, rh, rc] = fx::gradient(
+        [&](const fx::LSTM& m, const Tensor& a, const Tensor& h, const Tensor& c) {
+            return loss_of(cells_over_time(m, a, h, c));
+        },
+        lstm, x, h0, c0);
+    expect_close(gx, rx, "gradient of x", 1e-5);
+    expect_close(gh, rh, "gradient of h0", 1e-5);
+    expect_close(gc, rc, "gradient of c0", 1e-5);
+    for (std::size_t i = 0; i < gm.parameters.size(); ++i)
+        expect_close(gm.parameters[i], rm.parameters[i], "gradient of " + lstm.names[i], 1e-5);
 }
 
 TEST(Recurrent, OneSequenceIsABatchOfOne) {

@@ -15,7 +15,7 @@
 
 namespace fluxion::backend {
 
-inline constexpr int kAbiVersion = 3;
+inline constexpr int kAbiVersion = 4;
 inline constexpr int kMaxDims = 8;
 
 enum class Unary : int {
@@ -157,6 +157,22 @@ struct Backend {
                     const void* x, void* y);
     void (*softmax_backward)(int device, bool log, DType t, std::int64_t outer, std::int64_t n, std::int64_t inner,
                              const void* y, const void* gy, void* gx);
+
+    // ---- recurrent cells (optional; null where a backend has none: the layers then compose the
+    // step from the kernels above) ----
+    // One LSTM step of n rows and h units. gates {n, 4h} at row stride ld_gates: the pre-activations
+    // of the gates i, f, g, o (PyTorch's order), replaced by their activations σ(i), σ(f), tanh(g),
+    // σ(o); c_prev and c {n, h}: the cell state before and after (c = σ(f) c_prev + σ(i) tanh(g));
+    // h_out {n, h} at row stride ld_h: the output σ(o) tanh(c).
+    void (*lstm_cell)(int device, DType t, std::int64_t n, std::int64_t h, void* gates, std::int64_t ld_gates,
+                      const void* c_prev, void* c, void* h_out, std::int64_t ld_h);
+    // Its gradient, given the activations lstm_cell left in `gates`, c_prev and c: the gradient of
+    // h_out is gh (row stride ld_gh) plus gh_next {n, h} when that is not null; gc {n, h} holds the
+    // gradient of c and is replaced by that of c_prev; dgates (row stride ld_gates) receives the
+    // gradient of the pre-activations.
+    void (*lstm_cell_backward)(int device, DType t, std::int64_t n, std::int64_t h, const void* gates,
+                               std::int64_t ld_gates, const void* c_prev, const void* c, const void* gh,
+                               std::int64_t ld_gh, const void* gh_next, void* gc, void* dgates);
 
     // ---- optimisers: one fused step over n parameters; state buffers as the rule needs (else null) ----
     void (*optimiser_step)(int device, Optimiser rule, DType t, std::int64_t n, void* param, const void* grad,

@@ -174,6 +174,8 @@ const Backend& cpu_backend() {
             .pool2d_backward = cpu::widen::pool2d_backward,
             .softmax = cpu::widen::softmax,
             .softmax_backward = cpu::widen::softmax_backward,
+            .lstm_cell = cpu::lstm_cell,
+            .lstm_cell_backward = cpu::lstm_cell_backward,
             .optimiser_step = cpu::widen::optimiser_step,
             // A compiled replay on the CPU is already a loop of direct calls: nothing to record.
             .capture_begin = nullptr,

@@ -113,6 +113,13 @@ void softmax(int device, bool log, DType t, int64_t outer, int64_t n, int64_t in
 void softmax_backward(int device, bool log, DType t, int64_t outer, int64_t n, int64_t inner, const void* y,
                       const void* gy, void* gx);
 
+// ---- recurrent.cpp (f32 and f64) ----
+void lstm_cell(int device, DType t, int64_t n, int64_t h, void* gates, int64_t ld_gates, const void* c_prev, void* c,
+               void* h_out, int64_t ld_h);
+void lstm_cell_backward(int device, DType t, int64_t n, int64_t h, const void* gates, int64_t ld_gates,
+                        const void* c_prev, const void* c, const void* gh, int64_t ld_gh, const void* gh_next,
+                        void* gc, void* dgates);
+
 // ---- optimiser.cpp ----
 void optimiser_step(int device, Optimiser rule, DType t, int64_t n, void* param, const void* grad, void* state1,
                     void* state2, const OptimiserStep* hp);

@@ -43,6 +43,9 @@ constexpr backend::Backend kTable{
     .pool2d_backward = pool2d_backward,
     .softmax = softmax,
     .softmax_backward = softmax_backward,
+    // No fused LSTM cell yet: LSTM layers compose their steps from the kernels above.
+    .lstm_cell = nullptr,
+    .lstm_cell_backward = nullptr,
     .optimiser_step = optimiser_step,
     .capture_begin = capture_begin,
     .capture_end = capture_end,

@@ -136,10 +136,14 @@ protected:
                     const RecurrentOptions& options);
     std::string describe_as(const char* name) const;
     // Runs every layer and direction over x {N, T, F} (or {T, F}); c0 and the returned c only for
-    // the LSTM. Each step multiplies its own input and state with the joined weights.
+    // the LSTM. Each step multiplies its own input and state with the joined weights, or, for an
+    // LSTM on a backend with fused cells, each layer and direction is one op over the sequence.
     LSTMOutput run(const char* name, const Tensor& x, const Tensor& h0, const Tensor& c0) const;
 
 private:
+    // The LSTM's layers as one op per layer and direction, where the device has fused LSTM cells.
+    LSTMOutput run_sequences(const Tensor& x, const Tensor& h_init, const Tensor& c_init, bool one) const;
+    static LSTMOutput finish(LSTMOutput out, bool one);
     const Tensor& at(std::int64_t layer, bool reverse, int which) const;
     Kind kind_;
     std::int64_t input_, hidden_, layers_, directions_;

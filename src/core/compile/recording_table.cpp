@@ -164,6 +164,26 @@ template <int S> struct Recording {
         });
     }
 
+    static void lstm_cell(int d, DType t, I n, I h, void* gates, I ld_gates, const void* c_prev, void* c, void* h_out,
+                          I ld_h) {
+        real()->lstm_cell(d, t, n, h, gates, ld_gates, c_prev, c, h_out, ld_h);
+        rec().record(S, {gates, c_prev, c, h_out}, [R = real(), d, t, n, h, ld_gates, ld_h](void* const* p) {
+            R->lstm_cell(d, t, n, h, p[0], ld_gates, p[1], p[2], p[3], ld_h);
+        });
+    }
+
+    static void lstm_cell_backward(int d, DType t, I n, I h, const void* gates, I ld_gates, const void* c_prev,
+                                   const void* c, const void* gh, I ld_gh, const void* gh_next, void* gc,
+                                   void* dgates) {
+        real()->lstm_cell_backward(d, t, n, h, gates, ld_gates, c_prev, c, gh, ld_gh, gh_next, gc, dgates);
+        // A null gh_next is recorded as a fixed null address and replayed as null.
+        rec().record(S, {gates, c_prev, c, gh, gh_next, gc, dgates},
+                     [R = real(), d, t, n, h, ld_gates, ld_gh](void* const* p) {
+                         R->lstm_cell_backward(d, t, n, h, p[0], ld_gates, p[1], p[2], p[3], ld_gh, p[4], p[5],
+                                               p[6]);
+                     });
+    }
+
     // The hyper-parameters live in the recorder (then the plan): a replay sets the step count first.
     static void optimiser_step(int d, Optimiser rule, DType t, I n, void* param, const void* grad, void* s1, void* s2,
                                const OptimiserStep* hp) {
@@ -228,6 +248,8 @@ template <int S> struct Recording {
         b.pool2d_backward = pool2d_backward;
         b.softmax = softmax;
         b.softmax_backward = softmax_backward;
+        if (r.lstm_cell) b.lstm_cell = lstm_cell;
+        if (r.lstm_cell_backward) b.lstm_cell_backward = lstm_cell_backward;
         b.optimiser_step = optimiser_step;
         b.copy_from_host = copy_from_host;
         b.copy_to_host = copy_to_host;
@@ -239,8 +261,8 @@ template <int S> struct Recording {
 // Entries not replaced here pass through unrecorded: a kernel added to the table must be added here
 // too, or compiled steps would silently skip it.
 // (ABI 2 added priority, device_properties and supports, ABI 3 the capture entries: none of them
-// is a kernel.)
-static_assert(sizeof(Backend) == 36 * sizeof(void*), "the backend table changed: record its new kernels here");
+// is a kernel; ABI 4 the LSTM cell's two kernels, recorded above.)
+static_assert(sizeof(Backend) == 38 * sizeof(void*), "the backend table changed: record its new kernels here");
 
 }  // namespace
 

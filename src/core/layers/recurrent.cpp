@@ -5,7 +5,9 @@
 // Every step reads its own input x_t (a view of x, or the previous layer's outputs at t) rather
 // than a slice of one projection of all steps: a slice's gradient is a tensor of its base's full
 // size, so T slices of a {T, N, 4 hidden} projection cost T full-size fills and sums in backward
-// (in the LSTM benchmark, more than its matrix products).
+// (in the LSTM benchmark, more than its matrix products). Where the backend has fused LSTM cell
+// kernels, an LSTM layer runs each direction as one op over the sequence instead
+// (lstm_sequence.hpp), which has its own backward pass and so none of those slices.
 #include "fluxion/layers/recurrent.hpp"
 
 #include <cmath>
@@ -13,6 +15,7 @@
 #include <utility>
 
 #include "core/layers/context.hpp"  // sample_or_batch
+#include "core/layers/lstm_sequence.hpp"
 #include "fluxion/layers/dropout.hpp"
 #include "fluxion/ops.hpp"
 
@@ -285,6 +288,11 @@ LSTMOutput RecurrentLayers::run(const char* name, const Tensor& x, const Tensor&
         const Tensor input = one ? x.unsqueeze(0) : x;
         const Tensor h_init = h0.defined() && one ? h0.unsqueeze(1) : h0;
         const Tensor c_init = c0.defined() && one ? c0.unsqueeze(1) : c0;
+        if (kind_ == Kind::lstm && n > 0) {
+            std::vector<Tensor> args{input, h_init, c_init};
+            args.insert(args.end(), parameters.begin(), parameters.end());
+            if (detail::lstm_sequence_runs(args)) return run_sequences(input, h_init, c_init, one);
+        }
         const Tensor zero = zeros({n, hidden_}, {.dtype = x.dtype(), .device = x.device()});
         // Each step's input in parts: x_t, then the previous layer's directions at t.
         std::vector<std::vector<Tensor>> inputs(static_cast<std::size_t>(steps));
@@ -321,16 +329,49 @@ LSTMOutput RecurrentLayers::run(const char* name, const Tensor& x, const Tensor&
             }
             inputs = std::move(outputs);
         }
-        LSTMOutput out{directions_ == 1 ? directions[0] : concat(directions, 2), stack(hn, 0),
-                       kind_ == Kind::lstm ? stack(cn, 0) : Tensor()};
-        if (one) {
-            out.output = out.output.squeeze(0);
-            out.h = out.h.squeeze(1);
-            if (out.c.defined()) out.c = out.c.squeeze(1);
-        }
-        return out;
+        return finish({directions_ == 1 ? directions[0] : concat(directions, 2), stack(hn, 0),
+                       kind_ == Kind::lstm ? stack(cn, 0) : Tensor()},
+                      one);
     };
     return with_name(me, body);
+}
+
+// An LSTM's layers where the device has the fused cell kernels: each layer and direction one op
+// over the whole sequence (lstm_sequence.hpp).
+LSTMOutput RecurrentLayers::run_sequences(const Tensor& x, const Tensor& h_init, const Tensor& c_init,
+                                          bool one) const {
+    Tensor input = x;
+    std::vector<Tensor> hn, cn;
+    for (std::int64_t l = 0; l < layers_; ++l) {
+        std::vector<Tensor> outputs;
+        for (std::int64_t d = 0; d < directions_; ++d) {
+            const std::int64_t k = l * directions_ + d;
+            const auto p = [&](int which) -> const Tensor& { return parameters[std::size_t(4 * k + which)]; };
+            detail::LSTMSequence r =
+                detail::lstm_sequence(input, h_init.defined() ? h_init.select(0, k) : Tensor(),
+                                      c_init.defined() ? c_init.select(0, k) : Tensor(), p(0), p(1), p(2), p(3), d == 1);
+            outputs.push_back(r.output);
+            hn.push_back(r.h);
+            cn.push_back(r.c);
+        }
+        input = directions_ == 1 ? outputs[0] : concat(outputs, 2);
+        if (dropout_ > 0 && l + 1 < layers_) {  // what the next layer reads, as PyTorch's
+            Dropout between(dropout_);
+            between.mode = mode;
+            input = between(input);
+        }
+    }
+    return finish({input, stack(hn, 0), stack(cn, 0)}, one);
+}
+
+// The result for a batch of one sequence ({T, in}) loses its batch axis again.
+LSTMOutput RecurrentLayers::finish(LSTMOutput out, bool one) {
+    if (one) {
+        out.output = out.output.squeeze(0);
+        out.h = out.h.squeeze(1);
+        if (out.c.defined()) out.c = out.c.squeeze(1);
+    }
+    return out;
 }
 
 }  // namespace detail
