@@ -7,7 +7,8 @@
 //   fx::Tensor y = fwd(x);                         // inference
 //
 // The first call with inputs of new shapes runs eagerly (it is a real step) and records every kernel
-// it runs — forward, backward, optimiser — with its static shapes. Everything the step creates is
+// it runs — forward, backward, optimiser — with its static shapes (on the CPU, where the plan fuses
+// kernels, that step is then undone and replayed, so that every step is a replay). Everything the step creates is
 // then given a place in one arena, reused by lifetime. Later calls with the same input shapes and
 // element types replay the recorded kernels in a flat loop: no tape, no shape checks, no heap
 // allocation. Each new set of shapes (the last, smaller batch; evaluation batches) gets a plan of
@@ -35,6 +36,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -131,6 +133,40 @@ private:
     std::vector<bool> frozen_;
 };
 
+// The random generator's state (fx::seed's), saved when made and put back by restore().
+class GeneratorState {
+public:
+    GeneratorState();
+    void restore() const;
+
+private:
+    std::shared_ptr<const void> state_;
+};
+
+// Everything a training step changes — every tensor of the model (parameters, and buffers such as
+// BatchNorm's running statistics), the optimiser's state and step counts, the random generator —
+// copied when made, so that restore() undoes the step.
+class StepSnapshot {
+public:
+    template <class M, class Rule> StepSnapshot(const M& model, const OptimiserState<Rule>& opt) {
+        for_each_tensor(model, [&](const Tensor& t) { keep(t); });
+        for (const auto& s : opt.params) keep(s.state1), keep(s.state2), steps_.push_back(s.t);
+    }
+    template <class M, class Rule> void restore(const M& model, OptimiserState<Rule>& opt) const {
+        std::size_t i = 0, k = 0;
+        for_each_tensor(model, [&](const Tensor& t) { put_back(t, i++); });
+        for (auto& s : opt.params) put_back(s.state1, i++), put_back(s.state2, i++), s.t = steps_[k++];
+        generator_.restore();
+    }
+
+private:
+    void keep(const Tensor& t);
+    void put_back(const Tensor& t, std::size_t i) const;
+    std::vector<Tensor> copies_;  // undefined where the tensor is
+    std::vector<std::int64_t> steps_;
+    GeneratorState generator_;
+};
+
 // What compiled training steps share (CompiledStep, and CompiledMixedStep in mixed_precision.hpp).
 
 // A rule or modifier with host work cannot be replayed: ValueError, unless the step may run eagerly.
@@ -193,12 +229,7 @@ public:
         plans_.check_devices(in.data(), in.size(), identity_.device());
         int p = plans_.find(in.data(), in.size());
         if (p < 0) return trace(in, check);
-        plans_.replay(p, in.data(), 0);
-        double value = plans_.value(p);
-        check(value);
-        detail::advance_optimiser_steps(plans_, p, opt_);
-        plans_.replay(p, in.data(), 1);
-        return static_cast<float>(value);
+        return replay(p, in, check);
     }
     CompileStats stats(const Tensor& x, const Tensor& y) const {
         std::array<Tensor, 2> in{x, y};
@@ -214,7 +245,23 @@ private:
         return static_cast<float>(value);
     }
 
+    template <class Check> float replay(int p, const std::array<Tensor, 2>& in, Check& check) {
+        plans_.replay(p, in.data(), 0);
+        double value = plans_.value(p);
+        check(value);
+        detail::advance_optimiser_steps(plans_, p, opt_);
+        plans_.replay(p, in.data(), 1);
+        return static_cast<float>(value);
+    }
+
+    // A CPU plan may fuse kernels (fusion.hpp), and a fused kernel may round differently in the last
+    // bits from the eager kernels the trace ran (oneDNN's convolution with its bias and relu inside,
+    // on some CPUs). So that every step of a compiled run is a replay, and a run restarted from a
+    // checkpoint, which traces again, matches an unbroken one bit for bit, the traced step is then
+    // undone (from a copy of everything it changes, made before it) and replayed.
     template <class Check> float trace(const std::array<Tensor, 2>& in, Check& check) {
+        std::optional<detail::StepSnapshot> before;
+        if (identity_.device().is_cpu()) before.emplace(model_, opt_);
         double value = 0;
         auto traced = plans_.trace({in[0], in[1]}, identity_.device(), [&](const std::vector<Tensor>& v) {
             auto [l, grads] = withgradient([&](const Model& m) { return lossfn_(m, v[0], v[1]); }, model_);
@@ -228,7 +275,14 @@ private:
             traced.refused = detail::optimiser_mismatch(plans_, traced.plan, opt_);
             if (!traced.refused.empty()) plans_.clear();
         }
-        if (!traced.refused.empty()) eager_ = detail::run_eagerly(traced.refused, fall_back_);
+        if (!traced.refused.empty()) {
+            eager_ = detail::run_eagerly(traced.refused, fall_back_);
+            return static_cast<float>(value);
+        }
+        if (const CompileStats st = plans_.stats(traced.plan); before && st.kernels != st.traced_kernels) {
+            before->restore(model_, opt_);
+            return replay(traced.plan, in, check);
+        }
         return static_cast<float>(value);
     }
 

@@ -7,6 +7,7 @@
 
 #include "core/compile/recorder.hpp"
 #include "core/dispatch.hpp"
+#include "fluxion/compile.hpp"
 #include "fluxion/ops.hpp"
 
 namespace fluxion {
@@ -59,6 +60,20 @@ void seed(std::uint64_t n) {
     std::lock_guard lock(g_rng_mutex);
     g_rng.seed(n);
 }
+
+namespace detail {
+
+GeneratorState::GeneratorState() {
+    std::lock_guard lock(g_rng_mutex);
+    state_ = std::make_shared<const std::mt19937_64>(g_rng);
+}
+
+void GeneratorState::restore() const {
+    std::lock_guard lock(g_rng_mutex);
+    g_rng = *static_cast<const std::mt19937_64*>(state_.get());
+}
+
+}  // namespace detail
 
 Tensor empty(const Shape& shape, TensorOptions options) { return detail::make_tensor(shape, options.dtype, options.device); }
 

@@ -356,6 +356,18 @@ bool Identity::same_tensor(const Tensor& a, const Tensor& b) {
     return !a.defined() || (a.data_ptr() == b.data_ptr() && a.numel() == b.numel() && a.dtype() == b.dtype());
 }
 
+void StepSnapshot::keep(const Tensor& t) {
+    NoGrad no_grad;
+    copies_.push_back(t.defined() ? t.clone() : Tensor());
+}
+
+void StepSnapshot::put_back(const Tensor& t, std::size_t i) const {
+    if (!t.defined()) return;
+    NoGrad no_grad;
+    Tensor into = t;
+    into.copy_(copies_[i]);
+}
+
 Device Identity::device() const {
     for (const auto& t : held_)
         if (t.defined()) return t.device();
