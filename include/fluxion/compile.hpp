@@ -8,8 +8,8 @@
 //
 // The first call with inputs of new shapes runs eagerly (it is a real step) and records every kernel
 // it runs — forward, backward, optimiser — with its static shapes (on the CPU, where the plan fuses
-// kernels, that step is then undone and replayed, so that every step is a replay). Everything the step creates is
-// then given a place in one arena, reused by lifetime. Later calls with the same input shapes and
+// kernels, that step is then undone and replayed, so that every step is a replay). Everything the
+// step creates is then given a place in one arena, reused by lifetime. Later calls with the same input shapes and
 // element types replay the recorded kernels in a flat loop: no tape, no shape checks, no heap
 // allocation. Each new set of shapes (the last, smaller batch; evaluation batches) gets a plan of
 // its own. The model and the optimiser state stay the tensors the user holds: after compiled steps
