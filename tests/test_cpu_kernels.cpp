@@ -924,6 +924,20 @@ TEST(CpuConv, MatchesNaiveLoops) {
     expect_conv(conv_shape(2, 32, 7, 7, 32, 3, 3, 1, 1, 2, 2, 2, 2, 32));   // depthwise, dilated
 }
 
+// Few channels, no padding and output rows of whole 8-pixel vectors: f32 takes the direct kernels
+// (conv_direct.cpp) for the passes their rules pick. The shapes cover each kernel's tiles and their
+// remainders: output rows of 1, 2 and 4 vectors, filters split into several tiles, kernel widths 2
+// to 7, and input rows that are and are not a multiple of 8 (the input gradient's overlapping
+// last segment).
+TEST(CpuConv, DirectKernelShapesMatchNaiveLoops) {
+    expect_conv(conv_shape(2, 6, 12, 12, 16, 5, 5, 1, 1, 0, 0, 1, 1, 1));  // LeNet-5's second layer
+    expect_conv(conv_shape(3, 2, 11, 18, 5, 3, 3, 1, 1, 0, 0, 1, 1, 1));  // rows of 2 vectors; 18-pixel input rows
+    expect_conv(conv_shape(2, 1, 9, 12, 30, 2, 5, 1, 1, 0, 0, 1, 1, 1));  // 30 filters: several tiles each pass
+    expect_conv(conv_shape(2, 2, 14, 14, 3, 7, 7, 1, 1, 0, 0, 1, 1, 1));  // 7×7
+    expect_conv(conv_shape(2, 3, 4, 34, 7, 3, 3, 1, 1, 0, 0, 1, 1, 1));   // rows of 4 vectors
+    expect_conv(conv_shape(1, 1, 8, 10, 2, 1, 3, 1, 1, 0, 0, 1, 1, 1));   // one image, one-row kernel
+}
+
 TEST(CpuConv, ManyImagesAreSplitIntoChunks) {
     // About 0.7 M workspace elements per image: chunks of 2, 2, 2 and 1 images.
     expect_conv(conv_shape(7, 8, 94, 94, 8, 3, 3, 1, 1, 1, 1, 1, 1, 2));

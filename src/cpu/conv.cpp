@@ -1,5 +1,5 @@
-// 2-d convolution (NCHW input, KCRS weight). f32 goes to oneDNN where it is built in
-// (conv_onednn.cpp); everything it declines, and f64, is computed here as GEMMs over im2col matrices. A chunk of images is
+// 2-d convolution (NCHW input, KCRS weight). f32 goes to the direct kernels for few channels
+// (conv_direct.cpp), then to oneDNN where it is built in (conv_onednn.cpp); everything they decline, and f64, is computed here as GEMMs over im2col matrices. A chunk of images is
 // unrolled into one column matrix {c r s, images * oh * ow}, so each group needs a single large
 // GEMM per chunk; chunks bound the workspace. Backward-input is the transposed GEMM followed by
 // col2im, backward-weight the GEMM of the output gradient with the columns, summed over chunks.
@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 
+#include "cpu/conv_direct.hpp"
 #include "cpu/conv_onednn.hpp"
 #include "cpu/dispatch.hpp"
 #include "cpu/kernels.hpp"
@@ -195,8 +196,9 @@ void backward_weight(const Conv2dShape& s, const T* x, const T* gy, T* gw) {
 
 void conv2d(int device, DType t, const Conv2dShape* s, const void* x, const void* w, void* y) {
     check("conv2d", *s);
-    if (t == DType::f32 && onednn_conv2d(ConvPass::forward, *s, static_cast<const float*>(x),
-                                         static_cast<const float*>(w), static_cast<float*>(y)))
+    const auto fx = static_cast<const float*>(x), fw = static_cast<const float*>(w);
+    if (t == DType::f32 && (direct_conv2d(ConvPass::forward, *s, fx, fw, static_cast<float*>(y)) ||
+                            onednn_conv2d(ConvPass::forward, *s, fx, fw, static_cast<float*>(y))))
         return;
     dispatch_float(t, "conv2d", [&](auto tag) {
         using T = decltype(tag);
@@ -206,8 +208,9 @@ void conv2d(int device, DType t, const Conv2dShape* s, const void* x, const void
 
 void conv2d_backward_input(int device, DType t, const Conv2dShape* s, const void* gy, const void* w, void* gx) {
     check("conv2d_backward_input", *s);
-    if (t == DType::f32 && onednn_conv2d(ConvPass::backward_input, *s, static_cast<const float*>(gy),
-                                         static_cast<const float*>(w), static_cast<float*>(gx)))
+    const auto fgy = static_cast<const float*>(gy), fw = static_cast<const float*>(w);
+    if (t == DType::f32 && (direct_conv2d(ConvPass::backward_input, *s, fgy, fw, static_cast<float*>(gx)) ||
+                            onednn_conv2d(ConvPass::backward_input, *s, fgy, fw, static_cast<float*>(gx))))
         return;
     dispatch_float(t, "conv2d_backward_input", [&](auto tag) {
         using T = decltype(tag);
@@ -217,8 +220,9 @@ void conv2d_backward_input(int device, DType t, const Conv2dShape* s, const void
 
 void conv2d_backward_weight(int device, DType t, const Conv2dShape* s, const void* x, const void* gy, void* gw) {
     check("conv2d_backward_weight", *s);
-    if (t == DType::f32 && onednn_conv2d(ConvPass::backward_weight, *s, static_cast<const float*>(x),
-                                         static_cast<const float*>(gy), static_cast<float*>(gw)))
+    const auto fx = static_cast<const float*>(x), fgy = static_cast<const float*>(gy);
+    if (t == DType::f32 && (direct_conv2d(ConvPass::backward_weight, *s, fx, fgy, static_cast<float*>(gw)) ||
+                            onednn_conv2d(ConvPass::backward_weight, *s, fx, fgy, static_cast<float*>(gw))))
         return;
     dispatch_float(t, "conv2d_backward_weight", [&](auto tag) {
         using T = decltype(tag);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "cpu/conv_direct.hpp"
 #include "cpu/conv_onednn.hpp"
 #include "cpu/dispatch.hpp"
 #include "cpu/parallel.hpp"
@@ -15,8 +16,10 @@ void conv2d_epilogue(DType t, const Conv2dShape& s, const void* x, const void* w
     const bool relu = e.activation && e.op == Unary::relu;
     const float* b32 = e.bias ? static_cast<const float*>(bias) : nullptr;
     bool added = false, activated = false;
-    if (t == DType::f32 && onednn_conv2d(ConvPass::forward, s, static_cast<const float*>(x),
-                                         static_cast<const float*>(w), static_cast<float*>(y), b32, relu)) {
+    const auto fx = static_cast<const float*>(x), fw = static_cast<const float*>(w);
+    const auto fy = static_cast<float*>(y);
+    if (t == DType::f32 && (direct_conv2d(ConvPass::forward, s, fx, fw, fy, b32, relu) ||
+                            onednn_conv2d(ConvPass::forward, s, fx, fw, fy, b32, relu))) {
         added = true;
         activated = relu;
     } else {

@@ -26,9 +26,10 @@ struct ConvEpilogue {
     double a = 0, b = 0;
 };
 
-// conv2d into y, then the epilogue on y while it is fresh. Where oneDNN runs the convolution, the
-// bias and a relu are its own (a bias argument and a post-op: the output is written once); another
-// activation, or the im2col path, runs unary in place on y.
+// conv2d into y, then the epilogue on y while it is fresh. Where a direct kernel (conv_direct.hpp)
+// or oneDNN runs the convolution, the bias and a relu are its own (added to the result in
+// registers, or a bias argument and a post-op: the output is written once); another activation,
+// or the im2col path, runs unary in place on y.
 void conv2d_epilogue(DType t, const Conv2dShape& s, const void* x, const void* w, const void* bias,
                      const ConvEpilogue& e, void* y);
 
