@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "cpu/fused.hpp"
 #include "fluxion/error.hpp"
 
 namespace {
@@ -936,6 +937,33 @@ TEST(CpuConv, DirectKernelShapesMatchNaiveLoops) {
     expect_conv(conv_shape(2, 2, 14, 14, 3, 7, 7, 1, 1, 0, 0, 1, 1, 1));  // 7×7
     expect_conv(conv_shape(2, 3, 4, 34, 7, 3, 3, 1, 1, 0, 0, 1, 1, 1));   // rows of 4 vectors
     expect_conv(conv_shape(1, 1, 8, 10, 2, 1, 3, 1, 1, 0, 0, 1, 1, 1));   // one image, one-row kernel
+}
+
+// A fused replay's convolution with bias and relu (fused.hpp) gives the bits of the eager calls it
+// stands for: the convolution, the broadcast add of the bias, then relu as x < 0 ? 0 : x, which
+// keeps NaN. One image holds a NaN, so that part of the output is NaN.
+TEST(CpuConv, FusedBiasAndReluGiveTheEagerBits) {
+    for (const auto& s : {conv_shape(2, 1, 12, 12, 6, 5, 5, 1, 1, 0, 0, 1, 1, 1),      // direct kernel
+                          conv_shape(2, 8, 9, 9, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1)}) {  // oneDNN or im2col
+        const int64_t nx = s.n * s.c * s.h * s.w, nw = s.k * s.c * s.r * s.s, plane = s.oh * s.ow;
+        const int64_t ny = s.n * s.k * plane;
+        auto x = converted<float>(random_values(nx, -1, 1, 61));
+        const auto w = converted<float>(random_values(nw, -1, 1, 62)), b = converted<float>(random_values(s.k, -1, 1, 63));
+        x[nx - 1] = NAN;  // read by the last output pixel of every filter
+        std::vector<float> eager(ny), fused(ny);
+        cpu().conv2d(0, DType::f32, &s, x.data(), w.data(), eager.data());
+        for (int64_t i = 0; i < ny; ++i) {
+            const float v = eager[i] + b[i / plane % s.k];
+            eager[i] = v < 0 ? 0.0f : v;
+        }
+        be::cpu::ConvEpilogue e;
+        e.bias = e.activation = true;
+        e.op = be::Unary::relu;
+        be::cpu::conv2d_epilogue(DType::f32, s, x.data(), w.data(), b.data(), e, fused.data());
+        EXPECT_TRUE(std::isnan(eager[ny - 1]));
+        for (int64_t i = 0; i < ny; ++i)
+            ASSERT_EQ(std::bit_cast<uint32_t>(fused[i]), std::bit_cast<uint32_t>(eager[i])) << "c " << s.c << ", y " << i;
+    }
 }
 
 TEST(CpuConv, ManyImagesAreSplitIntoChunks) {

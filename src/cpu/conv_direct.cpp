@@ -72,7 +72,8 @@ void forward_tile(const Conv2dShape& s, const float* x, const float* w, const fl
             #pragma GCC unroll 32
             for (int j = 0; j < NV; ++j) {
                 __m256 r = bias ? _mm256_add_ps(acc[k][j], b) : acc[k][j];
-                if (relu) r = _mm256_max_ps(r, _mm256_setzero_ps());
+                // relu as the eager x < 0 ? 0 : x, which keeps NaN and -0 (max would not).
+                if (relu) r = _mm256_andnot_ps(_mm256_cmp_ps(r, _mm256_setzero_ps(), _CMP_LT_OQ), r);
                 _mm256_storeu_ps(out + j * kLanes, r);
             }
         }

@@ -103,11 +103,11 @@ bool direct(const std::string& implementation) {
     return implementation.find("gemm") == std::string::npos && implementation.find("ref") == std::string::npos;
 }
 
-// A forward plan may add a bias and apply relu (`bias`, `relu`); the backward passes take neither.
+// A forward plan may add a bias (`bias`); the backward passes take none.
 // Every operand, the result included, has the element type `dt`; the bias is f32. The layouts of
 // the input and output activations are oneDNN's choice, or `x_layout` and `y_layout` where these
 // are not empty; a plan with such a layout is made only with a direct kernel (null otherwise).
-std::unique_ptr<Plan> make_plan_in(ConvPass pass, const Conv2dShape& s, memory::data_type dt, bool bias, bool relu,
+std::unique_ptr<Plan> make_plan_in(ConvPass pass, const Conv2dShape& s, memory::data_type dt, bool bias,
                                    const memory::desc& x_layout, const memory::desc& y_layout) {
     const int64_t g = s.groups;
     const memory::dims x_dims{s.n, s.c, s.h, s.w}, y_dims{s.n, s.k, s.oh, s.ow};
@@ -131,11 +131,6 @@ std::unique_ptr<Plan> make_plan_in(ConvPass pass, const Conv2dShape& s, memory::
 
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    if (relu) {
-        dnnl::post_ops ops;
-        ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
-        attr.set_post_ops(ops);
-    }
     const auto algo = dnnl::algorithm::convolution_direct;
     const memory::desc b_plain = bias ? memory::desc({s.k}, f32, Tag::x) : memory::desc();
     const auto forward_desc =
@@ -207,19 +202,19 @@ std::unique_ptr<Plan> make_plan_in(ConvPass pass, const Conv2dShape& s, memory::
 // convolution's input gradient 451 µs in blocks of 8 against 449, its first convolution 306
 // against 286), but every reorder of the activation moves half the bytes (the first convolution's
 // output into NCHW: 51 against 142 µs): the compiled LeNet-5 step took 3% less at 1 and 2 threads.
-// Backward passes only: the forward kernel for blocks of 8 with a fused bias and relu rounds
-// differently from the eager convolution, bias and relu, so a compiled step traced again after a
+// Backward passes only: the forward kernel for blocks of 8 with a fused bias rounds
+// differently from the eager convolution and bias, so a compiled step traced again after a
 // restart from a checkpoint (the trace step runs eagerly) drifted from an unbroken run in the last
 // bits (tests/reliability/soak.cpp); oneDNN's kernels for blocks of 16 give the same bits both ways.
-std::unique_ptr<Plan> make_plan(ConvPass pass, const Conv2dShape& s, memory::data_type dt, bool bias, bool relu) {
-    auto plan = make_plan_in(pass, s, dt, bias, relu, {}, {});
+std::unique_ptr<Plan> make_plan(ConvPass pass, const Conv2dShape& s, memory::data_type dt, bool bias) {
+    auto plan = make_plan_in(pass, s, dt, bias, {}, {});
     if (!plan || pass == ConvPass::forward || dt != memory::data_type::f32 || s.groups != 1) return plan;
     const memory::dims x_dims{s.n, s.c, s.h, s.w}, y_dims{s.n, s.k, s.oh, s.ow};
     const memory::desc x16(x_dims, dt, Tag::aBcd16b), y16(y_dims, dt, Tag::aBcd16b);
     const bool x_wide = plan->x == x16, y_wide = plan->y == y16;
     if (!((x_wide && s.c <= 8) || (y_wide && s.k <= 8))) return plan;
     try {
-        auto narrow = make_plan_in(pass, s, dt, bias, relu, x_wide ? memory::desc(x_dims, dt, Tag::aBcd8b) : plan->x,
+        auto narrow = make_plan_in(pass, s, dt, bias, x_wide ? memory::desc(x_dims, dt, Tag::aBcd8b) : plan->x,
                                    y_wide ? memory::desc(y_dims, dt, Tag::aBcd8b) : plan->y);
         if (narrow) return narrow;
     } catch (const dnnl::error&) {
@@ -228,22 +223,22 @@ std::unique_ptr<Plan> make_plan(ConvPass pass, const Conv2dShape& s, memory::dat
     return plan;
 }
 
-using Key = std::array<int64_t, 20>;
+using Key = std::array<int64_t, 19>;
 
 // The plan for a shape and pass, made on first use; null when oneDNN does not take the shape, or
 // has only a slower kernel for it in bf16 (remembered, so that it is asked once).
-const Plan* plan_for(ConvPass pass, const Conv2dShape& s, memory::data_type dt, bool bias, bool relu) {
+const Plan* plan_for(ConvPass pass, const Conv2dShape& s, memory::data_type dt, bool bias) {
     static std::mutex mutex;
     static std::map<Key, std::unique_ptr<Plan>>* plans = new std::map<Key, std::unique_ptr<Plan>>;  // process lifetime
     const Key key{int64_t(pass), s.n,     s.c,      s.h,           s.w,           s.k,        s.r,
                   s.s,           s.oh,    s.ow,     s.stride_h,    s.stride_w,    s.pad_h,    s.pad_w,
-                  s.dil_h,       s.dil_w, s.groups, int64_t(bias), int64_t(relu), int64_t(dt)};
+                  s.dil_h,       s.dil_w, s.groups, int64_t(bias), int64_t(dt)};
     std::lock_guard lock(mutex);
     auto it = plans->find(key);
     if (it == plans->end()) {
         std::unique_ptr<Plan> plan;
         try {
-            plan = make_plan(pass, s, dt, bias, relu);
+            plan = make_plan(pass, s, dt, bias);
         } catch (const dnnl::error&) {
             // Not a shape oneDNN takes: im2col + GEMM computes it.
         }
@@ -280,10 +275,10 @@ bool takes(const Conv2dShape& s) {
 }
 
 bool run(ConvPass pass, const Conv2dShape& s, memory::data_type dt, const void* a, const void* b, void* out,
-         const float* bias, bool relu) {
+         const float* bias) {
     if (!takes(s)) return false;
-    if (pass != ConvPass::forward && (bias || relu)) return false;
-    const Plan* plan = plan_for(pass, s, dt, bias != nullptr, relu);
+    if (pass != ConvPass::forward && bias) return false;
+    const Plan* plan = plan_for(pass, s, dt, bias != nullptr);
     if (!plan) return false;
     try {
         thread_local dnnl::stream stream(onednn_engine());
@@ -332,13 +327,12 @@ bool run(ConvPass pass, const Conv2dShape& s, memory::data_type dt, const void* 
 
 }  // namespace
 
-bool onednn_conv2d(ConvPass pass, const Conv2dShape& s, const float* a, const float* b, float* out, const float* bias,
-                   bool relu) {
-    return run(pass, s, memory::data_type::f32, a, b, out, bias, relu);
+bool onednn_conv2d(ConvPass pass, const Conv2dShape& s, const float* a, const float* b, float* out, const float* bias) {
+    return run(pass, s, memory::data_type::f32, a, b, out, bias);
 }
 
 bool onednn_conv2d_bf16(ConvPass pass, const Conv2dShape& s, const void* a, const void* b, void* out) {
-    if (!onednn_bf16_native() || !run(pass, s, memory::data_type::bf16, a, b, out, nullptr, false)) return false;
+    if (!onednn_bf16_native() || !run(pass, s, memory::data_type::bf16, a, b, out, nullptr)) return false;
     count_onednn_bf16_run();
     return true;
 }
@@ -348,7 +342,7 @@ bool onednn_conv2d_bf16(ConvPass pass, const Conv2dShape& s, const void* a, cons
 #else  // built without oneDNN: conv.cpp's im2col + GEMM does every convolution
 
 namespace fluxion::backend::cpu {
-bool onednn_conv2d(ConvPass, const Conv2dShape&, const float*, const float*, float*, const float*, bool) {
+bool onednn_conv2d(ConvPass, const Conv2dShape&, const float*, const float*, float*, const float*) {
     return false;
 }
 bool onednn_conv2d_bf16(ConvPass, const Conv2dShape&, const void*, const void*, void*) { return false; }

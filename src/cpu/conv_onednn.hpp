@@ -11,10 +11,10 @@ enum class ConvPass { forward, backward_input, backward_weight };
 
 // forward: a = x, b = w, out = y; backward_input: a = gy, b = w, out = gx; backward_weight: a = x,
 // b = gy, out = gw. Returns false, having written nothing, when oneDNN does not take the call.
-// A forward pass may add `bias` (one value per output channel) and apply relu to the result, in
-// the same primitive (fused replays, fused.hpp).
+// A forward pass may add `bias` (one value per output channel) to the result, in the same
+// primitive (fused replays, fused.hpp).
 bool onednn_conv2d(ConvPass pass, const Conv2dShape& s, const float* a, const float* b, float* out,
-                   const float* bias = nullptr, bool relu = false);
+                   const float* bias = nullptr);
 
 // The same passes on bf16 operands and result (f32 accumulation inside oneDNN, one rounding at the
 // end), without bias or activation. False, having written nothing, where onednn_bf16_native() is false.

@@ -18,10 +18,13 @@ void conv2d_epilogue(DType t, const Conv2dShape& s, const void* x, const void* w
     bool added = false, activated = false;
     const auto fx = static_cast<const float*>(x), fw = static_cast<const float*>(w);
     const auto fy = static_cast<float*>(y);
-    if (t == DType::f32 && (direct_conv2d(ConvPass::forward, s, fx, fw, fy, b32, relu) ||
-                            onednn_conv2d(ConvPass::forward, s, fx, fw, fy, b32, relu))) {
+    if (t == DType::f32 && direct_conv2d(ConvPass::forward, s, fx, fw, fy, b32, relu)) {
         added = true;
         activated = relu;
+    } else if (t == DType::f32 && onednn_conv2d(ConvPass::forward, s, fx, fw, fy, b32)) {
+        // Not oneDNN's relu post-op: it turns NaN into 0 where the eager relu keeps it, which
+        // would hide a diverged step from the loss.
+        added = true;
     } else {
         conv2d(0, t, &s, x, w, y);
     }

@@ -26,10 +26,10 @@ struct ConvEpilogue {
     double a = 0, b = 0;
 };
 
-// conv2d into y, then the epilogue on y while it is fresh. Where a direct kernel (conv_direct.hpp)
-// or oneDNN runs the convolution, the bias and a relu are its own (added to the result in
-// registers, or a bias argument and a post-op: the output is written once); another activation,
-// or the im2col path, runs unary in place on y.
+// conv2d into y, then the epilogue on y while it is fresh, with the bits of the eager calls. Where
+// a direct kernel (conv_direct.hpp) runs the convolution, the bias and a relu are its own (applied
+// in registers: the output is written once); where oneDNN does, the bias is (its bias argument);
+// every other activation, and everything on the im2col path, runs as unary in place on y.
 void conv2d_epilogue(DType t, const Conv2dShape& s, const void* x, const void* w, const void* bias,
                      const ConvEpilogue& e, void* y);
 
