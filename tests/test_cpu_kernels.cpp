@@ -16,6 +16,7 @@
 
 #include "core/backend.hpp"
 #include "cpu/fused.hpp"
+#include "cpu/pool_max2x2.hpp"
 #include "fluxion/error.hpp"
 
 namespace {
@@ -1052,9 +1053,11 @@ TEST(CpuPool, MaxAndMeanWithPadding) {
 // (pool.cpp). They must compute, bit for bit, what the general loops compute: those run for the same
 // cells stored with one more column that no window reaches. Ties, signed zeros and NaNs (several in a
 // window) decide which value and which cell win, and the order of a mean's sums its rounding.
+// Tiled windows run their own passes (and 2×2 max windows' gradient its own vector kernel, 8, 4
+// and 1 windows a step: 15 windows a row take all three).
 TEST(CpuPool, TiledWindowsMatchTheGeneralLoopsBitForBit) {
-    for (const int64_t k : {2, 3}) {
-        const auto tiled = pool_shape(3, 4, 5 * k + 1, 6 * k, k, k, k, k, 0, 0);
+    for (const auto& [k, windows] : {std::pair<int64_t, int64_t>{2, 6}, {2, 15}, {3, 6}}) {
+        const auto tiled = pool_shape(3, 4, 5 * k + 1, windows * k, k, k, k, k, 0, 0);
         auto general = tiled;
         general.w += 1;  // the same windows; the general loops run
         const int64_t nx = tiled.n * tiled.c * tiled.h * tiled.w, ny = tiled.n * tiled.c * tiled.oh * tiled.ow;
@@ -1087,6 +1090,27 @@ TEST(CpuPool, TiledWindowsMatchTheGeneralLoopsBitForBit) {
                 }
         }
     }
+}
+
+// A fused replay's max-pool gradient followed by relu's (x being relu's output) is the two calls'.
+TEST(CpuPool, MaxGradientWithReluGivesThePoolsThenRelusBits) {
+    const auto s = pool_shape(2, 3, 9, 30, 2, 2, 2, 2, 0, 0);
+    const int64_t nx = s.n * s.c * s.h * s.w, ny = s.n * s.c * s.oh * s.ow;
+    std::vector<float> x = converted<float>(random_values(nx, -1, 2, 93));
+    for (int64_t i = 0; i < nx; ++i) {
+        x[i] = x[i] < 0 ? 0.0f : x[i];               // relu's output
+        if (i % 5 == 0) x[i] = std::round(x[i]);     // ties, and windows whose maximum is 0
+        if (i % 43 == 0) x[i] = std::numeric_limits<float>::quiet_NaN();
+    }
+    const auto gy = converted<float>(random_values(ny, -1, 1, 94));
+    std::vector<float> y(ny), pooled(nx), want(nx), got(nx);
+    cpu().pool2d(0, be::Pool::max, DType::f32, &s, x.data(), y.data());
+    cpu().pool2d_backward(0, be::Pool::max, DType::f32, &s, x.data(), y.data(), gy.data(), pooled.data());
+    cpu().unary_backward(0, be::Unary::relu, DType::f32, nx, x.data(), x.data(), pooled.data(), want.data(), 0, 0);
+    if (!be::cpu::max_pool_2x2_backward(s, x.data(), y.data(), gy.data(), got.data(), true))
+        GTEST_SKIP() << "libfluxion was built without AVX2: no vector 2x2 max-pool kernel";
+    for (int64_t i = 0; i < nx; ++i)
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(want[i])) << "cell " << i;
 }
 
 TEST(CpuPool, MaxLetsNaNWin) {

@@ -10,6 +10,7 @@
 #include "cpu/dispatch.hpp"
 #include "cpu/kernels.hpp"
 #include "cpu/parallel.hpp"
+#include "cpu/pool_max2x2.hpp"
 
 namespace fluxion::backend::cpu {
 namespace {
@@ -321,6 +322,10 @@ void pool2d_backward(int device, Pool op, DType t, const Pool2dShape* s, const v
                      const void* gy, void* gx) {
     check("pool2d_backward", *s);
     check_op("pool2d_backward", op);
+    if (t == DType::f32 && op == Pool::max &&
+        max_pool_2x2_backward(*s, static_cast<const float*>(x), static_cast<const float*>(y),
+                              static_cast<const float*>(gy), static_cast<float*>(gx)))
+        return;
     dispatch_float(t, "pool2d_backward", [&](auto tag) {
         using T = decltype(tag);
         const auto *xs = static_cast<const T*>(x), *ys = static_cast<const T*>(y), *gys = static_cast<const T*>(gy);
