@@ -343,7 +343,8 @@ TEST(CompileFusion, OptimiserStepsRunAsOneCallBitForBit) {
 }
 
 // relu's gradient reads the relu's output, so each Conv's bias add and relu join its convolution (4
-// calls fewer), each Dense relu its product (2), and the ten Adam steps become one (9).
+// calls fewer), each Dense relu its product (2), the ten Adam steps become one (9), and each max
+// pool's gradient takes the relu's gradient before it (2).
 TEST(CompileFusion, LeNet5TrainsLikeTheUnfusedPlan) {
     fx::seed(21);
     auto data = class_batches(30, {16, 1, 28, 28}, 10);
@@ -351,7 +352,7 @@ TEST(CompileFusion, LeNet5TrainsLikeTheUnfusedPlan) {
     std::printf("LeNet-5, fused against unfused: largest relative difference %.3g; %zu calls for %zu\n", r.difference,
                 r.fused.kernels, r.fused.traced_kernels);
     EXPECT_LE(r.difference, kTolerance);
-    EXPECT_EQ(r.fused.kernels, r.plain.kernels - 15);
+    EXPECT_EQ(r.fused.kernels, r.plain.kernels - 17);
 }
 
 // Without a backward pass the intermediates go: each convolution takes its bias and relu (4 calls

@@ -104,11 +104,14 @@ void window(const float* top, const float* bottom, float m, float g, bool relu, 
 
 }  // namespace
 
+bool max_pool_2x2_takes(const Pool2dShape& s) {
+    return s.kh == 2 && s.kw == 2 && s.stride_h == 2 && s.stride_w == 2 && s.pad_h == 0 && s.pad_w == 0 &&
+           s.oh * 2 <= s.h && s.ow * 2 == s.w && s.n >= 0 && s.c >= 0 && s.oh >= 0;
+}
+
 bool max_pool_2x2_backward(const Pool2dShape& s, const float* x, const float* y, const float* gy, float* gx,
                            bool relu) {
-    const bool tiles = s.kh == 2 && s.kw == 2 && s.stride_h == 2 && s.stride_w == 2 && s.pad_h == 0 &&
-                       s.pad_w == 0 && s.oh * 2 <= s.h && s.ow * 2 == s.w;
-    if (!tiles) return false;
+    if (!max_pool_2x2_takes(s)) return false;
     const int64_t planes = s.n * s.c, hw = s.h * s.w, ohw = s.oh * s.ow, covered = 2 * s.oh * s.w;
     parallel_for(planes, planes * hw > kParallelMin, [&](int64_t first, int64_t last) {
         for (int64_t p = first; p < last; ++p) {
@@ -140,6 +143,7 @@ bool max_pool_2x2_backward(const Pool2dShape& s, const float* x, const float* y,
 #else  // no AVX2: pool.cpp's passes compute it
 
 namespace fluxion::backend::cpu {
+bool max_pool_2x2_takes(const Pool2dShape&) { return false; }
 bool max_pool_2x2_backward(const Pool2dShape&, const float*, const float*, const float*, float*, bool) {
     return false;
 }

@@ -11,6 +11,9 @@ namespace fluxion::backend::cpu {
 // 0 + gy, the others 0; input rows below the last window get 0. With `relu`, a cell also needs
 // x > 0, which is relu's gradient applied after (x being relu's output). Returns false, having
 // written nothing, for other windows, or where the library was built without AVX2.
+// Whether max_pool_2x2_backward takes the windows of `s`.
+bool max_pool_2x2_takes(const Pool2dShape& s);
+
 bool max_pool_2x2_backward(const Pool2dShape& s, const float* x, const float* y, const float* gy, float* gx,
                            bool relu = false);
 

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "cpu/fused.hpp"
+#include "cpu/pool_max2x2.hpp"
 
 namespace fluxion::detail {
 namespace {
@@ -119,7 +120,8 @@ public:
             RecordedCall fused;
             std::vector<BufferRef> args;
             if (optimisers(i, next, fused, args) || convolution(i, next, fused, args) ||
-                product_activation(i, next, fused, args) || elementwise(i, next, fused, args)) {
+                product_activation(i, next, fused, args) || pool_relu_gradient(i, next, fused, args) ||
+                elementwise(i, next, fused, args)) {
                 fused.first = refs.size();
                 fused.count = args.size();
                 fused.space = rec_.calls[i].space;
@@ -258,6 +260,30 @@ private:
         fused.run = [gemm = std::move(rec_.calls[i].run), act = std::move(rec_.calls[i + 1].run)](void* const* p) {
             gemm(p);
             act(p + 3);
+        };
+        return true;
+    }
+
+    // A max pool's gradient, then relu's gradient of it where the pool's input is the relu's output
+    // (relu_gradients_read_outputs made the gradient read that): one pass that takes the window's
+    // gradient only where its cell is positive, the full-size intermediate gone.
+    bool pool_relu_gradient(std::size_t i, std::size_t& next, RecordedCall& fused, std::vector<BufferRef>& args) const {
+        const auto* pool = as<PoolBackwardCall>(rec_.calls[i]);
+        if (!pool || pool->op != backend::Pool::max || pool->t != DType::f32 || i + 1 >= rec_.calls.size() ||
+            !one_phase(i, i + 1) || !backend::cpu::max_pool_2x2_takes(pool->shape))
+            return false;
+        const auto* relu = as<UnaryBackwardCall>(rec_.calls[i + 1]);
+        const BufferRef gx = ref(i, 3);
+        const auto& s = pool->shape;
+        if (!relu || relu->op != backend::Unary::relu || relu->t != pool->t || relu->n != s.n * s.c * s.h * s.w ||
+            !same_ref(ref(i + 1, 0), ref(i, 0)) ||
+            !same_ref(ref(i + 1, 2), gx) || !only_used_by(gx, {i, i + 1}) || same_buffer(ref(i + 1, 3), gx))
+            return false;
+        next = i + 2;
+        args = {ref(i, 0), ref(i, 1), ref(i, 2), ref(i + 1, 3)};
+        fused.run = [s](void* const* p) {
+            backend::cpu::max_pool_2x2_backward(s, static_cast<const float*>(p[0]), static_cast<const float*>(p[1]),
+                                                static_cast<const float*>(p[2]), static_cast<float*>(p[3]), true);
         };
         return true;
     }

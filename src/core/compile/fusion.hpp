@@ -3,8 +3,12 @@
 //  - consecutive optimiser steps of one rule and element type: one multi-tensor step, one parallel
 //    region over every parameter's elements (cpu::optimiser_steps);
 //  - a convolution followed by the broadcast add of a bias and/or an activation of its result, each
-//    intermediate used by no other call: the convolution with its epilogue (cpu::conv2d_epilogue,
-//    oneDNN's bias argument and relu post-op), the intermediates gone from the arena;
+//    intermediate used by no other call: the convolution with its epilogue (cpu::conv2d_epilogue:
+//    the direct kernels' bias and relu, or oneDNN's bias argument), the intermediates gone from the
+//    arena;
+//  - an f32 max pool's gradient over 2×2 tiling windows followed by relu's gradient, where the pool
+//    read the relu's output and no other call reads the pool's gradient: one pass
+//    (cpu::max_pool_2x2_backward with its relu mask), the full-size intermediate gone;
 //  - a matrix product followed by an activation of its result: the two kernels in one call, and when
 //    no other call reads the product, the activation runs in place on the buffer it writes.
 //  - elementwise calls (unary ops, and binary arithmetic with a second operand of the same size or

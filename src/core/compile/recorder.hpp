@@ -65,9 +65,15 @@ struct UnaryCall {
 struct UnaryBackwardCall {
     backend::Unary op;
     DType t;
+    std::int64_t n;
 };
-using Kernel =
-    std::variant<std::monostate, OptimiserCall, Conv2dCall, GemmCall, BinaryCall, UnaryCall, UnaryBackwardCall>;
+struct PoolBackwardCall {
+    backend::Pool op;
+    DType t;
+    backend::Pool2dShape shape;
+};
+using Kernel = std::variant<std::monostate, OptimiserCall, Conv2dCall, GemmCall, BinaryCall, UnaryCall,
+                            UnaryBackwardCall, PoolBackwardCall>;
 
 struct RecordedCall {
     PreparedCall run;

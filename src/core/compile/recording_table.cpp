@@ -74,7 +74,7 @@ template <int S> struct Recording {
             [R = real(), d, op, t, n, a, b](void* const* p) {
                 R->unary_backward(d, op, t, n, p[0], p[1], p[2], p[3], a, b);
             },
-            described(UnaryBackwardCall{op, t}));
+            described(UnaryBackwardCall{op, t, n}));
     }
 
     static void binary(int d, Binary op, DType t, const Strided* av, const void* a, const Strided* bv, const void* b,
@@ -144,9 +144,12 @@ template <int S> struct Recording {
     static void pool2d_backward(int d, Pool op, DType t, const Pool2dShape* s, const void* x, const void* y,
                                 const void* gy, void* gx) {
         real()->pool2d_backward(d, op, t, s, x, y, gy, gx);
-        rec().record(S, {x, y, gy, gx}, [R = real(), d, op, t, sh = *s](void* const* p) {
-            R->pool2d_backward(d, op, t, &sh, p[0], p[1], p[2], p[3]);
-        });
+        rec().record(
+            S, {x, y, gy, gx},
+            [R = real(), d, op, t, sh = *s](void* const* p) {
+                R->pool2d_backward(d, op, t, &sh, p[0], p[1], p[2], p[3]);
+            },
+            described(PoolBackwardCall{op, t, *s}));
     }
 
     static void softmax(int d, bool log, DType t, I outer, I n, I inner, const void* x, void* y) {
