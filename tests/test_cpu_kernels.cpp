@@ -1092,6 +1092,38 @@ TEST(CpuPool, TiledWindowsMatchTheGeneralLoopsBitForBit) {
     }
 }
 
+// Every window of plane p holds the same four cells, p's digits in base 5 over {-0, +0, 1, NaN,
+// another NaN}: 625 planes give every tie of zeros and NaNs at every position, in each of the 2×2
+// kernel's paths (8, 4 and 1 windows a step: 15 windows a row). Forward and gradient must pick the
+// cell the general loops pick, down to the NaN's bits and zero's sign.
+TEST(CpuPool, TiledMaxBreaksEveryTieAsTheGeneralLoops) {
+    const auto tiled = pool_shape(625, 1, 2, 30, 2, 2, 2, 2, 0, 0);
+    auto general = tiled;
+    general.w += 1;
+    const float values[5] = {-0.0f, 0.0f, 1.0f, std::bit_cast<float>(0x7fc00000u), std::bit_cast<float>(0xffc00123u)};
+    std::vector<float> x(625 * 2 * 30), wide(625 * 2 * 31, 7.0f);
+    for (int64_t p = 0; p < 625; ++p)
+        for (int64_t r = 0; r < 2; ++r)
+            for (int64_t c = 0; c < 30; ++c) {
+                int64_t digit = p;
+                for (int64_t k = 0; k < r * 2 + c % 2; ++k) digit /= 5;
+                x[(p * 2 + r) * 30 + c] = wide[(p * 2 + r) * 31 + c] = values[digit % 5];
+            }
+    std::vector<float> y(625 * 15), y_ref(y.size()), gy(y.size()), gx(x.size()), gx_wide(wide.size());
+    for (std::size_t i = 0; i < gy.size(); ++i) gy[i] = float(i % 13) - 6.0f;
+    cpu().pool2d(0, be::Pool::max, DType::f32, &tiled, x.data(), y.data());
+    cpu().pool2d(0, be::Pool::max, DType::f32, &general, wide.data(), y_ref.data());
+    for (std::size_t i = 0; i < y.size(); ++i)
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(y[i]), std::bit_cast<std::uint32_t>(y_ref[i])) << "window " << i;
+    cpu().pool2d_backward(0, be::Pool::max, DType::f32, &tiled, x.data(), y.data(), gy.data(), gx.data());
+    cpu().pool2d_backward(0, be::Pool::max, DType::f32, &general, wide.data(), y_ref.data(), gy.data(),
+                          gx_wide.data());
+    for (int64_t r = 0; r < 625 * 2; ++r)
+        for (int64_t c = 0; c < 30; ++c)
+            ASSERT_EQ(std::bit_cast<std::uint32_t>(gx[r * 30 + c]), std::bit_cast<std::uint32_t>(gx_wide[r * 31 + c]))
+                << "row " << r << " column " << c;
+}
+
 // A fused replay's max-pool gradient followed by relu's (x being relu's output) is the two calls'.
 TEST(CpuPool, MaxGradientWithReluGivesThePoolsThenRelusBits) {
     const auto s = pool_shape(2, 3, 9, 30, 2, 2, 2, 2, 0, 0);

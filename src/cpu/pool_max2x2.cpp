@@ -1,9 +1,9 @@
-// The 2×2 max-pool gradient (pool_max2x2.hpp), per pair of input rows: 16 input columns of each
-// row are split into their even and odd columns (the windows' left and right cells), compared with
-// 8 window maxima at once, and the gradients are interleaved back into place; then 4 windows at a
-// time in 128-bit registers, then one. pool.cpp's tiled passes take three trips through buffers
-// for the same. One thread, batch 64: LeNet-5's first pool (6 channels of 24×24) 43 µs against
-// 96, its second (16 channels of 8×8) 20 against 65.
+// 2×2 max pooling and its gradient (pool_max2x2.hpp), per pair of input rows: 16 input columns of
+// each row are split into their even and odd columns (the windows' left and right cells), and 8
+// windows are reduced, or compared with their maxima and the gradients interleaved back into
+// place, at once; then 4 windows at a time in 128-bit registers, then one. pool.cpp's tiled passes
+// take three trips through buffers for the gradient. One thread, batch 64: LeNet-5's first pool
+// (6 channels of 24×24) gradient 43 µs against 96, its second (16 channels of 8×8) 20 against 65.
 #include "cpu/pool_max2x2.hpp"
 
 #if defined(__AVX2__)
@@ -88,6 +88,25 @@ void windows(const float* top, const float* bottom, const float* m, const float*
     join(out_bottom, take(tc, c), take(td, d));
 }
 
+// pool.cpp's nan_max: b where b > a or b is NaN, else a.
+__m128 nan_max(__m128 a, __m128 b) { return _mm_blendv_ps(a, b, _mm_or_ps(_mm_cmpgt_ps(b, a), _mm_cmpunord_ps(b, b))); }
+__m256 nan_max(__m256 a, __m256 b) {
+    return _mm256_blendv_ps(a, b, _mm256_or_ps(_mm256_cmp_ps(b, a, _CMP_GT_OQ), _mm256_cmp_ps(b, b, _CMP_UNORD_Q)));
+}
+void store(float* p, __m128 v) { _mm_storeu_ps(p, v); }
+void store(float* p, __m256 v) { _mm256_storeu_ps(p, v); }
+float nan_max(float a, float b) { return (b > a) | (b != b) ? b : a; }
+
+// The maxima of V::size windows: each column's rows first, then the window's two columns, as
+// pool.cpp's tiled passes order them (a start from -∞ changes no result, so it is left out).
+template <class V>
+void window_maxima(const float* top, const float* bottom, float* out) {
+    V a, b, c, d;
+    split(top, a, b);
+    split(bottom, c, d);
+    store(out, nan_max(nan_max(a, c), nan_max(b, d)));
+}
+
 bool same(float v, float m) { return v == m || (v != v && m != m); }
 
 // One window in scalar code: the row's last windows where fewer than 8 are left.
@@ -107,6 +126,25 @@ void window(const float* top, const float* bottom, float m, float g, bool relu, 
 bool max_pool_2x2_takes(const Pool2dShape& s) {
     return s.kh == 2 && s.kw == 2 && s.stride_h == 2 && s.stride_w == 2 && s.pad_h == 0 && s.pad_w == 0 &&
            s.oh * 2 <= s.h && s.ow * 2 == s.w && s.n >= 0 && s.c >= 0 && s.oh >= 0;
+}
+
+bool max_pool_2x2_forward(const Pool2dShape& s, const float* x, float* y) {
+    if (!max_pool_2x2_takes(s)) return false;
+    const int64_t planes = s.n * s.c, hw = s.h * s.w, ohw = s.oh * s.ow;
+    parallel_for(planes, planes * hw > kParallelMin, [&](int64_t first, int64_t last) {
+        for (int64_t p = first; p < last; ++p)
+            for (int64_t oy = 0; oy < s.oh; ++oy) {
+                const float* top = x + p * hw + 2 * oy * s.w;
+                const float* bottom = top + s.w;
+                float* out = y + p * ohw + oy * s.ow;
+                int64_t ox = 0;
+                for (; ox + 8 <= s.ow; ox += 8) window_maxima<__m256>(top + 2 * ox, bottom + 2 * ox, out + ox);
+                for (; ox + 4 <= s.ow; ox += 4) window_maxima<__m128>(top + 2 * ox, bottom + 2 * ox, out + ox);
+                for (; ox < s.ow; ++ox)
+                    out[ox] = nan_max(nan_max(top[2 * ox], bottom[2 * ox]), nan_max(top[2 * ox + 1], bottom[2 * ox + 1]));
+            }
+    });
+    return true;
 }
 
 bool max_pool_2x2_backward(const Pool2dShape& s, const float* x, const float* y, const float* gy, float* gx,
@@ -144,6 +182,7 @@ bool max_pool_2x2_backward(const Pool2dShape& s, const float* x, const float* y,
 
 namespace fluxion::backend::cpu {
 bool max_pool_2x2_takes(const Pool2dShape&) { return false; }
+bool max_pool_2x2_forward(const Pool2dShape&, const float*, float*) { return false; }
 bool max_pool_2x2_backward(const Pool2dShape&, const float*, const float*, const float*, float*, bool) {
     return false;
 }

@@ -1,6 +1,6 @@
-// pool_max2x2.hpp — the gradient of f32 max pooling over 2×2 windows that tile the input (stride 2,
-// no padding, 2·ow == w), eight windows a step in vector registers. pool.cpp takes it before its
-// general passes, and fused replays (fused.hpp) use it with relu's gradient folded in.
+// pool_max2x2.hpp — f32 max pooling and its gradient over 2×2 windows that tile the input (stride 2,
+// no padding, 2·ow == w), eight windows a step in vector registers. pool.cpp takes them before its
+// general passes, and fused replays (fusion.cpp) use the gradient with relu's folded in.
 #pragma once
 #include "core/backend.hpp"
 
@@ -11,8 +11,12 @@ namespace fluxion::backend::cpu {
 // 0 + gy, the others 0; input rows below the last window get 0. With `relu`, a cell also needs
 // x > 0, which is relu's gradient applied after (x being relu's output). Returns false, having
 // written nothing, for other windows, or where the library was built without AVX2.
-// Whether max_pool_2x2_backward takes the windows of `s`.
+// Whether the kernels below take the windows of `s`.
 bool max_pool_2x2_takes(const Pool2dShape& s);
+
+// y from x, bit for bit what pool.cpp's passes compute (NaN wins). False, having written nothing,
+// where max_pool_2x2_takes is false.
+bool max_pool_2x2_forward(const Pool2dShape& s, const float* x, float* y);
 
 bool max_pool_2x2_backward(const Pool2dShape& s, const float* x, const float* y, const float* gy, float* gx,
                            bool relu = false);
