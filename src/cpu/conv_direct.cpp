@@ -7,11 +7,12 @@
 //   backward_weight  gw (k, c, ky, ·): KB filters × the S taps of a weight row, summed over images
 //                    and output pixels; per 8 output pixels, one load of each filter's output
 //                    gradient and of the S shifted input segments, KB × S multiply-adds.
-//   backward_input   per image, its column matrix (the product of the transposed weight with the
-//                    output gradient, 6 rows × 4 pixel vectors a tile), then col2im as a sum of
-//                    shifted column rows per input row. Computing the input rows directly instead
-//                    multiplies zeros: on LeNet-5's 12-pixel rows, twice the useful products (one
-//                    thread: 465 µs against 276 this way, and oneDNN's 467).
+//   backward_input   per image and input channel, its rows of the column matrix (the product of
+//                    the transposed weight with the output gradient, up to 6 rows × 4 pixel vectors
+//                    a tile), then col2im as a sum of shifted column rows per input row. Computing
+//                    the input rows directly instead multiplies zeros: on LeNet-5's 12-pixel rows,
+//                    twice the useful products (one thread: 465 µs against 246 this way, and
+//                    oneDNN's 467).
 //
 // Channels are split into equal tiles of at most 24 accumulators, so that with the operands they
 // stay in the 32 vector registers of AVX-512. Built where the compiler targets AVX2 with FMA;
@@ -185,19 +186,29 @@ bool backward_weight_of_width(const Conv2dShape& s, const float* x, const float*
 
 // ---- backward_input ----
 
-// The image's columns {c r s, oh, ow} (gx's im2col matrix: the product of the transposed weight
-// and the output gradient) are written with kMargin zeros either side of each row of ow, so that
-// col2im reads any row shifted by a tap as one unclipped vector load.
-constexpr int64_t kMargin = kLanes;
+// The columns of one input channel c (its rows of gx's im2col matrix: the product of the
+// transposed weight and the output gradient), row (ky, kx) at pixel (oy, ox), are kept as
+// {ky, oy, kx, width}: the S taps col2im adds for one output row lie together, each row of ow
+// pixels with S - 1 zeros (or more) either side, so that col2im reads a row shifted by a tap as one
+// unclipped vector load. One channel at a time, so that col2im finds them in the L1 cache
+// (LeNet-5's second layer: 12.8 KB; the whole image's took a quarter longer from the L2 cache).
+struct ColumnLayout {
+    int64_t margin, width;  // zeros before a row's pixels; floats a row, a multiple of 8
+    explicit ColumnLayout(const Conv2dShape& s)
+        : margin(s.s - 1), width((s.ow + 2 * (s.s - 1) + kLanes - 1) / kLanes * kLanes) {}
+    // Where the channel's row r = (ky, kx) starts, pixel (0, 0); pixel (oy, ox) is oy S width + ox
+    // after it.
+    int64_t row(const Conv2dShape& s, int64_t r) const { return ((r / s.s) * s.oh * s.s + r % s.s) * width + margin; }
+    int64_t size(const Conv2dShape& s) const { return s.r * s.oh * s.s * width; }
+};
 
-int64_t column_row(const Conv2dShape& s) { return s.ow + 2 * kMargin; }
-
-// columns[r0, r0 + RB) for the pixel vectors [v0, v0 + PV) of one image: Σ_k w[k][r] gy[k][p].
-// at[v]: where pixel vector v starts in a column row.
+// Rows [r0, r0 + RB) of the image's column matrix for the pixel vectors [v0, v0 + PV):
+// Σ_k w[k][r] gy[k][p]. Row r goes to columns + row[r] (ColumnLayout::row of r within its
+// channel), pixel vector v at[v] after it.
 template <int RB, int PV>
-void column_tile(const Conv2dShape& s, const float* gy, const float* w, const int64_t* at, float* columns, int64_t r0,
-                 int64_t v0) {
-    const int64_t crs = s.c * s.r * s.s, ohw = s.oh * s.ow, rows = s.oh * column_row(s);
+void column_tile(const Conv2dShape& s, const float* gy, const float* w, const int64_t* row, const int64_t* at,
+                 float* columns, int64_t r0, int64_t v0) {
+    const int64_t crs = s.c * s.r * s.s, ohw = s.oh * s.ow;
     __m256 acc[RB][PV];
 #pragma GCC unroll 32
     for (auto& row : acc)
@@ -220,82 +231,91 @@ void column_tile(const Conv2dShape& s, const float* gy, const float* w, const in
 #pragma GCC unroll 32
     for (int i = 0; i < RB; ++i)
 #pragma GCC unroll 32
-        for (int v = 0; v < PV; ++v) _mm256_storeu_ps(columns + (r0 + i) * rows + at[v0 + v], acc[i][v]);
+        for (int v = 0; v < PV; ++v) _mm256_storeu_ps(columns + row[r0 + i] + at[v0 + v], acc[i][v]);
 }
 
 template <int PV, int RB = 6>
-void column_block(int rb, const Conv2dShape& s, const float* gy, const float* w, const int64_t* at, float* columns,
-                  int64_t r0, int64_t v0) {
+void column_block(int rb, const Conv2dShape& s, const float* gy, const float* w, const int64_t* row, const int64_t* at,
+                  float* columns, int64_t r0, int64_t v0) {
     if constexpr (RB > 0) {
-        if (rb == RB) return column_tile<RB, PV>(s, gy, w, at, columns, r0, v0);
-        column_block<PV, RB - 1>(rb, s, gy, w, at, columns, r0, v0);
+        if (rb == RB) return column_tile<RB, PV>(s, gy, w, row, at, columns, r0, v0);
+        column_block<PV, RB - 1>(rb, s, gy, w, row, at, columns, r0, v0);
     }
 }
 
-// gx of one image from its columns: each input row (c, iy) sums, over the taps (ky, kx) whose
-// output row oy = iy - ky exists, the column row (c, ky, kx; oy) shifted right by kx. The row is
-// NSEG 8-pixel segments, the last one overlapping the one before where iw is not a multiple of 8:
-// its lanes compute the same sums in the same order, so the overlap writes equal values. Even and
-// odd taps add into separate sums (two chains of dependent adds instead of one).
+// gx of one image and channel (its plane) from the channel's columns: each input row iy sums,
+// over the taps (ky, kx) whose output row oy = iy - ky exists, the column row (ky, kx; oy) shifted
+// right by kx. The row is NSEG 8-pixel segments, the last one overlapping the one before where iw
+// is not a multiple of 8: its lanes compute the same sums in the same order, so the overlap writes
+// equal values. Even and odd taps add into separate sums (two chains of dependent adds, not one).
 template <int NSEG>
-void col2im_rows(const Conv2dShape& s, const float* columns, float* gx) {
-    const int64_t width = column_row(s);
+void col2im_rows(const Conv2dShape& s, const ColumnLayout& layout, const float* columns, float* gx) {
+    const int64_t width = layout.width, step = width - 1;  // from tap kx's shifted row to kx + 1's
     int64_t start[NSEG];
     for (int j = 0; j < NSEG; ++j) start[j] = std::min<int64_t>(j * kLanes, s.w - kLanes);
-    for (int64_t c = 0; c < s.c; ++c)
+    {
         for (int64_t iy = 0; iy < s.h; ++iy) {
             __m256 even[NSEG], odd[NSEG];
 #pragma GCC unroll 8
             for (int j = 0; j < NSEG; ++j) even[j] = odd[j] = _mm256_setzero_ps();
             for (int64_t ky = std::max<int64_t>(0, iy - s.oh + 1); ky <= std::min<int64_t>(s.r - 1, iy); ++ky) {
-                const float* row = columns + ((c * s.r + ky) * s.s * s.oh + iy - ky) * width + kMargin;
-                const int64_t tap = s.oh * width;  // from one kx to the next
+                const float* taps = columns + ((ky * s.oh + iy - ky) * s.s) * width + layout.margin;
                 int64_t kx = 0;
                 for (; kx + 1 < s.s; kx += 2)
 #pragma GCC unroll 8
                     for (int j = 0; j < NSEG; ++j) {
-                        even[j] = _mm256_add_ps(even[j], _mm256_loadu_ps(row + kx * tap - kx + start[j]));
-                        odd[j] = _mm256_add_ps(odd[j], _mm256_loadu_ps(row + (kx + 1) * (tap - 1) + start[j]));
+                        even[j] = _mm256_add_ps(even[j], _mm256_loadu_ps(taps + kx * step + start[j]));
+                        odd[j] = _mm256_add_ps(odd[j], _mm256_loadu_ps(taps + (kx + 1) * step + start[j]));
                     }
                 if (kx < s.s)
 #pragma GCC unroll 8
                     for (int j = 0; j < NSEG; ++j)
-                        even[j] = _mm256_add_ps(even[j], _mm256_loadu_ps(row + kx * tap - kx + start[j]));
+                        even[j] = _mm256_add_ps(even[j], _mm256_loadu_ps(taps + kx * step + start[j]));
             }
 #pragma GCC unroll 8
             for (int j = 0; j < NSEG; ++j)
-                _mm256_storeu_ps(gx + (c * s.h + iy) * s.w + start[j], _mm256_add_ps(even[j], odd[j]));
+                _mm256_storeu_ps(gx + iy * s.w + start[j], _mm256_add_ps(even[j], odd[j]));
         }
+    }
 }
 
 void backward_input(const Conv2dShape& s, const float* gy, const float* w, float* gx) {
-    const int64_t crs = s.c * s.r * s.s, per_row = s.ow / kLanes, vectors = s.oh * per_row;
-    const int64_t size = crs * s.oh * column_row(s), image_in = s.k * s.oh * s.ow, image_out = s.c * s.h * s.w;
-    const int64_t work = s.n * s.k * s.oh * s.ow * crs;
+    const int64_t rs = s.r * s.s, per_row = s.ow / kLanes, vectors = s.oh * per_row;
+    // A channel's rows in equal tiles of at most 6 (5 of 5 for 5×5 rather than 6, 6, 6, 6 and 1).
+    const int64_t tiles = (rs + 5) / 6, rb = (rs + tiles - 1) / tiles;
+    const ColumnLayout layout(s);
+    const int64_t size = layout.size(s), image_in = s.k * s.oh * s.ow, plane = s.h * s.w;
+    const int64_t work = s.n * s.k * s.oh * s.ow * s.c * rs;
     parallel_for(s.n, work > kParallelMin, [&](int64_t first, int64_t last) {
-        const Scratch scratch(std::size_t(size) * sizeof(float) + std::size_t(vectors) * sizeof(int64_t));
+        const Scratch scratch(std::size_t(size) * sizeof(float) + std::size_t(rs + vectors) * sizeof(int64_t));
         float* columns = scratch.as<float>();
         std::fill(columns, columns + size, 0.0f);  // the margins stay zero
-        auto* at = reinterpret_cast<int64_t*>(columns + size);
-        for (int64_t v = 0; v < vectors; ++v) at[v] = v / per_row * column_row(s) + kMargin + v % per_row * kLanes;
+        auto* row = reinterpret_cast<int64_t*>(columns + size);
+        int64_t* at = row + rs;
+        for (int64_t r = 0; r < rs; ++r) row[r] = layout.row(s, r);
+        for (int64_t v = 0; v < vectors; ++v) at[v] = v / per_row * s.s * layout.width + v % per_row * kLanes;
         for (int64_t n = first; n < last; ++n) {
             const float* g = gy + n * image_in;
-            for (int64_t r0 = 0; r0 < crs; r0 += 6)
-                for (int64_t v0 = 0; v0 < vectors; v0 += 4) {
-                    const int rb = int(std::min<int64_t>(6, crs - r0));
-                    switch (std::min<int64_t>(4, vectors - v0)) {
-                        case 1: column_block<1>(rb, s, g, w, at, columns, r0, v0); break;
-                        case 2: column_block<2>(rb, s, g, w, at, columns, r0, v0); break;
-                        case 3: column_block<3>(rb, s, g, w, at, columns, r0, v0); break;
-                        default: column_block<4>(rb, s, g, w, at, columns, r0, v0); break;
+            for (int64_t c = 0; c < s.c; ++c) {
+                for (int64_t r0 = 0; r0 < rs; r0 += rb)
+                    for (int64_t v0 = 0; v0 < vectors; v0 += 4) {
+                        const int b = int(std::min(rb, rs - r0));
+                        // The weight's rows of channel c: w[k][c rs + r] = (w + c rs)[k crs + r].
+                        const float* wc = w + c * rs;
+                        switch (std::min<int64_t>(4, vectors - v0)) {
+                            case 1: column_block<1>(b, s, g, wc, row, at, columns, r0, v0); break;
+                            case 2: column_block<2>(b, s, g, wc, row, at, columns, r0, v0); break;
+                            case 3: column_block<3>(b, s, g, wc, row, at, columns, r0, v0); break;
+                            default: column_block<4>(b, s, g, wc, row, at, columns, r0, v0); break;
+                        }
                     }
+                float* out = gx + (n * s.c + c) * plane;
+                switch ((s.w + kLanes - 1) / kLanes) {
+                    case 1: col2im_rows<1>(s, layout, columns, out); break;
+                    case 2: col2im_rows<2>(s, layout, columns, out); break;
+                    case 3: col2im_rows<3>(s, layout, columns, out); break;
+                    default: col2im_rows<4>(s, layout, columns, out); break;
                 }
-            float* out = gx + n * image_out;
-            switch ((s.w + kLanes - 1) / kLanes) {
-                case 1: col2im_rows<1>(s, columns, out); break;
-                case 2: col2im_rows<2>(s, columns, out); break;
-                case 3: col2im_rows<3>(s, columns, out); break;
-                default: col2im_rows<4>(s, columns, out); break;
             }
         }
     });
@@ -310,7 +330,7 @@ void backward_input(const Conv2dShape& s, const float* gy, const float* w, float
 // against 306 for 1 => 6, 275 against 562 for 2 => 8, 225 against 313 for 6 => 16; but 554 against
 // 457 for 8 => 16, and 2058 against 1657 for 3 => 32 on 32×32 outputs, where each task's output
 // gradients over all images no longer fit in the L2 cache. Input gradient: 200 against 788 for
-// 1 => 6, 276 against 467 for 6 => 16, 486 against 569 for 8 => 16; but 1181 against 936 for
+// 1 => 6, 246 against 467 for 6 => 16, 492 against 567 for 8 => 16; but 1181 against 936 for
 // 16 => 32 (5×5 on 12×12) and 6561 against 5997 for 32 => 64 (3×3).
 bool takes(ConvPass pass, const Conv2dShape& s) {
     const bool plain = s.n > 0 && s.c > 0 && s.k > 0 && s.oh > 0 && s.ow > 0 && s.groups == 1 && s.stride_h == 1 &&
@@ -320,7 +340,7 @@ bool takes(ConvPass pass, const Conv2dShape& s) {
     switch (pass) {
         case ConvPass::forward: return s.c <= 3 && s.ow <= 4 * kLanes;
         case ConvPass::backward_weight: return s.c * s.k <= 96 && s.oh * s.ow <= 576 && s.s <= kMaxWidth;
-        case ConvPass::backward_input: return s.c * s.k <= 128 && s.w >= kLanes && s.w <= 4 * kLanes && s.s <= kMargin + 1;
+        case ConvPass::backward_input: return s.c * s.k <= 128 && s.w >= kLanes && s.w <= 4 * kLanes;
     }
     return false;
 }
