@@ -35,6 +35,15 @@ constexpr int kLanes = 8;
 constexpr int kAccumulators = 24;
 constexpr int64_t kMaxWidth = 7;  // of the kernel, for the weight gradient's tiles
 
+// A tile of accumulators set to zero (unrolled, so that the tile stays in registers).
+template <int A, int B>
+[[gnu::always_inline]] inline void zero(__m256 (&tile)[A][B]) {
+    #pragma GCC unroll 32
+    for (auto& row : tile)
+        #pragma GCC unroll 32
+        for (auto& a : row) a = _mm256_setzero_ps();
+}
+
 // ---- forward ----
 
 // y[n][k0, k0 + KB)[oy][·] for every oy; the row is NV vectors wide.
@@ -44,10 +53,7 @@ void forward_tile(const Conv2dShape& s, const float* x, const float* w, const fl
     const int64_t crs = s.c * s.r * s.s;
     for (int64_t oy = 0; oy < s.oh; ++oy) {
         __m256 acc[KB][NV];
-        #pragma GCC unroll 32
-        for (auto& row : acc)
-            #pragma GCC unroll 32
-            for (auto& a : row) a = _mm256_setzero_ps();
+        zero(acc);
         for (int64_t c = 0; c < s.c; ++c) {
             for (int64_t ky = 0; ky < s.r; ++ky) {
                 const float* in = x + ((n * s.c + c) * s.h + oy + ky) * s.w;
@@ -121,10 +127,7 @@ float sum_lanes(__m256 v) {
 template <int KB, int S>
 void weight_tile(const Conv2dShape& s, const float* x, const float* gy, float* gw, int64_t k0, int64_t c, int64_t ky) {
     __m256 acc[KB][S];
-    #pragma GCC unroll 32
-    for (auto& row : acc)
-        #pragma GCC unroll 32
-        for (auto& a : row) a = _mm256_setzero_ps();
+    zero(acc);
     const int64_t ohw = s.oh * s.ow;
     for (int64_t n = 0; n < s.n; ++n) {
         for (int64_t oy = 0; oy < s.oh; ++oy) {
@@ -210,27 +213,24 @@ void column_tile(const Conv2dShape& s, const float* gy, const float* w, const in
                  float* columns, int64_t r0, int64_t v0) {
     const int64_t crs = s.c * s.r * s.s, ohw = s.oh * s.ow;
     __m256 acc[RB][PV];
-#pragma GCC unroll 32
-    for (auto& row : acc)
-#pragma GCC unroll 32
-        for (auto& a : row) a = _mm256_setzero_ps();
+    zero(acc);
     for (int64_t k = 0; k < s.k; ++k) {
         __m256 g[PV];
-#pragma GCC unroll 32
+        #pragma GCC unroll 32
         for (int v = 0; v < PV; ++v) {
             g[v] = _mm256_loadu_ps(gy + k * ohw + (v0 + v) * kLanes);
             in_register(g[v]);
         }
-#pragma GCC unroll 32
+        #pragma GCC unroll 32
         for (int i = 0; i < RB; ++i) {
             const __m256 wb = _mm256_broadcast_ss(w + k * crs + r0 + i);
-#pragma GCC unroll 32
+            #pragma GCC unroll 32
             for (int v = 0; v < PV; ++v) acc[i][v] = _mm256_fmadd_ps(wb, g[v], acc[i][v]);
         }
     }
-#pragma GCC unroll 32
+    #pragma GCC unroll 32
     for (int i = 0; i < RB; ++i)
-#pragma GCC unroll 32
+        #pragma GCC unroll 32
         for (int v = 0; v < PV; ++v) _mm256_storeu_ps(columns + row[r0 + i] + at[v0 + v], acc[i][v]);
 }
 
@@ -256,23 +256,23 @@ void col2im_rows(const Conv2dShape& s, const ColumnLayout& layout, const float* 
     {
         for (int64_t iy = 0; iy < s.h; ++iy) {
             __m256 even[NSEG], odd[NSEG];
-#pragma GCC unroll 8
+            #pragma GCC unroll 8
             for (int j = 0; j < NSEG; ++j) even[j] = odd[j] = _mm256_setzero_ps();
             for (int64_t ky = std::max<int64_t>(0, iy - s.oh + 1); ky <= std::min<int64_t>(s.r - 1, iy); ++ky) {
                 const float* taps = columns + ((ky * s.oh + iy - ky) * s.s) * width + layout.margin;
                 int64_t kx = 0;
                 for (; kx + 1 < s.s; kx += 2)
-#pragma GCC unroll 8
+                    #pragma GCC unroll 8
                     for (int j = 0; j < NSEG; ++j) {
                         even[j] = _mm256_add_ps(even[j], _mm256_loadu_ps(taps + kx * step + start[j]));
                         odd[j] = _mm256_add_ps(odd[j], _mm256_loadu_ps(taps + (kx + 1) * step + start[j]));
                     }
                 if (kx < s.s)
-#pragma GCC unroll 8
+                    #pragma GCC unroll 8
                     for (int j = 0; j < NSEG; ++j)
                         even[j] = _mm256_add_ps(even[j], _mm256_loadu_ps(taps + kx * step + start[j]));
             }
-#pragma GCC unroll 8
+            #pragma GCC unroll 8
             for (int j = 0; j < NSEG; ++j)
                 _mm256_storeu_ps(gx + iy * s.w + start[j], _mm256_add_ps(even[j], odd[j]));
         }
