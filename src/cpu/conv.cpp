@@ -1,5 +1,6 @@
 // 2-d convolution (NCHW input, KCRS weight). f32 goes to the direct kernels for few channels
-// (conv_direct.cpp), then to oneDNN where it is built in (conv_onednn.cpp); everything they decline, and f64, is computed here as GEMMs over im2col matrices. A chunk of images is
+// (conv_direct.cpp), then to oneDNN where it is built in (conv_onednn.cpp); everything they
+// decline, and f64, is computed here as GEMMs over im2col matrices. A chunk of images is
 // unrolled into one column matrix {c r s, images * oh * ow}, so each group needs a single large
 // GEMM per chunk; chunks bound the workspace. Backward-input is the transposed GEMM followed by
 // col2im, backward-weight the GEMM of the output gradient with the columns, summed over chunks.
@@ -192,14 +193,20 @@ void backward_weight(const Conv2dShape& s, const T* x, const T* gy, T* gw) {
     }
 }
 
+// An f32 pass in the direct kernels or oneDNN's (onednn_conv2d's arguments); false where both
+// decline it.
+bool f32_kernels(DType t, ConvPass pass, const Conv2dShape& s, const void* a, const void* b, void* out) {
+    if (t != DType::f32) return false;
+    const auto fa = static_cast<const float*>(a), fb = static_cast<const float*>(b);
+    const auto fo = static_cast<float*>(out);
+    return direct_conv2d(pass, s, fa, fb, fo) || onednn_conv2d(pass, s, fa, fb, fo);
+}
+
 }  // namespace
 
 void conv2d(int device, DType t, const Conv2dShape* s, const void* x, const void* w, void* y) {
     check("conv2d", *s);
-    const auto fx = static_cast<const float*>(x), fw = static_cast<const float*>(w);
-    if (t == DType::f32 && (direct_conv2d(ConvPass::forward, *s, fx, fw, static_cast<float*>(y)) ||
-                            onednn_conv2d(ConvPass::forward, *s, fx, fw, static_cast<float*>(y))))
-        return;
+    if (f32_kernels(t, ConvPass::forward, *s, x, w, y)) return;
     dispatch_float(t, "conv2d", [&](auto tag) {
         using T = decltype(tag);
         forward(*s, static_cast<const T*>(x), static_cast<const T*>(w), static_cast<T*>(y));
@@ -208,10 +215,7 @@ void conv2d(int device, DType t, const Conv2dShape* s, const void* x, const void
 
 void conv2d_backward_input(int device, DType t, const Conv2dShape* s, const void* gy, const void* w, void* gx) {
     check("conv2d_backward_input", *s);
-    const auto fgy = static_cast<const float*>(gy), fw = static_cast<const float*>(w);
-    if (t == DType::f32 && (direct_conv2d(ConvPass::backward_input, *s, fgy, fw, static_cast<float*>(gx)) ||
-                            onednn_conv2d(ConvPass::backward_input, *s, fgy, fw, static_cast<float*>(gx))))
-        return;
+    if (f32_kernels(t, ConvPass::backward_input, *s, gy, w, gx)) return;
     dispatch_float(t, "conv2d_backward_input", [&](auto tag) {
         using T = decltype(tag);
         backward_input(*s, static_cast<const T*>(gy), static_cast<const T*>(w), static_cast<T*>(gx));
@@ -220,10 +224,7 @@ void conv2d_backward_input(int device, DType t, const Conv2dShape* s, const void
 
 void conv2d_backward_weight(int device, DType t, const Conv2dShape* s, const void* x, const void* gy, void* gw) {
     check("conv2d_backward_weight", *s);
-    const auto fx = static_cast<const float*>(x), fgy = static_cast<const float*>(gy);
-    if (t == DType::f32 && (direct_conv2d(ConvPass::backward_weight, *s, fx, fgy, static_cast<float*>(gw)) ||
-                            onednn_conv2d(ConvPass::backward_weight, *s, fx, fgy, static_cast<float*>(gw))))
-        return;
+    if (f32_kernels(t, ConvPass::backward_weight, *s, x, gy, gw)) return;
     dispatch_float(t, "conv2d_backward_weight", [&](auto tag) {
         using T = decltype(tag);
         backward_weight(*s, static_cast<const T*>(x), static_cast<const T*>(gy), static_cast<T*>(gw));
