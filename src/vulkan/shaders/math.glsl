@@ -108,8 +108,38 @@ float t_log1p(float x) {
     const float u = 1.0 + x;
     return u == 1.0 ? x : log(u) * (x / (u - 1.0));
 }
-float t_sin(float x) { return sin(x); }
-float t_cos(float x) { return cos(x); }
+// Vulkan bounds the error of GLSL's sin and cos only on [-pi, pi], and loosely (2^-11); NVIDIA's
+// drivers reduce larger arguments coarsely (sin(226.2) off by 3e-5, seen on an H100). So the
+// reduction is done here, with pi / 2 split in three (the first part exact for k below 2^16), and
+// the minimax polynomials of Cephes's sinf and cosf on [-pi/4, pi/4]: a few units in the last place
+// for |x| up to about 1e5, as the f64 path.
+float sin_kernel(float r) {
+    const float r2 = r * r;
+    return abs(r) < 1e-4 ? r : r + r * r2 * (-1.6666654611e-1 + r2 * (8.3321608736e-3 + r2 * -1.9515295891e-4));
+}
+float cos_kernel(float r) {
+    const float r2 = r * r;
+    return 1.0 - 0.5 * r2 + r2 * r2 * (4.166664568298827e-2 + r2 * (-1.388731625493765e-3 + r2 * 2.443315711809948e-5));
+}
+float reduce_pio2(float x, out int quadrant) {
+    const float k = roundEven(x * 0.636619772367581343);
+    quadrant = int(k) & 3;
+    precise float r = ((x - k * 1.5703125) - k * 4.837512969970703125e-4) - k * 7.54978995489188216e-8;
+    return r;
+}
+float t_sin(float x) {
+    if (isinf(x) || isnan(x)) return T_NAN;
+    if (abs(x) < 1e-4) return x;  // -0 stays -0
+    int q;
+    const float r = reduce_pio2(x, q);
+    return q == 0 ? sin_kernel(r) : q == 1 ? cos_kernel(r) : q == 2 ? -sin_kernel(r) : -cos_kernel(r);
+}
+float t_cos(float x) {
+    if (isinf(x) || isnan(x)) return T_NAN;
+    int q;
+    const float r = reduce_pio2(x, q);
+    return q == 0 ? cos_kernel(r) : q == 1 ? -sin_kernel(r) : q == 2 ? -cos_kernel(r) : sin_kernel(r);
+}
 #endif
 
 C_T t_tanh(C_T x) {
