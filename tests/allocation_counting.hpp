@@ -3,13 +3,15 @@
 // link it into the tests that use this header). Not available under AddressSanitizer.
 #pragma once
 #include <cstddef>
+#include <string>
 
 namespace allocation_counting {
 
 struct Allocations {
     long ours;                // fluxion, the C++ library, the test
-    long libraries;           // OpenBLAS, oneDNN, the Vulkan loader, driver and validation layer
+    long libraries;           // OpenBLAS, oneDNN, the Vulkan loader, the drivers, the validation layer
     std::size_t largest = 0;  // bytes of the largest single allocation, by anyone
+    std::string ours_from;    // the modules `ours` were made from (the first few), for failure messages
 };
 
 void start();

@@ -135,7 +135,7 @@ TEST(MixedPrecisionCompiled, ReplaysAllocateNothing) {
         auto a = allocation_counting::in(200, [&] { step(x, y); });
         std::printf("%s: %ld allocations by fluxion, %ld by libraries in 200 replayed bf16 steps (recorded: %s)\n",
                     d.str().c_str(), a.ours, a.libraries, step.stats(x, y).recorded ? "yes" : "no");
-        EXPECT_EQ(a.ours, 0) << d.str();
+        EXPECT_EQ(a.ours, 0) << d.str() << ": from " << a.ours_from;
     }
 }
 #endif
