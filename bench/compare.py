@@ -4,6 +4,7 @@ Markdown table, with the ratio reference time / fluxion time (above 1: fluxion i
 the fastest reference found.
 
 usage: python3 bench/compare.py [BUILD_DIR] [ROUNDS]        (default build/bench, 3 rounds)
+       BENCH_DEVICES=CUDA BENCH_REPETITIONS=3 ...                 (one device; fewer repetitions)
 
 PyTorch is taken from every interpreter that has it: Debian's /usr/bin/python3 and the first
 python3 on PATH. Both sides use FLUXION_NUM_THREADS threads (default: every core).
@@ -25,6 +26,16 @@ import shutil
 import subprocess
 import sys
 import textwrap
+
+# The devices to time, by fluxion's names (BENCH_DEVICES=CUDA on a GPU machine whose CPU was timed
+# already); unset: every device bench_models finds, and the CPU and CUDA for the references.
+DEVICES = os.environ.get("BENCH_DEVICES", "CPU,CUDA").split(",")
+# bench_models runs with FLUXION_LD_LIBRARY_PATH as its library path where that is set (a bundle's
+# libraries, scripts/gpu-check.sh), the reference interpreters with the caller's own, so that
+# PyTorch finds the cuDNN and cuBLAS it was built with.
+FLUXION_ENV = (dict(os.environ, LD_LIBRARY_PATH=os.environ["FLUXION_LD_LIBRARY_PATH"])
+               if "FLUXION_LD_LIBRARY_PATH" in os.environ else None)
+REFERENCE_ENV = None
 
 # The same models and steps as bench_models.cpp, case by case. Eager PyTorch, as a user writes it.
 TORCH = textwrap.dedent("""
@@ -124,11 +135,59 @@ TORCH = textwrap.dedent("""
             times.append((time.perf_counter() - t0) / per_batch)
         return statistics.median(times) * 1e6
 
-    results = {"version": torch.__version__, "times": {}}
-    for dev in ["cpu"] + (["cuda"] if torch.cuda.is_available() else []):
+    def graphed(run):
+        # The step captured once as a CUDA graph and replayed (torch.cuda.graph, as PyTorch's
+        # documentation captures a whole training step): warmed up on a side stream first.
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                run()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            run()
+        return graph.replay
+
+    def graph_cases():
+        # Adam with capturable=True (its step count on the device), gradients kept between replays
+        # (the graph writes them in place), autocast's weight cache off: what capture requires.
+        global train, train_bf16
+        eager_train, eager_bf16 = train, train_bf16
+        def train(model, x, y, loss):
+            opt = torch.optim.Adam(model.parameters(), lr=1e-3, capturable=True)
+            def run():
+                l = loss(model(x), y)
+                l.backward()
+                opt.step()
+                return l
+            return run
+        def train_bf16(model, x, y, loss, dev):
+            opt = torch.optim.Adam(model.parameters(), lr=1e-3, capturable=True)
+            def run():
+                with torch.autocast(device_type=dev, dtype=torch.bfloat16, cache_enabled=False):
+                    l = loss(model(x), y)
+                l.backward()
+                opt.step()
+                return l
+            return run
+        try:
+            return cases("cuda")
+        finally:
+            train, train_bf16 = eager_train, eager_bf16
+
+    wanted = sys.argv[2].split(",") if len(sys.argv) > 2 else ["cpu", "cuda"]
+    results = {"version": torch.__version__, "times": {}, "graph_times": {}}
+    for dev in [d for d in ["cpu", "cuda"] if d in wanted and (d == "cpu" or torch.cuda.is_available())]:
         sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
         for name, run in cases(dev).items():
             results["times"][name + "/" + ("CPU" if dev == "cpu" else "CUDA")] = median_us(run, sync)
+    if "cuda" in wanted and torch.cuda.is_available():
+        for name, run in graph_cases().items():
+            try:
+                results["graph_times"][name + "/CUDA"] = median_us(graphed(run), torch.cuda.synchronize)
+            except Exception as e:  # a case capture refuses is left out, with the reason
+                print(f"{name}: no CUDA graph: {e}", file=sys.stderr)
     print(json.dumps(results))
 """)
 
@@ -171,9 +230,14 @@ def flop_limit(case, gflops):
 
 def fluxion_times(build):
     exe = os.path.join(build, "bin", "bench_models")
-    out = subprocess.run([exe, "--benchmark_format=json", "--benchmark_repetitions=5",
-                          "--benchmark_report_aggregates_only=true"], check=True, capture_output=True, text=True)
+    reps = os.environ.get("BENCH_REPETITIONS", "5")
+    only = ["--benchmark_filter=/(" + "|".join(DEVICES) + ")"] if "BENCH_DEVICES" in os.environ else []
+    out = subprocess.run([exe, *only, "--benchmark_format=json", f"--benchmark_repetitions={reps}",
+                          "--benchmark_report_aggregates_only=true"], check=True, capture_output=True, text=True,
+                         env=FLUXION_ENV)
     times = {}
+    if not out.stdout.strip():  # no case matched BENCH_DEVICES here
+        return times
     for b in json.loads(out.stdout)["benchmarks"]:
         if b.get("aggregate_name") == "median":
             unit = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}[b["time_unit"]]
@@ -196,7 +260,12 @@ def torch_interpreters():
 
 
 def torch_times(py, threads):
-    r = subprocess.run([py, "-c", TORCH, str(threads)], check=True, capture_output=True, text=True)
+    r = subprocess.run([py, "-c", TORCH, str(threads), ",".join(d.lower() for d in DEVICES)], capture_output=True,
+                       text=True, env=REFERENCE_ENV)
+    sys.stderr.write(r.stderr)
+    if r.returncode != 0:  # its column is left out; the rest of the table still comes
+        print(f"({py}: the PyTorch cases failed, exit status {r.returncode})", file=sys.stderr)
+        return None
     return json.loads(r.stdout)
 
 
@@ -211,7 +280,11 @@ def jax_interpreter():
 
 def jax_times(py, threads):
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jax_models.py")
-    r = subprocess.run([py, script, str(threads)], check=True, capture_output=True, text=True)
+    r = subprocess.run([py, script, str(threads), ",".join(DEVICES)], capture_output=True, text=True, env=REFERENCE_ENV)
+    if r.returncode != 0:
+        sys.stderr.write(r.stderr)
+        print(f"({py}: the JAX cases failed, exit status {r.returncode})", file=sys.stderr)
+        return None
     return json.loads(r.stdout)
 
 
@@ -228,22 +301,29 @@ def main():
     pythons = torch_interpreters()
     jax_py = jax_interpreter()
     fx, torches, versions, jaxes = {}, {py: {} for py in pythons}, {}, {}
+    graphs = {py: {} for py in pythons}
     for _ in range(rounds):
         fx = lowest(fx, fluxion_times(build))
         for py in pythons:
             t = torch_times(py, threads)
+            if t is None:
+                continue
             versions[py] = t["version"]
             torches[py] = lowest(torches[py], t["times"])
+            graphs[py] = lowest(graphs[py], t["graph_times"])
         if jax_py:
             t = jax_times(jax_py, threads)
-            versions["jax"] = t["version"]
-            jaxes = lowest(jaxes, t["times"])
+            if t is not None:
+                versions["jax"] = t["version"]
+                jaxes = lowest(jaxes, t["times"])
     gflops = max((peak_gflops(py, threads) for py in pythons), default=None)
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, {threads} threads; "
           f"µs per call, the lowest median of {rounds} rounds"
           + (f"; float32 matrix products at {gflops:.0f} GFLOP/s" if gflops else "") + "\n")
+    pythons = [py for py in pythons if py in versions]
     others = [(f"PyTorch {versions[py]}", torches[py]) for py in pythons]
-    if jax_py:
+    others += [(f"PyTorch {versions[py]} CUDA graph", graphs[py]) for py in pythons if graphs[py]]
+    if "jax" in versions:
         others.append((f"JAX {versions['jax']} jit", jaxes))
     head = "| case | fluxion |" + "".join(f" {name} |" for name, _ in others) + " ratio | FLOP limit |"
     print(head)

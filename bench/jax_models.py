@@ -1,7 +1,7 @@
-"""The models of bench/bench_models.cpp in JAX, each step compiled whole by jax.jit (XLA on the CPU):
-the reference for fluxion's compiled steps. Prints {"version": ..., "times": {case/CPU: µs}} as JSON.
+"""The models of bench/bench_models.cpp in JAX, each step compiled whole by jax.jit (XLA on the CPU, and on a CUDA GPU where JAX has one):
+the reference for fluxion's compiled steps. Prints {"version": ..., "times": {case/CPU or case/CUDA: µs}} as JSON.
 
-usage: python3 bench/jax_models.py THREADS      (run by bench/compare.py)
+usage: python3 bench/jax_models.py THREADS [CPU,CUDA]      (run by bench/compare.py)
 
 Plain JAX, no Flax or Optax: layers in PyTorch's layouts (Linear weight {out, in}, Conv OIHW,
 NCHW images) and Adam written out, so that each step does the work of the PyTorch and fluxion ones.
@@ -203,10 +203,10 @@ def median_us(run):
     return statistics.median(times) * 1e6
 
 
-def main():
+def cases():
     r = normal
     labels = lambda n: jnp.arange(n) % 10  # noqa: E731
-    cases = {
+    return {
         "mlp_forward": forward(mlp, mlp_init(), r((128, 100), 1.0)),
         "mlp_train": train(mlp, mlp_init(), r((128, 100), 1.0), r((128, 1), 1.0), mse),
         "lenet5_train": train(lenet5, lenet5_init(), r((64, 1, 28, 28), 1.0), labels(64), crossentropy),
@@ -216,7 +216,22 @@ def main():
         "encoder_train": train(encoder, encoder_init(), r((64, 49, 64), 1.0), labels(64), crossentropy),
         "lenet5_bf16_train": train(lenet5_bf16, lenet5_init(), r((64, 1, 28, 28), 1.0), labels(64), crossentropy),
     }
-    times = {name + "/CPU": median_us(run) for name, run in cases.items()}
+
+
+def main():
+    # The CPU, and a CUDA GPU where JAX has one (jax[cuda]): each case's arrays and step on that device.
+    wanted = sys.argv[2].split(",") if len(sys.argv) > 2 else ["CPU", "CUDA"]
+    platforms = {"cpu": "CPU"} if "CPU" in wanted else {}
+    try:
+        if "CUDA" in wanted and jax.devices("gpu"):
+            platforms["gpu"] = "CUDA"
+    except RuntimeError:
+        pass
+    times = {}
+    for platform, label in platforms.items():
+        with jax.default_device(jax.devices(platform)[0]):
+            for name, run in cases().items():
+                times[name + "/" + label] = median_us(run)
     print(json.dumps({"version": jax.__version__, "times": times}))
 
 
