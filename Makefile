@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 
-.PHONY: demo test build setup sanitize tsan bench fresh-check clean
+.PHONY: demo test build setup sanitize tsan bench fresh-check gpu-bundle clean
 
 setup:
 	@bash scripts/setup.sh
@@ -51,6 +51,12 @@ bench: setup
 # The README's `make test` on a bare Debian 12 root made by debootstrap (as root; see the script).
 fresh-check:
 	bash scripts/fresh-machine-check.sh test
+
+# The release build packed for a lent GPU machine (gpu-bundle/fluxion-gpu.tar.xz, with Fashion-MNIST's
+# files beside it), which scripts/gpu-check.sh unpacks and runs there (README, "GPU machines").
+gpu-bundle: build
+	bash scripts/gpu-bundle.sh $(BUILD) gpu-bundle/fluxion-gpu.tar.xz
+	mkdir -p gpu-bundle/data && cp /usr/share/datasets/fashion-mnist/*-ubyte.gz gpu-bundle/data/
 
 clean:
 	rm -rf build

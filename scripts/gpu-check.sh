@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# gpu-check.sh — the prepared check for a lent GPU machine (issue 24): unpacks the bundle that
+# `make gpu-bundle` made (scripts/gpu-bundle.sh), runs the parts asked for, each within its time
+# budget, writes one file per part under $OUT (at most 8 files) and prints a short summary last.
+#
+# usage: bash scripts/gpu-check.sh [PART...]      (default: every part, in this order)
+#   probe     the machine: nvidia-smi, driver, glibc, where cuBLAS/cuDNN/Vulkan live, the backends
+#   cuda      every test program with CUDA present (Vulkan hidden)
+#   vulkan    the cross-backend test programs on NVIDIA's Vulkan driver (CUDA hidden), validation on
+#   sanitizer compute-sanitizer memcheck over the op tests, racecheck over a short subset
+#   fashion   fashion_mnist --device CUDA, 8 epochs (needs FLUXION_DATA or gpu-bundle/data)
+#   bench     bench/compare.py: fluxion on CPU, CUDA and Vulkan beside PyTorch and JAX
+#   cpu       bench_models' CPU cases at 1, 2, 4, 8 and 16 threads
+# A part's budget can be changed with BUDGET_<part>=seconds. Without a GPU (the fresh-machine check)
+# CUDA reports "no driver" and every part still runs; the summary says what ran where.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+REPO=$(pwd)
+OUT=${OUT:-$REPO/gpu-check-out}
+mkdir -p "$OUT"
+BUNDLE=${BUNDLE:-gpu-bundle/fluxion-gpu.tar.xz}
+BUILD=build/release
+PARTS=("$@")
+[ ${#PARTS[@]} -gt 0 ] || PARTS=(probe cuda vulkan sanitizer fashion bench cpu)
+declare -A BUDGET=([probe]=40 [cuda]=150 [vulkan]=100 [sanitizer]=60 [fashion]=45 [bench]=120 [cpu]=60)
+SUMMARY=()
+say() { SUMMARY+=("$*"); }
+
+# --- the bundle, unpacked into this tree; its programs' compiled-in root linked to it -------------
+if [ ! -x "$BUILD/bin/fashion_mnist" ] || [ "$BUNDLE" -nt "$BUILD/bundle-root" ]; then
+  [ -f "$BUNDLE" ] || { echo "gpu-check: no $BUNDLE and no $BUILD (make gpu-bundle)" >&2; exit 1; }
+  if command -v xz >/dev/null; then tar -xJf "$BUNDLE"; else
+    python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall('.')" "$BUNDLE"; fi
+  touch "$BUILD/bundle-root"
+fi
+BUILT_AT=$(cat "$BUILD/bundle-root" 2>/dev/null || echo "$REPO")
+if [ "$BUILT_AT" != "$REPO" ] && [ ! -e "$BUILT_AT" ]; then mkdir -p "$(dirname "$BUILT_AT")"; ln -s "$REPO" "$BUILT_AT"; fi
+RT=$REPO/$BUILD/bundle-runtime
+
+# --- where this machine keeps what the bundle leaves out ------------------------------------------
+find_lib() {  # the folder of the first $1 found: ld.so's cache, then CUDA's and Python's usual places
+  local p
+  p=$(ldconfig -p 2>/dev/null | awk -v n="$1" '$1 == n {print $NF; exit}')
+  [ -n "$p" ] || p=$(find /usr/local/cuda*/ /usr/lib /opt /usr/local/lib -name "$1" 2>/dev/null | head -1)
+  [ -n "$p" ] && dirname "$p"
+}
+LIBS=$RT
+for l in libstdc++.so.6 libgcc_s.so.1; do ldconfig -p | grep -q "^[[:space:]]*$l " || LIBS=$LIBS:$RT/fallback; done
+ldconfig -p | grep -q "^[[:space:]]*libGLdispatch.so.0 " || LIBS=$LIBS:$RT/glvnd
+CUBLAS_DIR=$(find_lib libcublas.so.13); CUDNN_DIR=$(find_lib libcudnn.so.9); NCCL_DIR=$(find_lib libnccl.so.2)
+for d in $CUBLAS_DIR $CUDNN_DIR $NCCL_DIR; do LIBS=$LIBS:$d; done
+ORIGINAL_LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}
+export LD_LIBRARY_PATH=$LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+NV_ICD=""
+for f in /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/icd.d/nvidia_icd.json \
+         /etc/vulkan/icd.d/nvidia_icd.json /usr/local/nvidia/etc/vulkan/icd.d/nvidia_icd.json; do
+  [ -f "$f" ] && { NV_ICD=$f; break; }
+done
+export VK_LAYER_PATH=$RT/vulkan-layers FLUXION_VULKAN_VALIDATION=1 OMP_WAIT_POLICY=passive
+BIN=$REPO/$BUILD/bin
+PY=$(command -v python3)
+DATA=${FLUXION_DATA:-$REPO/gpu-bundle/data}
+# The kernels with shared memory and warp shuffles: reductions, softmax and the other row-wise ops.
+RACECHECK_FILTER=${RACECHECK_FILTER:-'*OtherBackendsMatchCpu/sum*:*OtherBackendsMatchCpu/max*:*OtherBackendsMatchCpu/mean*:*OtherBackendsMatchCpu/*softmax*:*OtherBackendsMatchCpu/logsumexp*'}
+
+budget() { echo "${!1:-${BUDGET[$2]}}"; }  # BUDGET_<part> or the default
+deadline_left() { echo $(( DEADLINE - $(date +%s) )); }
+
+# Runs test programs $2.. in parallel (6 at a time) with the environment in $1, each under what is
+# left of the part's budget; prints one line per program and the failed tests' names.
+run_tests() {
+  local envs=$1; shift
+  local tmp; tmp=$(mktemp -d)
+  printf '%s\n' "$@" | xargs -P 6 -I{} bash -c '
+    left=$(( '"$DEADLINE"' - $(date +%s) )); [ $left -gt 5 ] || { echo "{}: no time left" > '"$tmp"'/{}.log; exit 0; }
+    env '"$envs"' FLUXION_NUM_THREADS=2 timeout -k 5 $left '"$BIN"'/{} --gtest_brief=1 > '"$tmp"'/{}.log 2>&1
+    echo "rc=$?" >> '"$tmp"'/{}.log'
+  local pass=0 fail=0
+  for t in "$@"; do
+    local rc; rc=$(grep -o '^rc=[0-9]*' "$tmp/$t.log" | tail -1 | cut -d= -f2)
+    local n; n=$(grep -c '^\[  FAILED  \]' "$tmp/$t.log")
+    local total; total=$(grep -o '^\[==========\] [0-9]* tests\? from' "$tmp/$t.log" | grep -o '[0-9]*' | head -1)
+    echo "=== $t: rc=${rc:-none} tests=${total:-?} failed-lines=$n"
+    cat "$tmp/$t.log"
+    if [ "${rc:-1}" = 0 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); fi
+  done
+  echo "RESULT programs passed=$pass failed=$fail"
+  rm -rf "$tmp"
+}
+CROSS=(test_backends test_ops test_ops_strided test_ops_zero_size test_ops_promotion test_ops_attention
+       test_half test_half_models test_layers_attention test_layers_recurrent test_mixed_precision_compiled
+       test_compile_devices test_io_devices test_threads_stress)
+
+part_probe() {
+  echo "## date"; date -u; uname -a
+  echo "## nvidia-smi"; nvidia-smi 2>&1 | head -25
+  nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total,clocks.max.sm --format=csv 2>&1
+  echo "## glibc"; ldd --version 2>&1 | head -1
+  echo "## cpu"; grep -m1 'model name' /proc/cpuinfo; nproc
+  echo "## python"; $PY -c 'import torch, sys; print(sys.version.split()[0], "torch", torch.__version__, torch.version.cuda, torch.cuda.is_available())' 2>&1
+  echo "## libraries"; echo "cuBLAS: ${CUBLAS_DIR:-not found}"; echo "cuDNN: ${CUDNN_DIR:-not found}"
+  echo "system libvulkan: $(ldconfig -p | grep -m1 libvulkan.so.1 || echo none)"; echo "NVIDIA ICD: ${NV_ICD:-not found}"
+  echo "system libstdc++: $(ldconfig -p | grep -m1 'libstdc++.so.6' || echo none)"
+  echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+  echo "## ldd of the plugins"; for f in "$REPO/$BUILD"/lib/*.so "$BIN/fashion_mnist"; do echo "$f"; ldd "$f" | grep -E 'not found|cublas|cudnn|vulkan|stdc'; done
+  echo "## the default device, and why (fashion_mnist, one epoch on 512 images)"
+  VK_DRIVER_FILES=${NV_ICD:-/none} FLUXION_DATA=$DATA timeout 60 "$BIN/fashion_mnist" --epochs 1 --limit 512 --test-limit 512 \
+    --out /tmp/fashion-probe 2>&1 | head -12
+  echo "## the seed's forward on each device (gpu_vs_cpu 200)"
+  VK_DRIVER_FILES=${NV_ICD:-/none} timeout 60 "$BIN/gpu_vs_cpu" 200 2>&1 | tail -20
+}
+
+part_cuda() {  # every test program; Vulkan hidden so that CUDA is the only other backend
+  local all=()
+  for f in "$BIN"/test_*; do  # the collectives' test runs under mpirun (tests/distributed), not here
+    [ "$(basename "$f")" = test_distributed_collectives ] || all+=("$(basename "$f")"); done
+  run_tests "VK_DRIVER_FILES=/nonexistent.json" "${all[@]}"
+}
+
+part_vulkan() {  # the cross-backend programs on NVIDIA's Vulkan driver, CUDA hidden
+  [ -n "$NV_ICD" ] || echo "no NVIDIA ICD found: Vulkan runs on whatever the loader finds"
+  run_tests "CUDA_VISIBLE_DEVICES= VK_DRIVER_FILES=${NV_ICD:-/nonexistent.json}" "${CROSS[@]}" test_vulkan
+}
+
+part_sanitizer() {
+  command -v compute-sanitizer >/dev/null || { echo "no compute-sanitizer"; return 1; }
+  local left; left=$(deadline_left)
+  echo "## memcheck: test_ops (other backends)"
+  VK_DRIVER_FILES=/nonexistent.json FLUXION_NUM_THREADS=2 timeout -k 5 $((left * 2 / 3)) compute-sanitizer --tool memcheck \
+    --error-exitcode 86 --print-limit 20 "$BIN/test_ops" --gtest_brief=1 --gtest_filter='*OtherBackendsMatchCpu*' 2>&1 | tail -40
+  echo "RESULT memcheck rc=$?"
+  echo "## racecheck: test_ops' reductions and softmax on the other backends (short)"
+  VK_DRIVER_FILES=/nonexistent.json FLUXION_NUM_THREADS=2 timeout -k 5 $(( $(deadline_left) - 3 )) compute-sanitizer --tool racecheck \
+    --error-exitcode 86 --print-limit 20 "$BIN/test_ops" --gtest_brief=1 --gtest_filter="$RACECHECK_FILTER" 2>&1 | tail -30
+  echo "RESULT racecheck rc=$?"
+}
+
+part_fashion() {
+  [ -f "$DATA/train-images-idx3-ubyte.gz" ] || [ -f "$DATA/train-images-idx3-ubyte" ] || { echo "no data in $DATA"; return 1; }
+  VK_DRIVER_FILES=/nonexistent.json FLUXION_DATA=$DATA timeout -k 5 "$(deadline_left)" \
+    "$BIN/fashion_mnist" --device CUDA --out /tmp/fashion 2>&1
+}
+
+part_bench() {
+  # Vulkan timed without the validation layer; one round of 3 repetitions, to fit the budget.
+  # PyTorch and JAX with the machine's own library path: the bundle's would hand them another cuDNN.
+  VK_DRIVER_FILES=${NV_ICD:-/nonexistent.json} FLUXION_VULKAN_VALIDATION=0 BENCH_REPETITIONS=${BENCH_REPETITIONS:-3} \
+    FLUXION_LD_LIBRARY_PATH=$LD_LIBRARY_PATH LD_LIBRARY_PATH=$ORIGINAL_LD_LIBRARY_PATH \
+    FLUXION_NUM_THREADS=$(nproc) timeout -k 5 "$(deadline_left)" $PY bench/compare.py "$BUILD" 1 2>&1
+}
+
+part_cpu() {  # how each CPU case scales with threads, fluxion alone (the bench part has PyTorch beside)
+  for t in 1 2 4 8 16; do
+    [ "$t" -le "$(nproc)" ] || continue
+    echo "## $t threads"
+    CUDA_VISIBLE_DEVICES= VK_DRIVER_FILES=/nonexistent.json FLUXION_NUM_THREADS=$t timeout -k 5 $(( $(deadline_left) - 2 )) \
+      "$BIN/bench_models" --benchmark_filter='CPU' --benchmark_min_time=0.1 2>&1 | grep -E '^[a-z]' 
+  done
+}
+
+for part in "${PARTS[@]}"; do
+  declare -F "part_$part" >/dev/null || { echo "gpu-check: no part '$part'" >&2; exit 2; }
+  b=$(budget "BUDGET_$part" "$part")
+  DEADLINE=$(( $(date +%s) + b ))
+  start=$(date +%s)
+  echo ">>> $part (budget ${b} s)"
+  "part_$part" > "$OUT/$part.log" 2>&1
+  rc=$?
+  took=$(( $(date +%s) - start ))
+  line=$(grep -E '^RESULT|final test accuracy' "$OUT/$part.log" | tr '\n' ' ')
+  say "$part: rc=$rc ${took}s ${line}"
+done
+{
+  echo "== gpu-check summary ($(date -u +%FT%TZ))"
+  printf '%s\n' "${SUMMARY[@]}"
+  for part in "${PARTS[@]}"; do  # the failed tests, by name
+    grep -h '^\[  FAILED  \]' "$OUT/$part.log" 2>/dev/null | sort -u | head -40 | sed "s/^/$part /"
+  done
+} | tee "$OUT/summary.txt"
