@@ -5,14 +5,22 @@
 # installs everything the build, the tests and the demo need; run it before submitting any change
 # to scripts/setup.sh, a CMakeLists.txt or a dependency.
 #
-#   scripts/fresh-machine-check.sh [test|demo]      (as root; `make fresh-check` runs `test`)
+#   scripts/fresh-machine-check.sh [test|demo|gpu-bundle]      (as root; `make fresh-check` runs `test`)
+#
+# `gpu-bundle` proves instead that the bundle of `make gpu-bundle` is complete: in the bare root,
+# with nothing installed, scripts/gpu-check.sh unpacks it and runs its parts that need no Python
+# (probe, cuda, vulkan, fashion, cpu). CUDA has no driver and no cuBLAS there, Vulkan no driver;
+# every test program must still pass.
 #
 # The bare root is made once and cached as build/fresh-machine/bookworm-minbase.tar; every run
 # unpacks a new copy of it, so a run never sees what an earlier run installed.
 set -euo pipefail
 
 target=${1:-test}
-case "$target" in test | demo) ;; *) echo "usage: $0 [test|demo]" >&2; exit 2 ;; esac
+case "$target" in test | demo | gpu-bundle) ;; *) echo "usage: $0 [test|demo|gpu-bundle]" >&2; exit 2 ;; esac
+if [ "$target" = gpu-bundle ] && [ ! -f "$(dirname "$0")/../gpu-bundle/fluxion-gpu.tar.xz" ]; then
+  echo "fresh-machine-check: no gpu-bundle/fluxion-gpu.tar.xz (make gpu-bundle)" >&2; exit 1
+fi
 [ "$(id -u)" -eq 0 ] || { echo "fresh-machine-check: run as root (debootstrap and chroot need it)" >&2; exit 1; }
 
 repo=$(git -C "$(dirname "$0")/.." rev-parse --show-toplevel)
@@ -69,17 +77,34 @@ mount -t sysfs sysfs "$root/sys"
 mount --rbind /dev "$root/dev"
 mount --make-rslave "$root/dev"  # unmounting it later must not propagate to this machine's /dev
 
-echo "fresh-machine-check: running 'make $target' in the fresh root (log: $log)"
+command="make $target"
+if [ "$target" = gpu-bundle ]; then
+  cp -r "$repo/gpu-bundle" "$root/root/fluxion/"
+  command="OUT=/root/gpu-check-out FASHION_DEVICE=CPU bash scripts/gpu-check.sh probe cuda vulkan fashion cpu"
+fi
+echo "fresh-machine-check: running '$command' in the fresh root (log: $log)"
 start=$(date +%s)
 set +e
 chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
   PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-  bash -c "cd /root/fluxion && make $target" >"$log" 2>&1
+  bash -c "cd /root/fluxion && $command" >"$log" 2>&1
 status=$?
 set -e
 elapsed=$(($(date +%s) - start))
 
-echo "fresh-machine-check: 'make $target' exited with $status after $((elapsed / 60)) min $((elapsed % 60)) s"
+echo "fresh-machine-check: '$command' exited with $status after $((elapsed / 60)) min $((elapsed % 60)) s"
+if [ "$target" = gpu-bundle ]; then
+  cat "$log"
+  grep -h -A3 "default device" "$root/root/gpu-check-out/probe.log" || true
+  # Every part ran, and every test program passed.
+  if [ $status -ne 0 ] || grep -q "failed=[1-9]" "$log" || grep -E "^(probe|cuda|vulkan|fashion|cpu): rc=[1-9]" "$log"; then
+    for f in "$root"/root/gpu-check-out/*.log; do echo "--- $f"; grep -E "^===.*rc=[1-9]|FAILED|error" "$f" | head -20; done
+    echo "fresh-machine-check: the bundle failed in the bare root" >&2
+    exit 1
+  fi
+  echo "fresh-machine-check: passed"
+  exit 0
+fi
 grep -E "^-- fluxion:|^setup: installing" "$log" | cut -c1-200 || true
 if [ "$target" = test ]; then
   grep -E "tests passed|tests failed|Total Test time" "$log" || true

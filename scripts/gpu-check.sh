@@ -8,7 +8,7 @@
 #   cuda      every test program with CUDA present (Vulkan hidden)
 #   vulkan    the cross-backend test programs on NVIDIA's Vulkan driver (CUDA hidden), validation on
 #   sanitizer compute-sanitizer memcheck over the op tests, racecheck over a short subset
-#   fashion   fashion_mnist --device CUDA, 8 epochs (needs FLUXION_DATA or gpu-bundle/data)
+#   fashion   fashion_mnist --device CUDA (FASHION_DEVICE), 8 epochs (FLUXION_DATA or gpu-bundle/data)
 #   bench     bench/compare.py: fluxion on CPU, CUDA and Vulkan beside PyTorch and JAX
 #   cpu       bench_models' CPU cases at 1, 2, 4, 8 and 16 threads
 # A part's budget can be changed with BUDGET_<part>=seconds. Without a GPU (the fresh-machine check)
@@ -138,7 +138,7 @@ part_sanitizer() {
 part_fashion() {
   [ -f "$DATA/train-images-idx3-ubyte.gz" ] || [ -f "$DATA/train-images-idx3-ubyte" ] || { echo "no data in $DATA"; return 1; }
   VK_DRIVER_FILES=/nonexistent.json FLUXION_DATA=$DATA timeout -k 5 "$(deadline_left)" \
-    "$BIN/fashion_mnist" --device CUDA --out /tmp/fashion 2>&1
+    "$BIN/fashion_mnist" --device "${FASHION_DEVICE:-CUDA}" --out /tmp/fashion 2>&1
 }
 
 part_bench() {
