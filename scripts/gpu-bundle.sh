@@ -74,6 +74,7 @@ echo "$ROOT" > "$DEST/bundle-root"
 
 mkdir -p "$(dirname "$OUT_FILE")"
 tar -C "$STAGE/tree" -cf - . | xz -T0 -9 > "$OUT_FILE"
+cp "$(command -v xz)" "$(dirname "$OUT_FILE")/xz"  # for a machine without the xz command (gpu-check.sh)
 size=$(stat -c %s "$OUT_FILE")
 echo "gpu-bundle: $OUT_FILE, $((size / 1048576)) MiB ($(tar -tJf "$OUT_FILE" | grep -c -v '/$') files)"
 [ "$size" -le $((40 * 1048576)) ] || { echo "gpu-bundle: larger than 40 MiB" >&2; exit 1; }

@@ -29,8 +29,10 @@ say() { SUMMARY+=("$*"); }
 # --- the bundle, unpacked into this tree; its programs' compiled-in root linked to it -------------
 if [ ! -x "$BUILD/bin/fashion_mnist" ] || [ "$BUNDLE" -nt "$BUILD/bundle-root" ]; then
   [ -f "$BUNDLE" ] || { echo "gpu-check: no $BUNDLE and no $BUILD (make gpu-bundle)" >&2; exit 1; }
-  if command -v xz >/dev/null; then tar -xJf "$BUNDLE"; else
-    python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall('.')" "$BUNDLE"; fi
+  # The bundle's own xz (Debian's, beside it) where the machine has none: a bare Debian root has
+  # liblzma but not the xz command.
+  XZ=$(command -v xz || echo "$(dirname "$BUNDLE")/xz")
+  "$XZ" -dc "$BUNDLE" | tar -xf - || { echo "gpu-check: cannot unpack $BUNDLE" >&2; exit 1; }
   touch "$BUILD/bundle-root"
 fi
 BUILT_AT=$(cat "$BUILD/bundle-root" 2>/dev/null || echo "$REPO")
@@ -56,7 +58,7 @@ for f in /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/
          /etc/vulkan/icd.d/nvidia_icd.json /usr/local/nvidia/etc/vulkan/icd.d/nvidia_icd.json; do
   [ -f "$f" ] && { NV_ICD=$f; break; }
 done
-export VK_LAYER_PATH=$RT/vulkan-layers FLUXION_VULKAN_VALIDATION=1 OMP_WAIT_POLICY=passive
+export VK_LAYER_PATH=$RT/vulkan-layers FLUXION_VULKAN_VALIDATION=1
 BIN=$REPO/$BUILD/bin
 PY=$(command -v python3)
 DATA=${FLUXION_DATA:-$REPO/gpu-bundle/data}
@@ -73,7 +75,7 @@ run_tests() {
   local tmp; tmp=$(mktemp -d)
   printf '%s\n' "$@" | xargs -P 6 -I{} bash -c '
     left=$(( '"$DEADLINE"' - $(date +%s) )); [ $left -gt 5 ] || { echo "{}: no time left" > '"$tmp"'/{}.log; exit 0; }
-    env '"$envs"' FLUXION_NUM_THREADS=2 timeout -k 5 $left '"$BIN"'/{} --gtest_brief=1 > '"$tmp"'/{}.log 2>&1
+    env '"$envs"' OMP_WAIT_POLICY=passive FLUXION_NUM_THREADS=2 timeout -k 5 $left '"$BIN"'/{} --gtest_brief=1 > '"$tmp"'/{}.log 2>&1
     echo "rc=$?" >> '"$tmp"'/{}.log'
   local pass=0 fail=0
   for t in "$@"; do
@@ -97,7 +99,7 @@ part_probe() {
   nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total,clocks.max.sm --format=csv 2>&1
   echo "## glibc"; ldd --version 2>&1 | head -1
   echo "## cpu"; grep -m1 'model name' /proc/cpuinfo; nproc
-  echo "## python"; $PY -c 'import torch, sys; print(sys.version.split()[0], "torch", torch.__version__, torch.version.cuda, torch.cuda.is_available())' 2>&1
+  echo "## python"; [ -n "$PY" ] && $PY -c 'import torch, sys; print(sys.version.split()[0], "torch", torch.__version__, torch.version.cuda, torch.cuda.is_available())' 2>&1 || echo "no python3 with PyTorch"
   echo "## libraries"; echo "cuBLAS: ${CUBLAS_DIR:-not found}"; echo "cuDNN: ${CUDNN_DIR:-not found}"
   echo "system libvulkan: $(ldconfig -p | grep -m1 libvulkan.so.1 || echo none)"; echo "NVIDIA ICD: ${NV_ICD:-not found}"
   echo "system libstdc++: $(ldconfig -p | grep -m1 'libstdc++.so.6' || echo none)"
