@@ -160,6 +160,7 @@ part_cpu() {  # how each CPU case scales with threads, fluxion alone (the bench 
   done
 }
 
+STATUS=0  # 1 when a part failed or a test program failed in it
 for part in "${PARTS[@]}"; do
   declare -F "part_$part" >/dev/null || { echo "gpu-check: no part '$part'" >&2; exit 2; }
   b=$(budget "BUDGET_$part" "$part")
@@ -168,6 +169,8 @@ for part in "${PARTS[@]}"; do
   echo ">>> $part (budget ${b} s)"
   "part_$part" > "$OUT/$part.log" 2>&1
   rc=$?
+  grep -qE "^RESULT.*(failed|rc)=[1-9]" "$OUT/$part.log" && rc=1
+  [ $rc -eq 0 ] || STATUS=1
   took=$(( $(date +%s) - start ))
   line=$(grep -E '^RESULT|final test accuracy' "$OUT/$part.log" | tr '\n' ' ')
   say "$part: rc=$rc ${took}s ${line}"
@@ -176,6 +179,7 @@ done
   echo "== gpu-check summary ($(date -u +%FT%TZ))"
   printf '%s\n' "${SUMMARY[@]}"
   for part in "${PARTS[@]}"; do  # the failed tests, by name
-    grep -h '^\[  FAILED  \]' "$OUT/$part.log" 2>/dev/null | sort -u | head -40 | sed "s/^/$part /"
+    grep -h '^\[  FAILED  \]' "$OUT/$part.log" 2>/dev/null | sort -u | head -40 | sed "s/^/$part /" || true
   done
 } | tee "$OUT/summary.txt"
+exit $STATUS
