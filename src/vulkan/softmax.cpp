@@ -1,4 +1,6 @@
 // softmax.cpp — softmax and log-softmax along the middle axis, and their gradients (softmax.comp).
+#include <algorithm>
+
 #include "fluxion/error.hpp"
 #include "vulkan/capabilities.hpp"
 #include "vulkan/kernels.hpp"
@@ -25,7 +27,9 @@ void run(int device, bool backward, bool log, DType t, std::int64_t outer, std::
     launch.param(off0);
     launch.param(off1);
     launch.param(off2);
-    launch.run(std::string(backward ? "softmax_backward_" : "softmax_") + type, launch.groups(rows));
+    // One workgroup per row (softmax.comp), as many rows at once as the device takes.
+    const auto groups = std::uint32_t(std::min<std::int64_t>(rows, launch.ctx().properties.limits.maxComputeWorkGroupCount[0]));
+    launch.run(std::string(backward ? "softmax_backward_" : "softmax_") + type, groups);
 }
 
 }  // namespace

@@ -12,7 +12,7 @@ double t_exp(double x) {
     if (x > 709.8LF) return T_INF;
     if (x < -745.2LF) return 0.0LF;
     const double k = roundEven(x * 1.44269504088896338700LF);
-    const double r = (x - k * LN2_HI) - k * LN2_LO;  // |r| <= ln 2 / 2
+    precise const double r = (x - k * LN2_HI) - k * LN2_LO;  // |r| <= ln 2 / 2; in this order, unfused
     double p = 1.0LF / 6227020800.0LF;                // 1/13!
     const double inv[13] = {1.0LF, 1.0LF, 1.0LF / 2.0LF, 1.0LF / 6.0LF, 1.0LF / 24.0LF, 1.0LF / 120.0LF, 1.0LF / 720.0LF,
                             1.0LF / 5040.0LF, 1.0LF / 40320.0LF, 1.0LF / 362880.0LF, 1.0LF / 3628800.0LF,
@@ -84,7 +84,8 @@ double cos_kernel(double r) {
 double reduce_pio2(double x, out int quadrant) {
     const double k = roundEven(x * 0.63661977236758134308LF);
     quadrant = int(mod(k, 4.0LF));
-    return (x - k * PIO2_HI) - k * PIO2_LO;
+    precise const double r = (x - k * PIO2_HI) - k * PIO2_LO;
+    return r;
 }
 double t_sin(double x) {
     if (isinf(x) || isnan(x)) return T_NAN;
@@ -101,8 +102,26 @@ double t_cos(double x) {
 #else
 #define T_INF uintBitsToFloat(0x7f800000u)
 #define T_NAN uintBitsToFloat(0x7fc00000u)
-float t_exp(float x) { return exp(x); }
-float t_expm1(float x) { return abs(x) < 1e-3 ? x + 0.5 * x * x + x * x * x / 6.0 : exp(x) - 1.0; }
+// Vulkan lets GLSL's exp be off by 3 + 2|x| units in the last place (28 at x = 88 on lavapipe):
+// reduced here, x = k ln 2 + r with ln 2 split in two (Cephes's expf), e^r from its minimax
+// polynomial on |r| <= ln 2 / 2, scaled by 2^k in two steps (2^k alone may not be a float).
+float t_exp(float x) {
+    if (isnan(x)) return x;
+    if (x > 88.72283935546875) return T_INF;
+    if (x < -103.972084045410) return 0.0;
+    const float k = roundEven(x * 1.44269504088896341);
+    precise const float r = (x - k * 0.693359375) - k * -2.12194440e-4;
+    float p = 1.9875691500e-4;
+    p = p * r + 1.3981999507e-3;
+    p = p * r + 8.3334519073e-3;
+    p = p * r + 4.1665795894e-2;
+    p = p * r + 1.6666665459e-1;
+    p = p * r + 5.0000001201e-1;
+    const float e = 1.0 + r + r * r * p;
+    const int ki = int(k);
+    return ldexp(ldexp(e, ki / 2), ki - ki / 2);
+}
+float t_expm1(float x) { return abs(x) < 1e-3 ? x + 0.5 * x * x + x * x * x / 6.0 : t_exp(x) - 1.0; }
 float t_log(float x) { return log(x); }
 float t_log1p(float x) {
     const float u = 1.0 + x;
