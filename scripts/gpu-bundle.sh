@@ -6,11 +6,11 @@
 #        (default build/release and gpu-bundle/fluxion-gpu.tar.xz; `make gpu-bundle` builds first)
 #
 # The bundle holds the build's programs and libraries, stripped, and under bundle-runtime/ the
-# shared libraries they need that such a machine may lack: every library
-# ldd resolves outside glibc and the CUDA libraries, plus Vulkan's loader and the Khronos validation
-# layer, which are opened at run time and so invisible to ldd. cuBLAS, cuDNN and the driver are left
-# out on purpose: they are the GPU machine's own (scripts/gpu-check.sh finds them), and they would
-# not fit. scripts/gpu-check.sh unpacks it.
+# shared libraries they need that such a machine may lack: every library ldd resolves outside glibc
+# and the CUDA libraries, plus Vulkan's loader, the Khronos validation layer and OpenBLAS, which are
+# opened at run time and so invisible to ldd. cuBLAS, cuDNN, NCCL and the driver are left out on
+# purpose: they are the GPU machine's own (scripts/gpu-check.sh finds them), and they would not
+# fit. scripts/gpu-check.sh unpacks it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build/release}
@@ -35,7 +35,9 @@ find "$DEST" -type f \( -perm -u+x -o -name '*.so*' \) -exec sh -c 'file -b "$1"
 keep_out='^(libc|libm|libdl|libpthread|librt|libresolv|libutil|ld-linux-x86-64|libcuda|libcublas|libcublasLt|libcudnn[a-z_]*|libnccl|libnvidia-[a-z]*|linux-vdso)\.so'
 ldd_libs() { find "$DEST" -type f \( -perm -u+x -o -name '*.so*' \) -exec sh -c 'file -b "$1" | grep -q ELF && ldd "$1"' _ {} \; 2>/dev/null \
   | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u; }
-for lib in $(ldd_libs) /usr/lib/x86_64-linux-gnu/libvulkan.so.1 /usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so; do
+# OpenBLAS too: libfluxion opens it itself (src/cpu/openblas.cpp), so ldd does not list it.
+for lib in $(ldd_libs) /usr/lib/x86_64-linux-gnu/libvulkan.so.1 /usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so \
+           /usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so.0; do
   base=$(basename "$lib")
   [[ "$base" =~ $keep_out ]] && continue
   case "$lib" in "$ROOT"/*) continue ;; esac  # the build's own

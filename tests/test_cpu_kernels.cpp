@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -16,6 +17,7 @@
 
 #include "core/backend.hpp"
 #include "cpu/fused.hpp"
+#include "cpu/openblas.hpp"
 #include "cpu/pool_max2x2.hpp"
 #include "fluxion/error.hpp"
 
@@ -97,6 +99,20 @@ TEST(CpuBackend, TableIsComplete) {
         reinterpret_cast<const void*>(t.pool2d_backward), reinterpret_cast<const void*>(t.softmax),
         reinterpret_cast<const void*>(t.softmax_backward), reinterpret_cast<const void*>(t.optimiser_step)};
     for (const void* entry : entries) EXPECT_NE(entry, nullptr);
+}
+
+// OpenBLAS runs the kernel this CPU's features call for, never its generic one on a CPU it does not
+// know (issue 29: "Prescott" on a Sapphire Rapids made the wide MLP 4 times slower). A user's
+// OPENBLAS_CORETYPE is respected instead.
+TEST(CpuBackend, OpenBlasRunsTheKernelOfThisCpusFeatures) {
+    namespace blas = fluxion::backend::cpu::openblas;
+    const blas::Library& lib = blas::library();
+    std::printf("OpenBLAS kernel %s (%s)\n", lib.core.c_str(), lib.chosen.c_str());
+    if (lib.chosen.find("set by the user") != std::string::npos) GTEST_SKIP() << lib.chosen;
+    const std::string want = blas::core_for_this_cpu();
+    if (want.empty()) GTEST_SKIP() << "no AVX2 on this CPU: OpenBLAS chooses";
+    EXPECT_EQ(lib.core, want) << lib.chosen;
+    EXPECT_NE(lib.core, "Prescott");
 }
 
 TEST(CpuBackend, OneDeviceDescribed) {

@@ -1,5 +1,4 @@
 // The CPU backend's table, its single device, working memory and the thread count.
-#include <cblas.h>
 #include <omp.h>
 #include <unistd.h>
 
@@ -13,6 +12,7 @@
 #include <thread>
 
 #include "cpu/kernels.hpp"
+#include "cpu/openblas.hpp"
 #include "fluxion/error.hpp"
 
 namespace fluxion::backend::cpu {
@@ -76,7 +76,7 @@ int threads() {
     static const int count = [] {
         const int n = thread_count_from_env();
         omp_set_num_threads(n);
-        openblas_set_num_threads(n);
+        openblas::library().set_num_threads(n);
         return n;
     }();
     return count;

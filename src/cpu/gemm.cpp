@@ -1,4 +1,4 @@
-// Matrix products through OpenBLAS. A batch of small products is split between threads by
+// Matrix products through OpenBLAS (opened by openblas.cpp, with a kernel for this CPU). A batch of small products is split between threads by
 // products, a larger one is a loop of single products. A small product is
 // split by rows of C (or columns, for one row) between fluxion's threads, each slice one
 // single-threaded OpenBLAS call (OpenBLAS runs single-threaded inside an OpenMP region): OpenBLAS's
@@ -15,6 +15,7 @@
 
 #include "cpu/dispatch.hpp"
 #include "cpu/kernels.hpp"
+#include "cpu/openblas.hpp"
 #include "cpu/parallel.hpp"
 
 namespace fluxion::backend::cpu {
@@ -86,10 +87,11 @@ void blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T al
     if (k == 0) return scale_rows(m, n, beta, c, ldc);
     const auto ta = trans_a ? CblasTrans : CblasNoTrans;
     const auto tb = trans_b ? CblasTrans : CblasNoTrans;
+    const openblas::Library& blas = openblas::library();
     if constexpr (std::is_same_v<T, float>)
-        cblas_sgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
+        blas.sgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
     else
-        cblas_dgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
+        blas.dgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
 }
 
 template void blas_gemm<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*,
