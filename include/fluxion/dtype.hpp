@@ -6,8 +6,9 @@
 
 namespace fluxion {
 
-// f16 (IEEE binary16) and bf16 (bfloat16): the CPU computes with them in f32 inside each kernel and
-// rounds each result once; the GPU backends raise DTypeError for them (fx::supports says so).
+// f16 (IEEE binary16) and bf16 (bfloat16): storage types. Every backend computes with them in f32
+// inside each kernel and rounds each result once; a device without a kernel for one raises
+// DTypeError (fx::supports says so).
 enum class DType : std::uint8_t { f32, f64, i32, i64, u8, boolean, f16, bf16 };
 
 // Defined here, inline, so that the core and the self-contained backend plugins share one copy.

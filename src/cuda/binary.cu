@@ -1,7 +1,8 @@
 // binary.cu — elementwise functions of two tensors with broadcasting (stride-0 views), and where,
 // with the formulas of core/elementwise_formulas.def. One kernel per dtype with the op as a
 // run-time switch; contiguous operands cost no index arithmetic (see strided.cuh). Integer
-// semantics are the CPU's: +, -, * wrap, division by zero gives 0, powers are exact (by squaring).
+// semantics are the CPU's: +, -, * wrap, division by zero gives 0, powers are exact (by squaring);
+// f16 and bf16 compute in f32 (dtype_dispatch.cuh).
 #include <type_traits>
 
 #include "cuda/check.hpp"
@@ -91,8 +92,9 @@ __global__ void binary_kernel(Binary op, std::int64_t n, Indexer<2> ix, const T*
     for (std::int64_t i = first_index(); i < n; i += index_step()) {
         std::int64_t off[2];
         ix.offsets(i, off);
-        if (comparison) static_cast<bool*>(out)[i] = compare(op, a[off[0]], b[off[1]]);
-        else static_cast<T*>(out)[i] = arithmetic(op, a[off[0]], b[off[1]]);
+        const Compute<T> x = widen(a[off[0]]), y = widen(b[off[1]]);
+        if (comparison) static_cast<bool*>(out)[i] = compare(op, x, y);
+        else static_cast<T*>(out)[i] = narrow<T>(arithmetic(op, x, y));
     }
 }
 
@@ -112,11 +114,11 @@ void binary(int device, Binary op, DType t, const Strided* a_view, const void* a
     const Strided* views[2] = {a_view, b_view};
     const Indexer<2> ix = make_indexer<2>("binary", views);
     if (t == DType::boolean && (op == Binary::sub || op == Binary::div || op == Binary::pow))
-        throw_unsupported("binary sub, div and pow", t, "f32, f64, i32, i64, u8");
+        throw_unsupported("binary sub, div and pow", t, "f32, f64, f16, bf16, i32, i64, u8");
     const std::int64_t n = element_count(*a_view);
     if (n == 0) return;
     Context& ctx = activate(device);
-    dispatch_plain(t, "binary", [&](auto tag) {
+    dispatch_all(t, "binary", [&](auto tag) {
         using T = decltype(tag);
         binary_kernel<T><<<grid_for(ctx, n), kThreads, 0, ctx.stream>>>(op, n, ix, static_cast<const T*>(a),
                                                                          static_cast<const T*>(b), out);

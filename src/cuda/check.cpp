@@ -16,7 +16,9 @@ std::string where(const char* call, const char* file, int line) {
 }  // namespace
 
 void throw_cuda_error(cudaError_t status, const char* call, const char* file, int line) {
-    if (status == cudaErrorMemoryAllocation) cudaGetLastError();  // not sticky: leave the runtime usable
+    // Reset the runtime's last error, so that the next call is not blamed for this one (a sticky
+    // error, a fault inside a kernel, cannot be reset and stays in every later call's status).
+    cudaGetLastError();
     throw Error("CUDA: " + where(call, file, line) + " failed: " + cudaGetErrorString(status) + " (" +
                 cudaGetErrorName(status) + ")");
 }

@@ -42,12 +42,36 @@ std::string reason_for(cudaError_t status) {
            cudaGetErrorName(status) + ")";
 }
 
+std::string capability_text(int c) { return std::to_string(c / 10) + "." + std::to_string(c % 10); }
+
+std::string too_old(const Probe& p, int device) {
+    return "CUDA:" + std::to_string(device) + " (" + p.names[std::size_t(device)] + ") has compute capability " +
+           capability_text(p.capability[std::size_t(device)]) + "; this plugin is built for " +
+           capability_text(kMinComputeCapability) + " (Turing) and newer";
+}
+
 Probe run_probe() {
     int count = 0;
     cudaError_t status = cudaGetDeviceCount(&count);
-    if (status == cudaSuccess && count > 0) return {count, ""};
-    cudaGetLastError();
-    return {0, reason_for(status)};
+    if (status != cudaSuccess || count == 0) {
+        cudaGetLastError();
+        return {0, reason_for(status), {}, {}};
+    }
+    Probe p{count, "", {}, {}};
+    bool any_usable = false;
+    for (int d = 0; d < count; ++d) {
+        cudaDeviceProp prop{};
+        if (cudaGetDeviceProperties(&prop, d) != cudaSuccess) {
+            cudaGetLastError();
+            return {0, "cudaGetDeviceProperties failed for CUDA:" + std::to_string(d), {}, {}};
+        }
+        p.capability.push_back(prop.major * 10 + prop.minor);
+        p.names.emplace_back(prop.name);
+        any_usable = any_usable || p.capability.back() >= kMinComputeCapability;
+    }
+    // Usable when one GPU is; each older one is refused by name when it is asked for.
+    if (!any_usable) return {0, too_old(p, 0), {}, {}};
+    return p;
 }
 
 Context* create_context(int device) {
@@ -56,6 +80,10 @@ Context* create_context(int device) {
     FLUXION_CUDA_CHECK(cudaDeviceGetAttribute(&ctx->sm_count, cudaDevAttrMultiProcessorCount, device));
     FLUXION_CUBLAS_CHECK(cublasCreate(&ctx->blas));
     FLUXION_CUBLAS_CHECK(cublasSetStream(ctx->blas, ctx->stream));
+    // f16 and bf16 GEMMs sum split-K partial products in f32 too, not in their output type, so that C
+    // is rounded once as on the CPU (no effect on f32 and f64).
+    FLUXION_CUBLAS_CHECK(cublasSetMathMode(
+        ctx->blas, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
     void* workspace = nullptr;
     FLUXION_CUDA_CHECK(cudaMalloc(&workspace, kBlasWorkspaceBytes));
     FLUXION_CUBLAS_CHECK(cublasSetWorkspace(ctx->blas, workspace, kBlasWorkspaceBytes));
@@ -75,6 +103,13 @@ const Probe& probe() {
 }
 
 void select_device(int device) {
+    select_device_to_list(device);
+    const Probe& p = probe();
+    if (p.capability[std::size_t(device)] < kMinComputeCapability)
+        throw DeviceError("CUDA:" + std::to_string(device) + " is not usable: " + too_old(p, device));
+}
+
+void select_device_to_list(int device) {
     const Probe& p = probe();
     const std::string label = "CUDA:" + std::to_string(device);
     if (p.device_count == 0) throw DeviceError(label + " is not usable: " + p.reason);

@@ -5,12 +5,18 @@
 #include <cuda_runtime.h>
 
 #include <string>
+#include <vector>
 
 namespace fluxion::cuda {
 
+// The oldest GPUs the plugin is built for (src/cuda/CMakeLists.txt, CUDA_ARCHITECTURES): Turing.
+constexpr int kMinComputeCapability = 75;  // major * 10 + minor
+
 struct Probe {
     int device_count = 0;
-    std::string reason;  // why device_count is 0
+    std::string reason;              // why device_count is 0
+    std::vector<int> capability;     // each device's major * 10 + minor
+    std::vector<std::string> names;  // each device's name, for the messages
 };
 const Probe& probe();
 
@@ -21,8 +27,11 @@ struct Context {
     int sm_count = 0;
 };
 
-// Checks the index (fluxion::DeviceError naming it) and makes the device current on this thread.
+// Checks the index and the device's compute capability (fluxion::DeviceError naming them) and makes
+// the device current on this thread.
 void select_device(int device);
+// The same without the capability check: a GPU too old to run kernels is still listed.
+void select_device_to_list(int device);
 // select_device, then the device's context.
 Context& activate(int device);
 

@@ -20,7 +20,8 @@ void check(const char* op, DType t, const Conv2dShape& s) {
                          "}, weight {" + std::to_string(s.k) + ", c/groups, " + std::to_string(s.r) + ", " +
                          std::to_string(s.s) + "}, groups " + std::to_string(s.groups) +
                          "; channels and filters must divide by groups, strides and dilations must be positive");
-    if (t != DType::f32 && t != DType::f64) throw_unsupported(op, t, "f32, f64");
+    if (t != DType::f32 && t != DType::f64 && t != DType::f16 && t != DType::bf16)
+        throw_unsupported(op, t, "f32, f64, f16, bf16");
 }
 bool has_outputs(const Conv2dShape& s) { return s.n > 0 && s.k > 0 && s.oh > 0 && s.ow > 0; }
 }  // namespace

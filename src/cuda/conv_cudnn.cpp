@@ -1,7 +1,11 @@
 // conv_cudnn.cpp — convolutions through cuDNN's legacy API. For each shape, pass and dtype the
 // descriptors are made and an algorithm is chosen once (cuDNN's heuristics, first usable result)
 // and cached; the workspace comes from the caching allocator for the duration of the call.
+// f16 and bf16 tensors are convolved with f32 compute (cuDNN's pseudo-half configurations: f32
+// accumulation, one rounding of the result, tensor cores allowed); a shape cuDNN refuses in them
+// goes to im2col + GEMM, which accumulates in f32 as well.
 #include <array>
+#include <cstdio>
 #include <climits>
 #include <map>
 #include <mutex>
@@ -48,14 +52,23 @@ bool fits_int(const Conv2dShape& s) {
 }
 
 // One cuDNN handle per device, bound to the device's compute stream; kept for the process's life.
+// A cuDNN that loads but cannot make a handle (a library too old for the driver, say) leaves that
+// device's convolutions to im2col, said once on stderr, instead of failing every one of them.
 cudnnHandle_t handle_for(const CudnnApi& api, const Context& ctx) {
     static std::mutex mutex;
     static std::map<int, cudnnHandle_t> handles;
+    static std::map<int, bool> refused;
     std::lock_guard lock(mutex);
     cudnnHandle_t& handle = handles[ctx.device];
-    if (!handle) {
-        FLUXION_CUDNN_CHECK(api.create(&handle));
-        FLUXION_CUDNN_CHECK(api.set_stream(handle, ctx.stream));
+    if (!handle && !refused[ctx.device]) {
+        cudnnStatus_t status = api.create(&handle);
+        if (status == CUDNN_STATUS_SUCCESS) status = api.set_stream(handle, ctx.stream);
+        if (status != CUDNN_STATUS_SUCCESS) {
+            std::fprintf(stderr, "[ fluxion: cuDNN cannot be used on CUDA:%d (%s); convolutions use im2col + GEMM\n",
+                         ctx.device, api.get_error_string(status));
+            refused[ctx.device] = true;
+            handle = nullptr;
+        }
     }
     return handle;
 }
@@ -85,10 +98,20 @@ template <class Perf> bool choose(const Perf* results, int count, bool fma_only,
     return false;
 }
 
+cudnnDataType_t data_type(DType t) {
+    switch (t) {
+        case DType::f64: return CUDNN_DATA_DOUBLE;
+        case DType::f16: return CUDNN_DATA_HALF;
+        case DType::bf16: return CUDNN_DATA_BFLOAT16;
+        default: return CUDNN_DATA_FLOAT;
+    }
+}
+
 Plan make_plan(const CudnnApi& api, cudnnHandle_t handle, Pass pass, DType t, bool fma_only,
                const Conv2dShape& s, std::size_t limit) {
     Plan plan;
-    const cudnnDataType_t type = t == DType::f32 ? CUDNN_DATA_FLOAT : CUDNN_DATA_DOUBLE;
+    const cudnnDataType_t type = data_type(t);
+    const cudnnDataType_t compute = t == DType::f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
     auto i = [](std::int64_t v) { return static_cast<int>(v); };
     FLUXION_CUDNN_CHECK(api.create_tensor_descriptor(&plan.x));
     FLUXION_CUDNN_CHECK(api.create_tensor_descriptor(&plan.y));
@@ -102,7 +125,7 @@ Plan make_plan(const CudnnApi& api, cudnnHandle_t handle, Pass pass, DType t, bo
         api.set_filter_4d_descriptor(plan.w, type, CUDNN_TENSOR_NCHW, i(s.k), i(s.c / s.groups), i(s.r), i(s.s)));
     FLUXION_CUDNN_CHECK(api.set_convolution_2d_descriptor(plan.conv, i(s.pad_h), i(s.pad_w), i(s.stride_h),
                                                           i(s.stride_w), i(s.dil_h), i(s.dil_w),
-                                                          CUDNN_CROSS_CORRELATION, type));
+                                                          CUDNN_CROSS_CORRELATION, compute));
     FLUXION_CUDNN_CHECK(api.set_convolution_group_count(plan.conv, i(s.groups)));
     FLUXION_CUDNN_CHECK(api.set_convolution_math_type(plan.conv, fma_only ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH));
 
@@ -137,16 +160,35 @@ Plan make_plan(const CudnnApi& api, cudnnHandle_t handle, Pass pass, DType t, bo
     return plan;
 }
 
+struct PlanCache {
+    std::mutex mutex;
+    std::map<Key, Plan> plans;
+};
+PlanCache& plan_cache() {
+    static PlanCache* cache = new PlanCache;  // never destroyed: plans live as long as the process
+    return *cache;
+}
+
+bool tf32_for(DType t) { return t == DType::f32 && tf32_allowed(); }
+
+// Marks the plan of this call unusable: im2col + GEMM from now on.
+void forget_plan(const Context& ctx, Pass pass, DType t, const Conv2dShape& s) {
+    PlanCache& cache = plan_cache();
+    std::lock_guard lock(cache.mutex);
+    auto it = cache.plans.find(key_of(ctx.device, t, pass, tf32_for(t), s));
+    if (it != cache.plans.end()) it->second.usable = false;
+}
+
 // The cached plan for this call. Plans (and their descriptors) live as long as the process.
 Plan plan_for(const CudnnApi& api, cudnnHandle_t handle, const Context& ctx, Pass pass, DType t,
               const Conv2dShape& s) {
     // On Ampere and later cuDNN's default math lets f32 convolutions use TF32; FMA math does not.
-    const bool tf32 = t == DType::f32 && tf32_allowed();
+    const bool tf32 = tf32_for(t);
     const bool fma_only = t == DType::f32 && !tf32;
-    static std::mutex mutex;
-    static std::map<Key, Plan> plans;
+    PlanCache& cache = plan_cache();
     const Key key = key_of(ctx.device, t, pass, tf32, s);
-    std::lock_guard lock(mutex);
+    std::lock_guard lock(cache.mutex);
+    auto& plans = cache.plans;
     auto it = plans.find(key);
     if (it == plans.end()) {
         Plan plan;
@@ -162,12 +204,23 @@ Plan plan_for(const CudnnApi& api, cudnnHandle_t handle, const Context& ctx, Pas
     return it->second;
 }
 
-// cuDNN's scaling factors, of the convolution's element type.
+// A call cuDNN refuses when it runs (an algorithm the heuristics offered for a half type that then
+// fails, say) is computed by im2col + GEMM instead, and so is every later call of that plan: said
+// once on stderr. The plan cache holds the refusal.
+bool ran(const CudnnApi& api, cudnnStatus_t status, const Context& ctx, Pass pass, DType t, const Conv2dShape& s) {
+    if (status == CUDNN_STATUS_SUCCESS) return true;
+    std::fprintf(stderr, "[ fluxion: cuDNN refused a convolution on CUDA:%d (%s); im2col + GEMM computes it\n",
+                 ctx.device, api.get_error_string(status));
+    forget_plan(ctx, pass, t, s);
+    return false;
+}
+
+// cuDNN's scaling factors: double for f64 convolutions, float for the others.
 struct Scale {
     float f32[2] = {1.0f, 0.0f};
     double f64[2] = {1.0, 0.0};
-    const void* one(DType t) const { return t == DType::f32 ? static_cast<const void*>(&f32[0]) : &f64[0]; }
-    const void* zero(DType t) const { return t == DType::f32 ? static_cast<const void*>(&f32[1]) : &f64[1]; }
+    const void* one(DType t) const { return t == DType::f64 ? static_cast<const void*>(&f64[0]) : &f32[0]; }
+    const void* zero(DType t) const { return t == DType::f64 ? static_cast<const void*>(&f64[1]) : &f32[1]; }
 };
 
 }  // namespace
@@ -177,14 +230,16 @@ bool cudnn_conv2d(int device, DType t, const Conv2dShape& s, const void* x, cons
     if (!api) return false;
     Context& ctx = activate(device);
     cudnnHandle_t handle = handle_for(*api, ctx);
+    if (!handle) return false;
     const Plan plan = plan_for(*api, handle, ctx, Pass::forward, t, s);
     if (!plan.usable) return false;
     Scratch workspace(device, plan.workspace);
     const Scale scale;
-    FLUXION_CUDNN_CHECK(api->convolution_forward(handle, scale.one(t), plan.x, x, plan.w, w, plan.conv,
-                                                 static_cast<cudnnConvolutionFwdAlgo_t>(plan.algorithm),
-                                                 workspace.get(), plan.workspace, scale.zero(t), plan.y, y));
-    return true;
+    return ran(*api,
+               api->convolution_forward(handle, scale.one(t), plan.x, x, plan.w, w, plan.conv,
+                                        static_cast<cudnnConvolutionFwdAlgo_t>(plan.algorithm), workspace.get(),
+                                        plan.workspace, scale.zero(t), plan.y, y),
+               ctx, Pass::forward, t, s);
 }
 
 bool cudnn_conv2d_backward_input(int device, DType t, const Conv2dShape& s, const void* gy, const void* w, void* gx) {
@@ -192,14 +247,16 @@ bool cudnn_conv2d_backward_input(int device, DType t, const Conv2dShape& s, cons
     if (!api) return false;
     Context& ctx = activate(device);
     cudnnHandle_t handle = handle_for(*api, ctx);
+    if (!handle) return false;
     const Plan plan = plan_for(*api, handle, ctx, Pass::backward_data, t, s);
     if (!plan.usable) return false;
     Scratch workspace(device, plan.workspace);
     const Scale scale;
-    FLUXION_CUDNN_CHECK(api->convolution_backward_data(handle, scale.one(t), plan.w, w, plan.y, gy, plan.conv,
-                                                       static_cast<cudnnConvolutionBwdDataAlgo_t>(plan.algorithm),
-                                                       workspace.get(), plan.workspace, scale.zero(t), plan.x, gx));
-    return true;
+    return ran(*api,
+               api->convolution_backward_data(handle, scale.one(t), plan.w, w, plan.y, gy, plan.conv,
+                                              static_cast<cudnnConvolutionBwdDataAlgo_t>(plan.algorithm),
+                                              workspace.get(), plan.workspace, scale.zero(t), plan.x, gx),
+               ctx, Pass::backward_data, t, s);
 }
 
 bool cudnn_conv2d_backward_weight(int device, DType t, const Conv2dShape& s, const void* x, const void* gy, void* gw) {
@@ -207,15 +264,16 @@ bool cudnn_conv2d_backward_weight(int device, DType t, const Conv2dShape& s, con
     if (!api) return false;
     Context& ctx = activate(device);
     cudnnHandle_t handle = handle_for(*api, ctx);
+    if (!handle) return false;
     const Plan plan = plan_for(*api, handle, ctx, Pass::backward_filter, t, s);
     if (!plan.usable) return false;
     Scratch workspace(device, plan.workspace);
     const Scale scale;
-    FLUXION_CUDNN_CHECK(api->convolution_backward_filter(
-        handle, scale.one(t), plan.x, x, plan.y, gy, plan.conv,
-        static_cast<cudnnConvolutionBwdFilterAlgo_t>(plan.algorithm), workspace.get(), plan.workspace,
-        scale.zero(t), plan.w, gw));
-    return true;
+    return ran(*api,
+               api->convolution_backward_filter(handle, scale.one(t), plan.x, x, plan.y, gy, plan.conv,
+                                                static_cast<cudnnConvolutionBwdFilterAlgo_t>(plan.algorithm),
+                                                workspace.get(), plan.workspace, scale.zero(t), plan.w, gw),
+               ctx, Pass::backward_filter, t, s);
 }
 
 }  // namespace fluxion::cuda

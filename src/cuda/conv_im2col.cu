@@ -1,6 +1,8 @@
 // conv_im2col.cu — convolutions without cuDNN: the input patches of a chunk of images are unrolled
 // into a column matrix {C*R*S, OH*OW} per image (im2col) and multiplied with the weight through
 // cuBLAS; the input gradient folds columns back with a gather (col2im: no atomics, deterministic).
+// For f16 and bf16 the forward columns hold the input's 16-bit values, while the gradients' products
+// and sums stay in f32 (gemm_into) and are rounded to 16 bits once, as on the CPU.
 #include <algorithm>
 
 #include "cuda/allocator.hpp"
@@ -36,11 +38,12 @@ template <class T> __global__ void im2col_kernel(Conv2dShape s, std::int64_t ima
 }
 
 // gx[image, c, h, w] = the sum of the column entries that im2col copied from that input cell.
-template <class T> __global__ void col2im_kernel(Conv2dShape s, std::int64_t images, const T* col, T* gx) {
+template <class T>
+__global__ void col2im_kernel(Conv2dShape s, std::int64_t images, const Compute<T>* col, T* gx) {
     const std::int64_t p_count = s.oh * s.ow, rows = s.c * s.r * s.s, total = images * s.c * s.h * s.w;
     for (std::int64_t i = first_index(); i < total; i += index_step()) {
         const std::int64_t w = i % s.w, h = i / s.w % s.h, c = i / (s.w * s.h) % s.c, image = i / (s.w * s.h * s.c);
-        T sum = 0;
+        Compute<T> sum = 0;
         for (std::int64_t kh = 0; kh < s.r; ++kh) {
             const std::int64_t hh = h + s.pad_h - kh * s.dil_h;
             if (hh < 0 || hh % s.stride_h != 0 || hh / s.stride_h >= s.oh) continue;
@@ -51,7 +54,7 @@ template <class T> __global__ void col2im_kernel(Conv2dShape s, std::int64_t ima
                 sum += col[(image * rows + row) * p_count + hh / s.stride_h * s.ow + ww / s.stride_w];
             }
         }
-        gx[i] = sum;
+        gx[i] = narrow<T>(sum);
     }
 }
 
@@ -69,8 +72,8 @@ void col2im(const Context& ctx, DType t, const Conv2dShape& s, std::int64_t imag
     const std::int64_t total = images * s.c * s.h * s.w;
     dispatch_floating(t, "conv2d_backward_input", [&](auto tag) {
         using T = decltype(tag);
-        col2im_kernel<T><<<grid_for(ctx, total), kThreads, 0, ctx.stream>>>(s, images, static_cast<const T*>(col),
-                                                                             static_cast<T*>(gx));
+        col2im_kernel<T><<<grid_for(ctx, total), kThreads, 0, ctx.stream>>>(
+            s, images, static_cast<const Compute<T>*>(col), static_cast<T*>(gx));
     });
     FLUXION_CUDA_CHECK_LAUNCH("col2im_kernel");
 }
@@ -119,19 +122,21 @@ void im2col_conv2d_backward_input(int device, DType t, const Conv2dShape& s, con
     const Context& ctx = activate(device);
     const Dims d(s);
     const std::size_t size = itemsize(t);
-    const std::int64_t chunk = images_per_chunk(s, size);
-    Scratch col(device, chunk * d.rows * d.p * size);
+    const DType col_type = compute_type(t);  // the products stay in f32 for f16 and bf16 until col2im
+    const std::size_t col_size = itemsize(col_type);
+    const std::int64_t chunk = images_per_chunk(s, col_size);
+    Scratch col(device, chunk * d.rows * d.p * col_size);
     for (std::int64_t first = 0; first < s.n; first += chunk) {
         const std::int64_t images = std::min(chunk, s.n - first);
         const void* gy_first = advance(gy, first * s.k * d.p, size);
         if (d.groups == 1) {  // col[i] {rows, P} = W^T {rows, K} x gy[i] {K, P}
-            gemm(device, t, true, false, d.rows, d.p, s.k, 1.0, w, d.rows, 0, gy_first, d.p, s.k * d.p, 0.0,
-                 col.get(), d.p, d.rows * d.p, images);
+            gemm_into(device, t, col_type, true, false, d.rows, d.p, s.k, 1.0, w, d.rows, 0, gy_first, d.p,
+                      s.k * d.p, 0.0, col.get(), d.p, d.rows * d.p, images);
         } else {
             for (std::int64_t i = 0; i < images; ++i)
-                gemm(device, t, true, false, d.rows_g, d.p, d.kg, 1.0, w, d.rows_g, d.kg * d.rows_g,
-                     advance(gy_first, i * s.k * d.p, size), d.p, d.kg * d.p, 0.0,
-                     advance(col.get(), i * d.rows * d.p, size), d.p, d.rows_g * d.p, d.groups);
+                gemm_into(device, t, col_type, true, false, d.rows_g, d.p, d.kg, 1.0, w, d.rows_g, d.kg * d.rows_g,
+                          advance(gy_first, i * s.k * d.p, size), d.p, d.kg * d.p, 0.0,
+                          advance(col.get(), i * d.rows * d.p, col_size), d.p, d.rows_g * d.p, d.groups);
         }
         col2im(ctx, t, s, images, col.get(), advance(gx, first * s.c * s.h * s.w, size));
     }
@@ -142,17 +147,24 @@ void im2col_conv2d_backward_weight(int device, DType t, const Conv2dShape& s, co
     const Context& ctx = activate(device);
     const Dims d(s);
     const std::size_t size = itemsize(t);
-    FLUXION_CUDA_CHECK(cudaMemsetAsync(gw, 0, s.k * d.rows_g * size, ctx.stream));
+    // f16 and bf16 gradients add up over the images in f32, rounded into gw once at the end.
+    const DType sum_type = compute_type(t);
+    const std::int64_t count = s.k * d.rows_g;
+    Scratch wide(device, sum_type != t ? count * itemsize(sum_type) : 0);
+    void* sums = sum_type != t ? wide.get() : gw;
+    FLUXION_CUDA_CHECK(cudaMemsetAsync(sums, 0, count * itemsize(sum_type), ctx.stream));
     const std::int64_t chunk = images_per_chunk(s, size);
     Scratch col(device, chunk * d.rows * d.p * size);
     for (std::int64_t first = 0; first < s.n; first += chunk) {
         const std::int64_t images = std::min(chunk, s.n - first);
         im2col(ctx, t, s, images, advance(x, first * s.c * s.h * s.w, size), col.get());
         for (std::int64_t i = 0; i < images; ++i)  // gW[g] {Kg, rows_g} += gy[i][g] {Kg, P} x col[i][g]^T
-            gemm(device, t, false, true, d.kg, d.rows_g, d.p, 1.0, advance(gy, (first + i) * s.k * d.p, size), d.p,
-                 d.kg * d.p, advance(col.get(), i * d.rows * d.p, size), d.p, d.rows_g * d.p, 1.0, gw, d.rows_g,
-                 d.kg * d.rows_g, d.groups);
+            gemm_into(device, t, sum_type, false, true, d.kg, d.rows_g, d.p, 1.0,
+                      advance(gy, (first + i) * s.k * d.p, size), d.p, d.kg * d.p,
+                      advance(col.get(), i * d.rows * d.p, size), d.p, d.rows_g * d.p, 1.0, sums, d.rows_g,
+                      d.kg * d.rows_g, d.groups);
     }
+    if (sum_type != t) cast(device, sum_type, t, count, sums, gw);
 }
 
 }  // namespace fluxion::cuda

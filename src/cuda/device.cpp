@@ -28,7 +28,7 @@ bool functional(char* why, std::size_t why_size) {
 int device_count() { return probe().device_count; }
 
 void device_properties(int device, backend::DeviceProperties* out) {
-    select_device(device);
+    select_device_to_list(device);
     cudaDeviceProp prop{};
     FLUXION_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
     *out = {};

@@ -2,9 +2,9 @@
 // its gradient index_add.
 #include <cstring>
 #include <string>
-#include <type_traits>
 #include <vector>
 
+#include "cuda/allocator.hpp"
 #include "cuda/check.hpp"
 #include "cuda/dtype_dispatch.cuh"
 #include "cuda/kernels.hpp"
@@ -35,8 +35,8 @@ std::uint64_t element_bits(DType t, double value) {
         case DType::i64: return bits_of(static_cast<std::int64_t>(value));
         case DType::u8: return bits_of(static_cast<std::uint8_t>(value));
         case DType::boolean: return bits_of(static_cast<std::uint8_t>(value != 0));
-        case DType::f16: return bits_of(__float2half(static_cast<float>(value)));
-        case DType::bf16: return bits_of(__float2bfloat16(static_cast<float>(value)));
+        case DType::f16: return bits_of(narrow<__half>(static_cast<float>(value)));
+        case DType::bf16: return bits_of(narrow<__nv_bfloat16>(static_cast<float>(value)));
     }
     throw_unsupported("fill", t, "every dtype");
 }
@@ -49,13 +49,11 @@ template <class U> __global__ void copy_strided_kernel(std::int64_t n, Indexer<2
     }
 }
 
-template <class T> constexpr bool is_half_v = std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
-
 // static_cast's conversions (to bool: x != 0), with the half types going through float, as the
 // CPU backend converts.
 template <class To, class From> __device__ To convert(From x) {
-    if constexpr (is_half_v<From>) return convert<To>(static_cast<float>(x));
-    else if constexpr (is_half_v<To>) return To(static_cast<float>(x));
+    if constexpr (is_half_v<From>) return convert<To>(widen(x));
+    else if constexpr (is_half_v<To>) return narrow<To>(static_cast<float>(x));
     else return static_cast<To>(x);
 }
 
@@ -97,10 +95,10 @@ __device__ void atomic_add(std::uint8_t* p, std::uint8_t v) {
 
 template <class T>
 __global__ void index_add_kernel(std::int64_t total, std::int64_t n_dst, std::int64_t inner, const T* src,
-                                 const std::int64_t* idx, std::int64_t n_idx, T* dst) {
+                                 const std::int64_t* idx, std::int64_t n_idx, Compute<T>* dst) {
     for (std::int64_t i = first_index(); i < total; i += index_step()) {
         const std::int64_t k = i % inner, j = i / inner % n_idx, o = i / inner / n_idx;
-        atomic_add(&dst[(o * n_dst + idx[j]) * inner + k], src[i]);
+        atomic_add(&dst[(o * n_dst + idx[j]) * inner + k], widen(src[i]));
     }
 }
 
@@ -176,8 +174,9 @@ void cast(int device, DType from, DType to, std::int64_t n, const void* src, voi
 void index_select(int device, DType t, std::int64_t outer, std::int64_t n_src, std::int64_t inner, const void* src,
                   const std::int64_t* idx, std::int64_t n_idx, void* dst) {
     const std::int64_t total = outer * n_idx * inner;
+    // Indices are checked even when nothing is moved (an empty outer or inner axis), as on the CPU.
+    if (n_idx > 0) check_indices(device, "index_select", idx, n_idx, n_src);
     if (total <= 0) return;
-    check_indices(device, "index_select", idx, n_idx, n_src);
     Context& ctx = activate(device);
     dispatch_bytes(t, [&](auto tag) {
         using U = decltype(tag);
@@ -187,18 +186,28 @@ void index_select(int device, DType t, std::int64_t outer, std::int64_t n_src, s
     FLUXION_CUDA_CHECK_LAUNCH("index_select_kernel");
 }
 
+// f16 and bf16 add into an f32 copy of dst that is rounded back once, as the CPU does: rounding at
+// every atomic addition would lose the small terms of a long sum into one row.
 void index_add(int device, DType t, std::int64_t outer, std::int64_t n_dst, std::int64_t inner, const void* src,
                const std::int64_t* idx, std::int64_t n_idx, void* dst) {
     const std::int64_t total = outer * n_idx * inner;
+    // Indices are checked even when nothing is moved (an empty outer or inner axis), as on the CPU.
+    if (n_idx > 0) check_indices(device, "index_add", idx, n_idx, n_dst);
     if (total <= 0) return;
-    check_indices(device, "index_add", idx, n_idx, n_dst);
     Context& ctx = activate(device);
     dispatch_numeric(t, "index_add", [&](auto tag) {
         using T = decltype(tag);
-        index_add_kernel<T><<<grid_for(ctx, total), kThreads, 0, ctx.stream>>>(
-            total, n_dst, inner, static_cast<const T*>(src), idx, n_idx, static_cast<T*>(dst));
+        using C = Compute<T>;
+        const std::int64_t count = outer * n_dst * inner;
+        Scratch wide(device, is_half_v<T> ? count * sizeof(C) : 0);
+        C* sums = is_half_v<T> ? wide.as<C>() : static_cast<C*>(dst);
+        if (is_half_v<T>) cast(device, t, DType::f32, count, dst, sums);
+        index_add_kernel<T><<<grid_for(ctx, total), kThreads, 0, ctx.stream>>>(total, n_dst, inner,
+                                                                               static_cast<const T*>(src), idx, n_idx,
+                                                                               sums);
+        FLUXION_CUDA_CHECK_LAUNCH("index_add_kernel");
+        if (is_half_v<T>) cast(device, DType::f32, t, count, sums, dst);
     });
-    FLUXION_CUDA_CHECK_LAUNCH("index_add_kernel");
 }
 
 }  // namespace fluxion::cuda

@@ -6,6 +6,8 @@
 //   adam      s1 = b1 s1 + (1 - b1) g;  s2 = b2 s2 + (1 - b2) g^2;
 //             p -= eta (s1 / (1 - b1^t)) / (sqrt(s2 / (1 - b2^t)) + eps)
 //   adamw     p *= 1 - eta decay, then adam
+// f16 and bf16 parameters and state stay in their type, as on the CPU; the update is computed in f32
+// and each result rounded once (dtype_dispatch.cuh).
 #include <cmath>
 #include <string>
 
@@ -49,33 +51,37 @@ template <class T> Hyper<T> hyper(const OptimiserStep& hp) {
 
 // The hyper-parameters come by value, or, in a CUDA graph, from device memory (`from`) that an
 // upload captured before the kernel refills at every launch (capture.hpp).
-template <class T>
-__global__ void optimiser_kernel(Optimiser rule, std::int64_t n, T* p, const T* g, T* s1, T* s2, Hyper<T> by_value,
-                                 const Hyper<T>* from) {
-    const Hyper<T> h = from ? *from : by_value;
+template <class T, class C = Compute<T>>
+__global__ void optimiser_kernel(Optimiser rule, std::int64_t n, T* p, const T* g, T* s1, T* s2, Hyper<C> by_value,
+                                 const Hyper<C>* from) {
+    const Hyper<C> h = from ? *from : by_value;
     for (std::int64_t i = first_index(); i < n; i += index_step()) {
-        const T grad = g[i];
+        const C grad = widen(g[i]);
+        C param = widen(p[i]), m = 0, v = 0;
         switch (rule) {
-            case Optimiser::descent: p[i] -= h.eta * grad; break;
+            case Optimiser::descent: param -= h.eta * grad; break;
             case Optimiser::momentum:
-                s1[i] = h.rho * s1[i] + grad;
-                p[i] -= h.eta * s1[i];
+                m = h.rho * widen(s1[i]) + grad;
+                param -= h.eta * m;
                 break;
             case Optimiser::nesterov:
-                s1[i] = h.rho * s1[i] + grad;
-                p[i] -= h.eta * (grad + h.rho * s1[i]);
+                m = h.rho * widen(s1[i]) + grad;
+                param -= h.eta * (grad + h.rho * m);
                 break;
             case Optimiser::rmsprop:
-                s1[i] = h.rho * s1[i] + (T(1) - h.rho) * grad * grad;
-                p[i] -= h.eta * grad / (sqrt(s1[i]) + h.epsilon);
+                m = h.rho * widen(s1[i]) + (C(1) - h.rho) * grad * grad;
+                param -= h.eta * grad / (sqrt(m) + h.epsilon);
                 break;
-            case Optimiser::adamw: p[i] *= T(1) - h.eta * h.decay; [[fallthrough]];
+            case Optimiser::adamw: param *= C(1) - h.eta * h.decay; [[fallthrough]];
             case Optimiser::adam:
-                s1[i] = h.beta1 * s1[i] + (T(1) - h.beta1) * grad;
-                s2[i] = h.beta2 * s2[i] + (T(1) - h.beta2) * grad * grad;
-                p[i] -= h.eta * (s1[i] / h.correction1) / (sqrt(s2[i] / h.correction2) + h.epsilon);
+                m = h.beta1 * widen(s1[i]) + (C(1) - h.beta1) * grad;
+                v = h.beta2 * widen(s2[i]) + (C(1) - h.beta2) * grad * grad;
+                param -= h.eta * (m / h.correction1) / (sqrt(v / h.correction2) + h.epsilon);
+                s2[i] = narrow<T>(v);
                 break;
         }
+        if (rule != Optimiser::descent) s1[i] = narrow<T>(m);
+        p[i] = narrow<T>(param);
     }
 }
 
@@ -96,16 +102,17 @@ void optimiser_step(int device, Optimiser rule, DType t, std::int64_t n, void* p
     Recording* recording = capturing(device);
     dispatch_floating(t, op.c_str(), [&](auto tag) {
         using T = decltype(tag);
-        const Hyper<T> h = hyper<T>(*hp);
-        Hyper<T>* from = nullptr;
+        using C = Compute<T>;
+        const Hyper<C> h = hyper<C>(*hp);
+        Hyper<C>* from = nullptr;
         if (recording) {  // the step count and learning rate change between launches: read *hp again each time
-            auto* host = static_cast<Hyper<T>*>(recording_pinned(*recording, sizeof(Hyper<T>)));
+            auto* host = static_cast<Hyper<C>*>(recording_pinned(*recording, sizeof(Hyper<C>)));
             *host = h;
             recording->kept.reserve(recording->kept.size() + 1);
-            from = static_cast<Hyper<T>*>(allocate(device, sizeof(Hyper<T>)));
+            from = static_cast<Hyper<C>*>(allocate(device, sizeof(Hyper<C>)));
             recording->kept.push_back(from);
-            FLUXION_CUDA_CHECK(cudaMemcpyAsync(from, host, sizeof(Hyper<T>), cudaMemcpyHostToDevice, ctx.stream));
-            recording->on_run.push_back([host, hp] { *host = hyper<T>(*hp); });
+            FLUXION_CUDA_CHECK(cudaMemcpyAsync(from, host, sizeof(Hyper<C>), cudaMemcpyHostToDevice, ctx.stream));
+            recording->on_run.push_back([host, hp] { *host = hyper<C>(*hp); });
         }
         optimiser_kernel<T><<<grid_for(ctx, n), kThreads, 0, ctx.stream>>>(
             rule, n, static_cast<T*>(param), static_cast<const T*>(grad), static_cast<T*>(state1),

@@ -1,10 +1,12 @@
 // pool.cu — 2-d max and mean pooling over NCHW and their gradients. Max pooling ignores padding
 // (the first maximum of the window wins; NaN propagates); mean pooling divides by the window's size
 // counting padding cells, as PyTorch's count_include_pad=True. Gradients are scattered with
-// atomicAdd, one thread per output.
+// atomicAdd, one thread per output. f16 and bf16 compute in f32 (dtype_dispatch.cuh), and their
+// gradients add up in an f32 copy that is rounded once, as on the CPU.
 #include <cmath>
 #include <string>
 
+#include "cuda/allocator.hpp"
 #include "cuda/check.hpp"
 #include "cuda/dtype_dispatch.cuh"
 #include "cuda/kernels.hpp"
@@ -42,10 +44,10 @@ __device__ Window window_of(const Pool2dShape& s, std::int64_t oh, std::int64_t 
 // The offset in the plane of the window's first maximum, or -1 when the window has no input cell.
 template <class T> __device__ std::int64_t argmax_in(const T* plane, const Pool2dShape& s, const Window& win) {
     std::int64_t best = -1;
-    T best_value = 0;
+    Compute<T> best_value = 0;
     for (std::int64_t h = win.h0; h < win.h1; ++h) {
         for (std::int64_t w = win.w0; w < win.w1; ++w) {
-            const T v = plane[h * s.w + w];
+            const Compute<T> v = widen(plane[h * s.w + w]);
             if (best < 0 || v > best_value || (is_nan(v) && !is_nan(best_value))) {
                 best = h * s.w + w;
                 best_value = v;
@@ -55,10 +57,10 @@ template <class T> __device__ std::int64_t argmax_in(const T* plane, const Pool2
     return best;
 }
 
-template <class T> __device__ T window_sum(const T* plane, const Pool2dShape& s, const Window& win) {
-    T sum = 0;
+template <class T> __device__ Compute<T> window_sum(const T* plane, const Pool2dShape& s, const Window& win) {
+    Compute<T> sum = 0;
     for (std::int64_t h = win.h0; h < win.h1; ++h)
-        for (std::int64_t w = win.w0; w < win.w1; ++w) sum += plane[h * s.w + w];
+        for (std::int64_t w = win.w0; w < win.w1; ++w) sum += widen(plane[h * s.w + w]);
     return sum;
 }
 
@@ -70,14 +72,15 @@ template <class T> __global__ void pool2d_kernel(Pool op, Pool2dShape s, const T
         const Window win = window_of(s, oh, ow);
         if (op == Pool::max) {
             const std::int64_t at = argmax_in(plane, s, win);
-            y[i] = at < 0 ? T(-INFINITY) : plane[at];
+            y[i] = at < 0 ? narrow<T>(-INFINITY) : plane[at];
         } else {
-            y[i] = window_sum(plane, s, win) / T(win.divisor);
+            y[i] = narrow<T>(window_sum(plane, s, win) / Compute<T>(win.divisor));
         }
     }
 }
 
-template <class T> __global__ void pool2d_backward_kernel(Pool op, Pool2dShape s, const T* x, const T* gy, T* gx) {
+template <class T>
+__global__ void pool2d_backward_kernel(Pool op, Pool2dShape s, const T* x, const T* gy, Compute<T>* gx) {
     const std::int64_t total = s.n * s.c * s.oh * s.ow;
     for (std::int64_t i = first_index(); i < total; i += index_step()) {
         const std::int64_t ow = i % s.ow, oh = i / s.ow % s.oh, plane_index = i / (s.ow * s.oh);
@@ -85,9 +88,9 @@ template <class T> __global__ void pool2d_backward_kernel(Pool op, Pool2dShape s
         const Window win = window_of(s, oh, ow);
         if (op == Pool::max) {
             const std::int64_t at = argmax_in(x + plane_offset, s, win);
-            if (at >= 0) atomicAdd(gx + plane_offset + at, gy[i]);
+            if (at >= 0) atomicAdd(gx + plane_offset + at, widen(gy[i]));
         } else {
-            const T share = gy[i] / T(win.divisor);
+            const Compute<T> share = widen(gy[i]) / Compute<T>(win.divisor);
             for (std::int64_t h = win.h0; h < win.h1; ++h)
                 for (std::int64_t w = win.w0; w < win.w1; ++w) atomicAdd(gx + plane_offset + h * s.w + w, share);
         }
@@ -117,11 +120,16 @@ void pool2d_backward(int device, Pool op, DType t, const Pool2dShape* s, const v
     Context& ctx = activate(device);
     dispatch_floating(t, "pool2d_backward", [&](auto tag) {
         using T = decltype(tag);
-        FLUXION_CUDA_CHECK(cudaMemsetAsync(gx, 0, inputs * sizeof(T), ctx.stream));
-        if (outputs <= 0) return;
-        pool2d_backward_kernel<T><<<grid_for(ctx, outputs), kThreads, 0, ctx.stream>>>(
-            op, *s, static_cast<const T*>(x), static_cast<const T*>(gy), static_cast<T*>(gx));
-        FLUXION_CUDA_CHECK_LAUNCH("pool2d_backward_kernel");
+        using C = Compute<T>;
+        Scratch wide(device, is_half_v<T> ? inputs * sizeof(C) : 0);
+        C* sums = is_half_v<T> ? wide.as<C>() : static_cast<C*>(gx);
+        FLUXION_CUDA_CHECK(cudaMemsetAsync(sums, 0, inputs * sizeof(C), ctx.stream));
+        if (outputs > 0) {
+            pool2d_backward_kernel<T><<<grid_for(ctx, outputs), kThreads, 0, ctx.stream>>>(
+                op, *s, static_cast<const T*>(x), static_cast<const T*>(gy), sums);
+            FLUXION_CUDA_CHECK_LAUNCH("pool2d_backward_kernel");
+        }
+        if (is_half_v<T>) cast(device, DType::f32, t, inputs, sums, gx);
     });
 }
 

@@ -1,6 +1,7 @@
 // reduce.cu — sum, mean, max, min, argmax and argmin along the middle axis of {outer, n, inner},
 // with the CPU's semantics: floats sum in double and integers in 64 bits (wrapping); max, min and
-// the arg reductions let a NaN win and keep the first of equal extremes.
+// the arg reductions let a NaN win and keep the first of equal extremes. f16 and bf16 reduce as the
+// CPU's f32 kernel does on their widened values: the result is rounded to f32, then to 16 bits.
 // With inner == 1 each row is contiguous and one warp or block reduces it; otherwise one thread
 // per output walks down its column, neighbouring threads reading neighbouring elements.
 #include <string>
@@ -20,7 +21,7 @@ namespace {
 constexpr std::int64_t kNone = INT64_MAX;  // the index of a partial result that has seen no element
 
 // What a partial result holds: sums and extremes alike fit this type exactly.
-template <class T> using Acc = std::conditional_t<std::is_floating_point_v<T>, double, std::int64_t>;
+template <class T> using Acc = std::conditional_t<std::is_floating_point_v<Compute<T>>, double, std::int64_t>;
 
 template <class T> struct Partial {
     Acc<T> value;
@@ -52,7 +53,7 @@ template <class T> struct Combine {
 
     __device__ Partial<T> operator()(const Partial<T>& a, const Partial<T>& b) const {
         if (!is_sum(op)) return better(b, a) ? b : a;
-        if constexpr (std::is_floating_point_v<T>) return {a.value + b.value, 0};
+        if constexpr (std::is_floating_point_v<Acc<T>>) return {a.value + b.value, 0};
         else return {static_cast<std::int64_t>(static_cast<std::uint64_t>(a.value) + static_cast<std::uint64_t>(b.value)), 0};
     }
 };
@@ -60,11 +61,14 @@ template <class T> struct Combine {
 template <class T> __device__ Partial<T> empty_partial(Reduce op) { return {Acc<T>(0), is_sum(op) ? 0 : kNone}; }
 
 template <class T> __device__ void store(Reduce op, const Partial<T>& p, std::int64_t n, void* dst, std::int64_t i) {
+    using C = Compute<T>;
     switch (op) {
         case Reduce::argmax:
         case Reduce::argmin: static_cast<std::int64_t*>(dst)[i] = p.index; break;
-        case Reduce::mean: static_cast<T*>(dst)[i] = static_cast<T>(static_cast<double>(p.value) / double(n)); break;
-        default: static_cast<T*>(dst)[i] = static_cast<T>(p.value);
+        case Reduce::mean:
+            static_cast<T*>(dst)[i] = narrow<T>(static_cast<C>(static_cast<double>(p.value) / double(n)));
+            break;
+        default: static_cast<T*>(dst)[i] = narrow<T>(static_cast<C>(p.value));
     }
 }
 
@@ -75,7 +79,7 @@ __global__ void reduce_rows_kernel(Reduce op, std::int64_t rows, std::int64_t n,
     for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
         const T* x = src + row * n;
         Partial<T> acc = empty_partial<T>(op);
-        for (std::int64_t j = threadIdx.x; j < n; j += blockDim.x) acc = combine(acc, {Acc<T>(x[j]), j});
+        for (std::int64_t j = threadIdx.x; j < n; j += blockDim.x) acc = combine(acc, {Acc<T>(widen(x[j])), j});
         acc = block_reduce(acc, combine);
         if (threadIdx.x == 0) store(op, acc, n, dst, row);
     }
@@ -88,7 +92,7 @@ __global__ void reduce_columns_kernel(Reduce op, std::int64_t outer, std::int64_
     for (std::int64_t i = first_index(); i < outer * inner; i += index_step()) {
         const T* x = src + i / inner * n * inner + i % inner;
         Partial<T> acc = empty_partial<T>(op);
-        for (std::int64_t j = 0; j < n; ++j) acc = combine(acc, {Acc<T>(x[j * inner]), j});
+        for (std::int64_t j = 0; j < n; ++j) acc = combine(acc, {Acc<T>(widen(x[j * inner])), j});
         store(op, acc, n, dst, i);
     }
 }
@@ -102,13 +106,14 @@ void reduce(int device, Reduce op, DType t, std::int64_t outer, std::int64_t n, 
     if (static_cast<int>(op) < 0 || op > Reduce::argmin)
         throw ValueError("reduce: unknown op code " + std::to_string(static_cast<int>(op)));
     const char* name = kNames[static_cast<int>(op)];
-    if (op == Reduce::sum && t == DType::boolean) throw_unsupported(name, t, "f32, f64, i32, i64, u8");
-    if (op == Reduce::mean && t != DType::f32 && t != DType::f64) throw_unsupported(name, t, "f32, f64");
+    if (op == Reduce::sum && t == DType::boolean) throw_unsupported(name, t, "f32, f64, f16, bf16, i32, i64, u8");
+    if (op == Reduce::mean && t != DType::f32 && t != DType::f64 && t != DType::f16 && t != DType::bf16)
+        throw_unsupported(name, t, "f32, f64, f16, bf16");
     if (n == 0 && op != Reduce::sum && op != Reduce::mean)
         throw ValueError(std::string(name) + ": cannot reduce an axis of length 0; there is no extreme to return");
     if (outer * inner <= 0) return;
     Context& ctx = activate(device);
-    dispatch_plain(t, name, [&](auto tag) {
+    dispatch_all(t, name, [&](auto tag) {
         using T = decltype(tag);
         if (inner == 1) {
             reduce_rows_kernel<T><<<row_blocks(outer), threads_per_row(n), 0, ctx.stream>>>(

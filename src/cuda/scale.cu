@@ -10,12 +10,12 @@ namespace fluxion::cuda {
 namespace {
 
 template <class T>
-__global__ void scale_kernel(std::int64_t m, std::int64_t n, T beta, T* c, std::int64_t ldc, std::int64_t stride_c,
-                             std::int64_t total) {
+__global__ void scale_kernel(std::int64_t m, std::int64_t n, Compute<T> beta, T* c, std::int64_t ldc,
+                             std::int64_t stride_c, std::int64_t total) {
     for (std::int64_t i = first_index(); i < total; i += index_step()) {
         const std::int64_t j = i % n, row = i / n % m, b = i / n / m;
         T& x = c[b * stride_c + row * ldc + j];
-        x = beta == T(0) ? T(0) : beta * x;
+        x = narrow<T>(beta == 0 ? Compute<T>(0) : beta * widen(x));
     }
 }
 
@@ -27,8 +27,8 @@ void scale_matrices(const Context& ctx, DType t, std::int64_t m, std::int64_t n,
     if (total <= 0 || beta == 1.0) return;
     dispatch_floating(t, "gemm", [&](auto tag) {
         using T = decltype(tag);
-        scale_kernel<T><<<grid_for(ctx, total), kThreads, 0, ctx.stream>>>(m, n, T(beta), static_cast<T*>(c), ldc,
-                                                                           stride_c, total);
+        scale_kernel<T><<<grid_for(ctx, total), kThreads, 0, ctx.stream>>>(m, n, Compute<T>(beta), static_cast<T*>(c),
+                                                                           ldc, stride_c, total);
     });
     FLUXION_CUDA_CHECK_LAUNCH("scale_kernel");
 }

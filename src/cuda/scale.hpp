@@ -7,7 +7,7 @@
 
 namespace fluxion::cuda {
 
-// t is f32 or f64; beta == 0 writes zeros without reading C (as BLAS does, so NaNs do not survive).
+// t is f32, f64, f16 or bf16; beta == 0 writes zeros without reading C (as BLAS does, so NaNs do not survive).
 void scale_matrices(const Context& ctx, DType t, std::int64_t m, std::int64_t n, double beta, void* c,
                     std::int64_t ldc, std::int64_t stride_c, std::int64_t batch);
 

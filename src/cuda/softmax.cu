@@ -1,6 +1,7 @@
 // softmax.cu — softmax and log-softmax along the middle axis of {outer, n, inner}, and their
 // gradients. Contiguous rows (inner == 1) get a warp or a block each; otherwise one thread per
-// column walks down it, neighbouring threads reading neighbouring elements.
+// column walks down it, neighbouring threads reading neighbouring elements. f16 and bf16 compute in
+// f32 (dtype_dispatch.cuh).
 #include <cmath>
 
 #include "cuda/block_reduce.cuh"
@@ -36,13 +37,13 @@ template <class T>
 __global__ void softmax_rows_kernel(bool log_softmax, std::int64_t rows, std::int64_t n, const T* x, T* y) {
     for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
         const T* xr = x + row * n;
-        T max = -INFINITY, sum = 0;
-        for (std::int64_t j = threadIdx.x; j < n; j += blockDim.x) max = Max{}(max, xr[j]);
+        Compute<T> max = -INFINITY, sum = 0;
+        for (std::int64_t j = threadIdx.x; j < n; j += blockDim.x) max = Max{}(max, widen(xr[j]));
         max = block_reduce(max, Max{});
-        for (std::int64_t j = threadIdx.x; j < n; j += blockDim.x) sum += exp(xr[j] - max);
+        for (std::int64_t j = threadIdx.x; j < n; j += blockDim.x) sum += exp(widen(xr[j]) - max);
         sum = block_reduce(sum, Sum{});
         for (std::int64_t j = threadIdx.x; j < n; j += blockDim.x)
-            y[row * n + j] = softmax_value(log_softmax, xr[j], max, sum);
+            y[row * n + j] = narrow<T>(softmax_value(log_softmax, widen(xr[j]), max, sum));
     }
 }
 
@@ -51,11 +52,11 @@ __global__ void softmax_columns_kernel(bool log_softmax, std::int64_t outer, std
                                        const T* x, T* y) {
     for (std::int64_t i = first_index(); i < outer * inner; i += index_step()) {
         const std::int64_t base = i / inner * n * inner + i % inner;
-        T max = -INFINITY, sum = 0;
-        for (std::int64_t j = 0; j < n; ++j) max = Max{}(max, x[base + j * inner]);
-        for (std::int64_t j = 0; j < n; ++j) sum += exp(x[base + j * inner] - max);
+        Compute<T> max = -INFINITY, sum = 0;
+        for (std::int64_t j = 0; j < n; ++j) max = Max{}(max, widen(x[base + j * inner]));
+        for (std::int64_t j = 0; j < n; ++j) sum += exp(widen(x[base + j * inner]) - max);
         for (std::int64_t j = 0; j < n; ++j)
-            y[base + j * inner] = softmax_value(log_softmax, x[base + j * inner], max, sum);
+            y[base + j * inner] = narrow<T>(softmax_value(log_softmax, widen(x[base + j * inner]), max, sum));
     }
 }
 
@@ -64,12 +65,12 @@ __global__ void softmax_backward_rows_kernel(bool log_softmax, std::int64_t rows
                                              const T* gy, T* gx) {
     for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
         const std::int64_t base = row * n;
-        T total = 0;
+        Compute<T> total = 0;
         for (std::int64_t j = threadIdx.x; j < n; j += blockDim.x)
-            total += gradient_term(log_softmax, y[base + j], gy[base + j]);
+            total += gradient_term(log_softmax, widen(y[base + j]), widen(gy[base + j]));
         total = block_reduce(total, Sum{});
         for (std::int64_t j = threadIdx.x; j < n; j += blockDim.x)
-            gx[base + j] = softmax_gradient(log_softmax, y[base + j], gy[base + j], total);
+            gx[base + j] = narrow<T>(softmax_gradient(log_softmax, widen(y[base + j]), widen(gy[base + j]), total));
     }
 }
 
@@ -78,11 +79,12 @@ __global__ void softmax_backward_columns_kernel(bool log_softmax, std::int64_t o
                                                 std::int64_t inner, const T* y, const T* gy, T* gx) {
     for (std::int64_t i = first_index(); i < outer * inner; i += index_step()) {
         const std::int64_t base = i / inner * n * inner + i % inner;
-        T total = 0;
-        for (std::int64_t j = 0; j < n; ++j) total += gradient_term(log_softmax, y[base + j * inner], gy[base + j * inner]);
+        Compute<T> total = 0;
+        for (std::int64_t j = 0; j < n; ++j)
+            total += gradient_term(log_softmax, widen(y[base + j * inner]), widen(gy[base + j * inner]));
         for (std::int64_t j = 0; j < n; ++j) {
             const std::int64_t at = base + j * inner;
-            gx[at] = softmax_gradient(log_softmax, y[at], gy[at], total);
+            gx[at] = narrow<T>(softmax_gradient(log_softmax, widen(y[at]), widen(gy[at]), total));
         }
     }
 }

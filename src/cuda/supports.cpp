@@ -1,5 +1,6 @@
 // supports.cpp — the CUDA table's capability query: the element types each kernel is instantiated
-// for (the dispatchers of dtype_dispatch.cuh, and the f32/f64 checks of cuBLAS and cuDNN calls).
+// for (the dispatchers of dtype_dispatch.cuh, and the checks of the cuBLAS and cuDNN calls). f16 and
+// bf16 run wherever f32 does, computed in f32.
 #include <cstdio>
 #include <initializer_list>
 
@@ -31,11 +32,14 @@ Types types_of(Op op) {
         case Op::cast:
         case Op::index_select:
         case Op::where: return {bits_of({f32, f64, i32, i64, u8, boolean, f16, bf16}), "every dtype"};
-        case Op::index_add: return {bits_of({f32, f64, i32, i64, u8}), "f32, f64, i32, i64, u8"};
-        case Op::unary: return {bits_of({f32, f64, i32, i64}), "f32, f64; neg, abs, square and sign also i32, i64"};
+        case Op::index_add: return {bits_of({f32, f64, f16, bf16, i32, i64, u8}), "f32, f64, f16, bf16, i32, i64, u8"};
+        case Op::unary:
+            return {bits_of({f32, f64, f16, bf16, i32, i64}),
+                    "f32, f64, f16, bf16; neg, abs, square and sign also i32, i64"};
         case Op::binary:
-        case Op::reduce: return {bits_of({f32, f64, i32, i64, u8, boolean}), "f32, f64, i32, i64, u8, bool"};
-        default: return {bits_of({f32, f64}), "f32, f64"};
+        case Op::reduce:
+            return {bits_of({f32, f64, f16, bf16, i32, i64, u8, boolean}), "f32, f64, f16, bf16, i32, i64, u8, bool"};
+        default: return {bits_of({f32, f64, f16, bf16}), "f32, f64, f16, bf16"};
     }
 }
 
