@@ -83,41 +83,47 @@ TORCH = textwrap.dedent("""
                 return model(x)
         return run
 
-    def train(model, x, y, loss):
-        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    # A step to be captured as a CUDA graph (graph=True) keeps its gradients between replays (the
+    # graph writes them in place), steps Adam with capturable=True (its step count on the device) and
+    # turns autocast's weight cache off: what capture requires.
+    def train(model, x, y, loss, graph=False):
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3, capturable=graph)
         def run():
-            opt.zero_grad(set_to_none=True)
+            if not graph:
+                opt.zero_grad(set_to_none=True)
             l = loss(model(x), y)
             l.backward()
             opt.step()
             return l
         return run
 
-    def train_bf16(model, x, y, loss, dev):
+    def train_bf16(model, x, y, loss, dev, graph=False):
         # Mixed precision as PyTorch users write it: autocast runs convolutions and linear layers in
         # bf16 on f32 weights, the gradients and Adam stay f32.
-        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3, capturable=graph)
         def run():
-            opt.zero_grad(set_to_none=True)
-            with torch.autocast(device_type=dev, dtype=torch.bfloat16):
+            if not graph:
+                opt.zero_grad(set_to_none=True)
+            with torch.autocast(device_type=dev, dtype=torch.bfloat16, cache_enabled=not graph):
                 l = loss(model(x), y)
             l.backward()
             opt.step()
             return l
         return run
 
-    def cases(dev):
+    def cases(dev, graph=False):
         r = lambda *s: torch.randn(*s, device=dev)
         labels = lambda n: (torch.arange(n) % 10).to(dev)
+        g = graph
         return {
             "mlp_forward": forward(mlp().to(dev), r(128, 100)),
-            "mlp_train": train(mlp().to(dev), r(128, 100), r(128, 1), F.mse_loss),
-            "lenet5_train": train(lenet5().to(dev), r(64, 1, 28, 28), labels(64), F.cross_entropy),
-            "wide_train": train(wide().to(dev), r(256, 784), labels(256), F.cross_entropy),
-            "convnet_train": train(convnet().to(dev), r(64, 3, 32, 32), labels(64), F.cross_entropy),
-            "lstm_train": train(LastStep().to(dev), r(64, 28, 28), labels(64), F.cross_entropy),
-            "encoder_train": train(Encoder().to(dev), r(64, 49, 64), labels(64), F.cross_entropy),
-            "lenet5_bf16_train": train_bf16(lenet5().to(dev), r(64, 1, 28, 28), labels(64), F.cross_entropy, dev),
+            "mlp_train": train(mlp().to(dev), r(128, 100), r(128, 1), F.mse_loss, g),
+            "lenet5_train": train(lenet5().to(dev), r(64, 1, 28, 28), labels(64), F.cross_entropy, g),
+            "wide_train": train(wide().to(dev), r(256, 784), labels(256), F.cross_entropy, g),
+            "convnet_train": train(convnet().to(dev), r(64, 3, 32, 32), labels(64), F.cross_entropy, g),
+            "lstm_train": train(LastStep().to(dev), r(64, 28, 28), labels(64), F.cross_entropy, g),
+            "encoder_train": train(Encoder().to(dev), r(64, 49, 64), labels(64), F.cross_entropy, g),
+            "lenet5_bf16_train": train_bf16(lenet5().to(dev), r(64, 1, 28, 28), labels(64), F.cross_entropy, dev, g),
         }
 
     def median_us(run, sync):
@@ -149,33 +155,6 @@ TORCH = textwrap.dedent("""
             run()
         return graph.replay
 
-    def graph_cases():
-        # Adam with capturable=True (its step count on the device), gradients kept between replays
-        # (the graph writes them in place), autocast's weight cache off: what capture requires.
-        global train, train_bf16
-        eager_train, eager_bf16 = train, train_bf16
-        def train(model, x, y, loss):
-            opt = torch.optim.Adam(model.parameters(), lr=1e-3, capturable=True)
-            def run():
-                l = loss(model(x), y)
-                l.backward()
-                opt.step()
-                return l
-            return run
-        def train_bf16(model, x, y, loss, dev):
-            opt = torch.optim.Adam(model.parameters(), lr=1e-3, capturable=True)
-            def run():
-                with torch.autocast(device_type=dev, dtype=torch.bfloat16, cache_enabled=False):
-                    l = loss(model(x), y)
-                l.backward()
-                opt.step()
-                return l
-            return run
-        try:
-            return cases("cuda")
-        finally:
-            train, train_bf16 = eager_train, eager_bf16
-
     wanted = sys.argv[2].split(",") if len(sys.argv) > 2 else ["cpu", "cuda"]
     results = {"version": torch.__version__, "times": {}, "graph_times": {}}
     for dev in [d for d in ["cpu", "cuda"] if d in wanted and (d == "cpu" or torch.cuda.is_available())]:
@@ -183,7 +162,7 @@ TORCH = textwrap.dedent("""
         for name, run in cases(dev).items():
             results["times"][name + "/" + ("CPU" if dev == "cpu" else "CUDA")] = median_us(run, sync)
     if "cuda" in wanted and torch.cuda.is_available():
-        for name, run in graph_cases().items():
+        for name, run in cases("cuda", graph=True).items():
             try:
                 results["graph_times"][name + "/CUDA"] = median_us(graphed(run), torch.cuda.synchronize)
             except Exception as e:  # a case capture refuses is left out, with the reason
