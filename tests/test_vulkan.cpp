@@ -471,6 +471,23 @@ TEST_F(Vulkan, TensorsMoveToTheDeviceAndBack) {
     EXPECT_EQ((fx::zeros({3, 4}, {.device = dev}) | fx::cpu).to_vector<double>(), std::vector<double>(12, 0.0));
 }
 
+// lavapipe stops a shader invocation's loops after 65,535 iterations in all, silently: the sum of
+// 2^24 ones came out as 524,280 before. Such sizes are a clear error on it, the same sum in rows
+// that fit is right, and the device goes on working.
+TEST_F(Vulkan, ReductionsPastLavapipesLoopLimitAreAClearErrorNotAWrongSum) {
+    const fx::Device dev{"Vulkan", 0};
+    if (fx::devices("Vulkan")[0].kind != fx::DeviceKind::cpu) GTEST_SKIP() << "not lavapipe: no loop limit";
+    const fx::Tensor ones = fx::ones({std::int64_t{1} << 24}, {.device = dev});
+    try {
+        const double total = (fx::sum(ones) | fx::cpu).item<double>();
+        EXPECT_EQ(total, 16777216.0) << "a sum past the loop limit must be right or an error";
+    } catch (const fx::ValueError& e) {
+        EXPECT_NE(std::string(e.what()).find("65535"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ((fx::sum(fx::sum(ones.reshape({256, 65536}), 1)) | fx::cpu).item<double>(), 16777216.0);
+    EXPECT_THROW(fx::softmax(ones, 0), fx::ValueError);
+}
+
 // Run by ctest with FLUXION_VULKAN_MEMORY_LIMIT=48M (vulkan.memory_limit): a model larger than the
 // budget does not move, the error states the sizes and the budget, the model on the CPU is intact,
 // and the device goes on working; its listed memory is the budget.

@@ -98,4 +98,13 @@ void check_count(std::int64_t n, const Context& ctx, const char* op) {
                          " elements exceed the 2^31 - 1 the Vulkan kernels index");
 }
 
+void check_loop_limit(std::int64_t iterations, const Context& ctx, const char* op) {
+    constexpr std::int64_t kLavapipeLoopLimit = 65535;
+    if (iterations < kLavapipeLoopLimit || ctx.properties.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU) return;
+    throw ValueError(std::string(op) + " on " + ctx.label() + ": each shader invocation would loop " +
+                     std::to_string(iterations) + " times, and this CPU device (Mesa's lavapipe) silently stops " +
+                     "a shader's loops after " + std::to_string(kLavapipeLoopLimit) +
+                     " iterations; run this size on the CPU backend");
+}
+
 }  // namespace fluxion::vulkan

@@ -77,4 +77,10 @@ std::string bits_suffix(DType t, const Context& ctx, const char* op);
 // Raises fluxion::ShapeError when n elements do not fit the 32-bit indices of the shaders.
 void check_count(std::int64_t n, const Context& ctx, const char* op);
 
+// Mesa's lavapipe stops every loop of a shader invocation, silently, once their iterations add up
+// to 65,535 (gallivm's loop limiter). On such a device a kernel whose invocations would loop
+// `iterations` times or more is a ValueError naming the limit, never a wrong result. Other devices
+// have no such limit.
+void check_loop_limit(std::int64_t iterations, const Context& ctx, const char* op);
+
 }  // namespace fluxion::vulkan

@@ -34,6 +34,8 @@ void reduce(int device, Reduce op, DType t, std::int64_t outer, std::int64_t n, 
     launch.param(off0);
     launch.param(off1);
     const auto groups = std::uint32_t(std::min<std::int64_t>(outputs, launch.ctx().properties.limits.maxComputeWorkGroupCount[0]));
+    const std::int64_t wg = launch.ctx().workgroup_size;
+    check_loop_limit((outputs + groups - 1) / groups * ((n + wg - 1) / wg + 2 * 32), launch.ctx(), "reduce");
     const bool subgroup = launch.ctx().subgroup_arithmetic && !arg && op != Reduce::max && op != Reduce::min &&
                           t != DType::i64;
     launch.run((arg ? "argreduce_" : subgroup ? "reduce_subgroup_" : "reduce_") + type, groups);

@@ -29,6 +29,8 @@ void run(int device, bool backward, bool log, DType t, std::int64_t outer, std::
     launch.param(off2);
     // One workgroup per row (softmax.comp), as many rows at once as the device takes.
     const auto groups = std::uint32_t(std::min<std::int64_t>(rows, launch.ctx().properties.limits.maxComputeWorkGroupCount[0]));
+    const std::int64_t wg = launch.ctx().workgroup_size;  // three passes over a row's share, two combines
+    check_loop_limit((rows + groups - 1) / groups * (3 * ((n + wg - 1) / wg) + 2 * 32), launch.ctx(), op);
     launch.run(std::string(backward ? "softmax_backward_" : "softmax_") + type, groups);
 }
 
