@@ -20,6 +20,7 @@
 #include <fluxion/fluxion.hpp>
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -174,6 +175,8 @@ void convnet_train(benchmark::State& state, fx::Device dev) {
 }
 
 int register_all() {
+    // What ran, before the figures (stderr: compare.py reads the JSON on stdout).
+    std::fprintf(stderr, "%s\n", fx::info().c_str());
     // Every functional GPU's first device; devices that run on the CPU (lavapipe) are not timed.
     std::vector<fx::Device> devices{fx::Device{}};
     for (const auto& name : fx::supported_devices()) {

@@ -20,6 +20,7 @@
 #include "cpu/openblas.hpp"
 #include "cpu/pool_max2x2.hpp"
 #include "fluxion/error.hpp"
+#include "fluxion/info.hpp"
 
 namespace {
 
@@ -113,6 +114,16 @@ TEST(CpuBackend, OpenBlasRunsTheKernelOfThisCpusFeatures) {
     if (want.empty()) GTEST_SKIP() << "no AVX2 on this CPU: OpenBLAS chooses";
     EXPECT_EQ(lib.core, want) << lib.chosen;
     EXPECT_NE(lib.core, "Prescott");
+}
+
+// fx::info() says what runs here: the version, the CPU, threads, the BLAS kernel actually loaded.
+TEST(CpuBackend, InfoNamesTheCpuThreadsAndTheBlasKernel) {
+    const std::string text = fluxion::info();
+    std::printf("%s", text.c_str());
+    for (const std::string part : {std::string("fluxion "), std::string("CPU: "), std::string("threads: "),
+                                   "matrix products: OpenBLAS, kernel " + fluxion::backend::cpu::openblas::library().core,
+                                   std::string("convolutions: ")})
+        EXPECT_NE(text.find(part), std::string::npos) << part << " is missing from:\n" << text;
 }
 
 TEST(CpuBackend, OneDeviceDescribed) {

@@ -49,6 +49,7 @@ struct Options {
     std::optional<std::int64_t> test_limit;  // test images used
     fs::path out = ".";
     bool eager = false;                  // eager steps instead of compiled ones
+    bool info = false;                   // print fx::info() and exit
     bool distributed = false;            // data parallel over the processes of an MPI job
     std::optional<fx::DType> precision;  // f16 or bf16: mixed precision (f32 masters); f32 otherwise
 };
@@ -84,6 +85,7 @@ Trains a CNN on Fashion-MNIST and saves fashion_mnist.safetensors and fashion_mn
                     weights and optimiser state (fx::MixedPrecision, compiled unless --eager)
   --distributed     data parallel over the processes of `mpirun -np N` (each takes 1/N of every
                     batch, and the GPU of its local rank when there are GPUs); rank 0 prints and saves
+  --info            what runs here (fx::info: CPU, threads, BLAS kernel, GPUs), then exit
   --help            this text
 
 The data is read from $FLUXION_DATA, else /usr/share/datasets/fashion-mnist.
@@ -116,6 +118,10 @@ std::optional<Options> parse(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         const std::string flag = argv[i];
         if (flag == "--help" || flag == "-h") return std::nullopt;
+        if (flag == "--info") {
+            o.info = true;
+            continue;
+        }
         if (flag == "--eager" || flag == "--distributed") {
             (flag == "--eager" ? o.eager : o.distributed) = true;
             continue;
@@ -373,6 +379,10 @@ int main(int argc, char** argv) {
     }
     if (!options) {
         std::cout << kUsage;
+        return 0;
+    }
+    if (options->info) {
+        std::cout << fx::info();
         return 0;
     }
     Processes processes;

@@ -8,6 +8,7 @@
 #include "fluxion/dtype.hpp"
 #include "fluxion/error.hpp"
 #include "fluxion/functor.hpp"
+#include "fluxion/info.hpp"
 #include "fluxion/io.hpp"
 #include "fluxion/layers.hpp"
 #include "fluxion/losses.hpp"

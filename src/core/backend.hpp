@@ -7,6 +7,7 @@
 // Kernels are asynchronous on devices that queue work; copies to the host are synchronous.
 // A kernel reports an unsupported dtype by throwing fluxion::DTypeError.
 #pragma once
+#include <string>
 #include <cstddef>
 #include <cstdint>
 
@@ -199,5 +200,7 @@ using EntryFn = const Backend* (*)(int abi_version);
 inline constexpr const char* kEntrySymbol = "fluxion_backend_entry";
 
 const Backend& cpu_backend();  // the built-in CPU table (also reused by the test plugin)
+// The CPU backend's lines of fx::info(): the CPU, threads, the BLAS kernel, the convolution library.
+std::string cpu_description();
 
 }  // namespace fluxion::backend

@@ -13,6 +13,9 @@
 
 #include "cpu/kernels.hpp"
 #include "cpu/openblas.hpp"
+#if FLUXION_HAVE_ONEDNN
+#include <oneapi/dnnl/dnnl.h>
+#endif
 #include "fluxion/error.hpp"
 
 namespace fluxion::backend::cpu {
@@ -138,6 +141,32 @@ void copy_device(int dst_device, void* dst, int src_device, const void* src, std
 }  // namespace fluxion::backend::cpu
 
 namespace fluxion::backend {
+
+std::string cpu_description() {
+    __builtin_cpu_init();
+    const char* isa = __builtin_cpu_supports("avx512bf16")                                         ? "AVX-512 with BF16"
+                      : __builtin_cpu_supports("avx512f")                                          ? "AVX-512"
+                      : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")            ? "AVX2 with FMA"
+                      : __builtin_cpu_supports("avx")                                              ? "AVX"
+                                                                                                   : "SSE";
+    const char* threads_env = std::getenv("FLUXION_NUM_THREADS");
+    const char* wait = std::getenv("OMP_WAIT_POLICY");
+    const cpu::openblas::Library& blas = cpu::openblas::library();
+    std::string out = "CPU: " + cpu::cpuinfo_field("model name", "unknown model") + " (" + cpu::cpu_vendor() + "), " +
+                      std::to_string(sysconf(_SC_NPROCESSORS_ONLN)) + " logical cores, " + isa + "\n";
+    out += "threads: " + std::to_string(cpu::threads()) + " (FLUXION_NUM_THREADS " +
+           (threads_env ? std::string("= ") + threads_env : std::string("unset: every core")) +
+           "), OpenMP wait policy " + (wait ? wait : "unset (libgomp's default, spinning a while)") + "\n";
+    out += "matrix products: OpenBLAS, kernel " + blas.core + " (" + blas.chosen + ")\n";
+#if FLUXION_HAVE_ONEDNN
+    const dnnl_version_t* v = dnnl_version();
+    out += "convolutions: oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+           std::to_string(v->patch) + " where measured faster, else fluxion's own kernels or im2col + GEMM\n";
+#else
+    out += "convolutions: im2col + GEMM and fluxion's own kernels (built without oneDNN)\n";
+#endif
+    return out;
+}
 
 const Backend& cpu_backend() {
     static const Backend table = [] {
