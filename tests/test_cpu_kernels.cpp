@@ -120,7 +120,7 @@ TEST(CpuBackend, OpenBlasRunsTheKernelOfThisCpusFeatures) {
 TEST(CpuBackend, InfoNamesTheCpuThreadsAndTheBlasKernel) {
     const std::string text = fluxion::info();
     std::printf("%s", text.c_str());
-    for (const std::string part : {std::string("fluxion "), std::string("CPU: "), std::string("threads: "),
+    for (const std::string& part : {std::string("fluxion "), std::string("CPU: "), std::string("threads: "),
                                    "matrix products: OpenBLAS, kernel " + fluxion::backend::cpu::openblas::library().core,
                                    std::string("convolutions: ")})
         EXPECT_NE(text.find(part), std::string::npos) << part << " is missing from:\n" << text;
