@@ -6,6 +6,7 @@
 # usage: bash scripts/gpu-check.sh [PART...]      (default: every part, in this order)
 #   probe     the machine: nvidia-smi, driver, glibc, where cuBLAS/cuDNN/Vulkan live, the backends
 #   cuda      every test program with CUDA present (Vulkan hidden)
+#   nocudnn   the convolution-heavy cross-backend programs on CUDA with cuDNN off (im2col + GEMM)
 #   vulkan    the cross-backend test programs on NVIDIA's Vulkan driver (CUDA hidden), validation on
 #   sanitizer compute-sanitizer memcheck over the op tests, racecheck over a short subset
 #   fashion   fashion_mnist --device CUDA (FASHION_DEVICE), 8 epochs (FLUXION_DATA or gpu-bundle/data)
@@ -22,7 +23,7 @@ BUNDLE=${BUNDLE:-gpu-bundle/fluxion-gpu.tar.xz}
 BUILD=build/release
 PARTS=("$@")
 [ ${#PARTS[@]} -gt 0 ] || PARTS=(probe cuda vulkan sanitizer fashion bench cpu)
-declare -A BUDGET=([probe]=40 [cuda]=150 [vulkan]=100 [sanitizer]=60 [fashion]=45 [bench]=120 [cpu]=60)
+declare -A BUDGET=([probe]=40 [cuda]=150 [nocudnn]=60 [vulkan]=100 [sanitizer]=60 [fashion]=45 [bench]=120 [cpu]=60)
 SUMMARY=()
 say() { SUMMARY+=("$*"); }
 
@@ -119,22 +120,30 @@ part_cuda() {  # every test program; Vulkan hidden so that CUDA is the only othe
   run_tests "VK_DRIVER_FILES=/nonexistent.json" "${all[@]}"
 }
 
+part_nocudnn() {  # CUDA's own convolutions, the path taken where cuDNN is missing or fails
+  run_tests "VK_DRIVER_FILES=/nonexistent.json FLUXION_CUDA_DISABLE_CUDNN=1" test_kernel_contract test_ops test_half \
+    test_half_models test_ops_strided test_mixed_precision_compiled
+}
+
 part_vulkan() {  # the cross-backend programs on NVIDIA's Vulkan driver, CUDA hidden
   [ -n "$NV_ICD" ] || echo "no NVIDIA ICD found: Vulkan runs on whatever the loader finds"
   run_tests "CUDA_VISIBLE_DEVICES= VK_DRIVER_FILES=${NV_ICD:-/nonexistent.json}" "${CROSS[@]}" test_vulkan
 }
 
-part_sanitizer() {
+part_sanitizer() {  # memcheck over the cross-backend cases of MEMCHECK's programs, then racecheck
   command -v compute-sanitizer >/dev/null || { echo "no compute-sanitizer"; return 1; }
-  local left; left=$(deadline_left)
-  echo "## memcheck: test_ops (other backends)"
-  VK_DRIVER_FILES=/nonexistent.json FLUXION_NUM_THREADS=2 timeout -k 5 $((left * 2 / 3)) compute-sanitizer --tool memcheck \
-    --error-exitcode 86 --print-limit 20 "$BIN/test_ops" --gtest_brief=1 --gtest_filter='*OtherBackendsMatchCpu*' 2>&1 | tail -40
-  echo "RESULT memcheck rc=$?"
+  local prog
+  for prog in ${MEMCHECK:-test_ops}; do
+    echo "## memcheck: $prog (other backends)"
+    VK_DRIVER_FILES=/nonexistent.json FLUXION_NUM_THREADS=2 timeout -k 5 $(( $(deadline_left) * 2 / 3 )) compute-sanitizer \
+      --tool memcheck --error-exitcode 86 --print-limit 20 "$BIN/$prog" --gtest_brief=1 \
+      --gtest_filter="${MEMCHECK_FILTER:-*OtherBackends*:*Contract*}" 2>&1 | tail -40
+    echo "RESULT memcheck $prog rc=${PIPESTATUS[0]}"
+  done
   echo "## racecheck: test_ops' reductions and softmax on the other backends (short)"
   VK_DRIVER_FILES=/nonexistent.json FLUXION_NUM_THREADS=2 timeout -k 5 $(( $(deadline_left) - 3 )) compute-sanitizer --tool racecheck \
     --error-exitcode 86 --print-limit 20 "$BIN/test_ops" --gtest_brief=1 --gtest_filter="$RACECHECK_FILTER" 2>&1 | tail -30
-  echo "RESULT racecheck rc=$?"
+  echo "RESULT racecheck rc=${PIPESTATUS[0]}"
 }
 
 part_fashion() {
