@@ -14,6 +14,7 @@
 //                  dropout) on 49 tokens, the mean over tokens into Dense 64 => 10, batch 64
 //   lenet5_bf16_train  lenet5_train in bf16 mixed precision (fx::MixedPrecision: f32 masters and
 //                  Adam state, forward and backward in bf16), beside lenet5_train in f32
+//   wide_bf16_train, convnet_bf16_train  the same for the wide MLP and the convnet
 //   *_compiled     the same through fx::compile: a recorded step replayed
 #include <benchmark/benchmark.h>
 
@@ -126,10 +127,8 @@ template <bool compiled> void lenet5_train(benchmark::State& state, fx::Device d
 
 // The step of fx::MixedPrecision: the gradient of a bf16 copy, widened to f32 for Adam on the f32
 // masters, which are rounded into the copy again.
-template <bool compiled> void lenet5_bf16_train(benchmark::State& state, fx::Device dev) {
-    fx::seed(0);
-    const auto model = lenet5() | dev;
-    const fx::Tensor x = fx::randn({64, 1, 28, 28}) | dev, y = labels(64, 10, dev);
+template <bool compiled, class Model>
+void bf16_steps(benchmark::State& state, const Model& model, const fx::Tensor& x, const fx::Tensor& y) {
     auto mp = fx::MixedPrecision(fx::Adam{.eta = 1e-3}, model, fx::DType::bf16);
     const auto loss = crossentropy_on(y, 10);
     const auto lossfn = [&](const auto& m, const fx::Tensor& xb, const fx::Tensor& yb) { return loss(m(xb), yb); };
@@ -139,6 +138,12 @@ template <bool compiled> void lenet5_bf16_train(benchmark::State& state, fx::Dev
     } else {
         for (auto _ : state) benchmark::DoNotOptimize(mp.step(lossfn, x, y));
     }
+}
+
+template <bool compiled> void lenet5_bf16_train(benchmark::State& state, fx::Device dev) {
+    fx::seed(0);
+    const auto model = lenet5() | dev;
+    bf16_steps<compiled>(state, model, fx::randn({64, 1, 28, 28}) | dev, labels(64, 10, dev));
 }
 
 template <bool compiled> void lstm_train(benchmark::State& state, fx::Device dev) {
@@ -155,23 +160,37 @@ template <bool compiled> void encoder_train(benchmark::State& state, fx::Device 
     else train_steps(state, Encoder{} | dev, x, y, crossentropy_on(y, 10));
 }
 
+auto wide() {
+    return fx::Chain(fx::Dense(784, 1024, fx::relu), fx::Dense(1024, 1024, fx::relu), fx::Dense(1024, 10));
+}
+
+auto convnet() {
+    const fx::ConvOptions same{.pad = 1};
+    return fx::Chain(fx::Conv({3, 3}, 3, 32, fx::relu, same), fx::MaxPool({2, 2}), fx::Conv({3, 3}, 32, 64, fx::relu, same),
+                     fx::MaxPool({2, 2}), fx::Conv({3, 3}, 64, 128, fx::relu, same), fx::MaxPool({2, 2}), fx::Flatten(),
+                     fx::Dense(2048, 10));
+}
+
 void wide_train(benchmark::State& state, fx::Device dev) {
     fx::seed(0);
-    auto model = fx::Chain(fx::Dense(784, 1024, fx::relu), fx::Dense(1024, 1024, fx::relu), fx::Dense(1024, 10)) | dev;
     const fx::Tensor x = fx::randn({256, 784}) | dev, y = labels(256, 10, dev);
-    train_steps(state, model, x, y, crossentropy_on(y, 10));
+    train_steps(state, wide() | dev, x, y, crossentropy_on(y, 10));
 }
 
 void convnet_train(benchmark::State& state, fx::Device dev) {
     fx::seed(0);
-    const fx::ConvOptions same{.pad = 1};
-    auto model = fx::Chain(fx::Conv({3, 3}, 3, 32, fx::relu, same), fx::MaxPool({2, 2}),
-                           fx::Conv({3, 3}, 32, 64, fx::relu, same), fx::MaxPool({2, 2}),
-                           fx::Conv({3, 3}, 64, 128, fx::relu, same), fx::MaxPool({2, 2}), fx::Flatten(),
-                           fx::Dense(2048, 10)) |
-                 dev;
     const fx::Tensor x = fx::randn({64, 3, 32, 32}) | dev, y = labels(64, 10, dev);
-    train_steps(state, model, x, y, crossentropy_on(y, 10));
+    train_steps(state, convnet() | dev, x, y, crossentropy_on(y, 10));
+}
+
+void wide_bf16_train(benchmark::State& state, fx::Device dev) {
+    fx::seed(0);
+    bf16_steps<false>(state, wide() | dev, fx::randn({256, 784}) | dev, labels(256, 10, dev));
+}
+
+void convnet_bf16_train(benchmark::State& state, fx::Device dev) {
+    fx::seed(0);
+    bf16_steps<false>(state, convnet() | dev, fx::randn({64, 3, 32, 32}) | dev, labels(64, 10, dev));
 }
 
 int register_all() {
@@ -205,6 +224,8 @@ int register_all() {
         add("lstm_train", lstm_train<false>);
         add("encoder_train", encoder_train<false>);
         add("lenet5_bf16_train", lenet5_bf16_train<false>);
+        add("wide_bf16_train", wide_bf16_train);
+        add("convnet_bf16_train", convnet_bf16_train);
         add("mlp_forward_compiled", mlp_forward_compiled);
         add("mlp_train_compiled", mlp_train<true>);
         add("lenet5_train_compiled", lenet5_train<true>);

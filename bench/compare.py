@@ -124,6 +124,8 @@ TORCH = textwrap.dedent("""
             "lstm_train": train(LastStep().to(dev), r(64, 28, 28), labels(64), F.cross_entropy, g),
             "encoder_train": train(Encoder().to(dev), r(64, 49, 64), labels(64), F.cross_entropy, g),
             "lenet5_bf16_train": train_bf16(lenet5().to(dev), r(64, 1, 28, 28), labels(64), F.cross_entropy, dev, g),
+            "wide_bf16_train": train_bf16(wide().to(dev), r(256, 784), labels(256), F.cross_entropy, dev, g),
+            "convnet_bf16_train": train_bf16(convnet().to(dev), r(64, 3, 32, 32), labels(64), F.cross_entropy, dev, g),
         }
 
     def median_us(run, sync):

@@ -144,11 +144,13 @@ def encoder(p, x):
     return dense(p["head"], x.mean(1))
 
 
-def lenet5_bf16(p, x):
-    # Mixed precision: the f32 parameters and input rounded to bf16 for the forward (and so the
-    # backward) pass; the gradients arrive in f32, for Adam on the f32 parameters.
-    p16 = jax.tree_util.tree_map(lambda a: a.astype(jnp.bfloat16), p)
-    return lenet5(p16, x.astype(jnp.bfloat16)).astype(jnp.float32)
+def in_bf16(model):
+    """Mixed precision: the f32 parameters and input rounded to bf16 for the forward (and so the
+    backward) pass; the gradients arrive in f32, for Adam on the f32 parameters."""
+    def run(p, x):
+        p16 = jax.tree_util.tree_map(lambda a: a.astype(jnp.bfloat16), p)
+        return model(p16, x.astype(jnp.bfloat16)).astype(jnp.float32)
+    return run
 
 
 def mse(out, y):
@@ -214,7 +216,9 @@ def cases():
         "convnet_train": train(convnet, convnet_init(), r((64, 3, 32, 32), 1.0), labels(64), crossentropy),
         "lstm_train": train(lstm, lstm_init(), r((64, 28, 28), 1.0), labels(64), crossentropy),
         "encoder_train": train(encoder, encoder_init(), r((64, 49, 64), 1.0), labels(64), crossentropy),
-        "lenet5_bf16_train": train(lenet5_bf16, lenet5_init(), r((64, 1, 28, 28), 1.0), labels(64), crossentropy),
+        "lenet5_bf16_train": train(in_bf16(lenet5), lenet5_init(), r((64, 1, 28, 28), 1.0), labels(64), crossentropy),
+        "wide_bf16_train": train(in_bf16(wide), wide_init(), r((256, 784), 1.0), labels(256), crossentropy),
+        "convnet_bf16_train": train(in_bf16(convnet), convnet_init(), r((64, 3, 32, 32), 1.0), labels(64), crossentropy),
     }
 
 

@@ -21,6 +21,7 @@
 // case with its reason on stdout.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cmath>
@@ -395,6 +396,38 @@ TEST(KernelContract, MatmulOf513By1025By257MatchesTheCpuForEveryTransposeCombina
             for (bool tb : {false, true})
                 expect_within(want, fx::matmul(laid_out(a, d, ta), laid_out(b, d, tb)), bound,
                               on(d, DType::f32, std::string("matmul, ") + (ta ? "aᵀ" : "a") + (tb ? " bᵀ" : " b")));
+}
+
+// fx::allow_tf32: off, every device computes f32 products in f32 — 1025 terms of 1 + 2^-12 sum
+// exactly to 1025 + 1025·2^-12. On, CUDA may round the inputs to TF32's 10 mantissa bits (1 + 2^-12
+// becomes 1, the sum 1025) where the GPU has TF32 (compute capability 8.0 and newer); every other
+// device ignores the switch. Off again, the exact sum is back.
+TEST(KernelContract, Tf32OnlyWhenAskedAndOnlyOnCuda) {
+    const std::int64_t M = 65, K = 1025, N = 33;
+    const Tensor a = fx::full({M, K}, 1.0 + 0x1p-12), b = fx::ones({K, N});
+    const double exact = 1025.0 + 1025.0 * 0x1p-12, rounded = 1025.0;
+    const auto all_exact = host(fx::full({M, N}, exact));
+    const auto devices = with_cpu(devices_for(DType::f32, {fx::Op::gemm}));
+    ASSERT_FALSE(fx::tf32_allowed()) << "TF32 is off by default";
+    for (const auto& d : devices) EXPECT_EQ(host(fx::matmul(a | d, b | d)), all_exact) << d.str();
+    fx::allow_tf32(true);
+    struct Tf32OffAtTheEnd { ~Tf32OffAtTheEnd() { fx::allow_tf32(false); } } off_even_after_a_failure;
+    EXPECT_TRUE(fx::tf32_allowed());
+    for (const auto& d : devices) {
+        const auto v = host(fx::matmul(a | d, b | d));
+        const auto in_tf32 = std::count(v.begin(), v.end(), rounded);
+        EXPECT_EQ(in_tf32 + std::count(v.begin(), v.end(), exact), std::ssize(v))
+            << d.str() << ": a sum that is neither the f32 nor the TF32 one";
+        if (d.type == "CUDA") {
+            std::cout << d.str() << " with TF32 allowed: " << in_tf32 << " of " << v.size() << " sums in TF32\n";
+            EXPECT_TRUE(in_tf32 == 0 || in_tf32 == std::ssize(v)) << d.str() << ": one product, one precision";
+        } else {
+            EXPECT_EQ(in_tf32, 0) << d.str() << " ignores TF32";
+        }
+    }
+    fx::allow_tf32(false);
+    EXPECT_FALSE(fx::tf32_allowed());
+    for (const auto& d : devices) EXPECT_EQ(host(fx::matmul(a | d, b | d)), all_exact) << d.str();
 }
 
 // 65 products {33, 17} × {17, 29}: batched, with transposed batches, with b broadcast over the batch,

@@ -74,4 +74,11 @@ void synchronize();                      // the same for get_device()
 void allowscalar(bool allowed);
 bool scalar_allowed();
 
+// Lets f32 matrix products and convolutions on GPUs use TF32 tensor cores: several times faster,
+// with about 10 bits of mantissa instead of 23 (PyTorch's torch.backends.cuda.matmul.allow_tf32 and
+// torch.backends.cudnn.allow_tf32 together). Off by default, so that f32 on a GPU matches the CPU.
+// A compiled step keeps the setting it was compiled under. The CPU and Vulkan ignore it.
+void allow_tf32(bool allowed);
+bool tf32_allowed();
+
 }  // namespace fluxion

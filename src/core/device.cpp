@@ -18,6 +18,7 @@ namespace fluxion {
 namespace {
 
 std::atomic<bool> g_allow_scalar{false};
+std::atomic<bool> g_allow_tf32{false};
 
 void info(bool verbose, const std::string& message) {
     if (verbose) std::cerr << "[ Info: " << message << "\n";
@@ -234,5 +235,13 @@ void synchronize() { synchronize(get_device()); }
 
 void allowscalar(bool allowed) { g_allow_scalar = allowed; }
 bool scalar_allowed() { return g_allow_scalar; }
+
+void allow_tf32(bool allowed) {
+    // Each plugin with a reduced-precision f32 path exports the switch (cuda/exports.hpp).
+    for (const auto& b : detail::backends())
+        if (auto set = reinterpret_cast<void (*)(bool)>(detail::plugin_symbol(b, "fluxion_allow_tf32"))) set(allowed);
+    g_allow_tf32 = allowed;
+}
+bool tf32_allowed() { return g_allow_tf32; }
 
 }  // namespace fluxion

@@ -78,6 +78,7 @@ BackendEntry load_plugin(const fs::path& file) {
         e.why = file.string() + " does not export " + backend::kEntrySymbol;
         return e;
     }
+    e.library = handle;
     e.table = entry(backend::kAbiVersion);
     if (!e.table) {
         e.why = file.string() + " was built for another fluxion version (ABI mismatch)";
@@ -138,6 +139,10 @@ const BackendEntry* find_backend(const std::string& name) {
     for (const auto& e : backends())
         if (same_name(e.name, name)) return &e;
     return nullptr;
+}
+
+void* plugin_symbol(const BackendEntry& backend, const char* name) {
+    return backend.library ? dlsym(backend.library, name) : nullptr;
 }
 
 const std::vector<VendorDevices>& vendor_names() {

@@ -14,6 +14,7 @@ struct BackendEntry {
     const backend::Backend* table = nullptr; // null when the plugin could not be loaded
     bool functional = false;
     std::string why;                         // why it is not functional (or where it was loaded from)
+    void* library = nullptr;                 // the plugin's dlopen handle (null for the CPU)
 };
 
 // Every backend found, plugins by priority (highest first, then by name), the CPU last. Plugins
@@ -21,6 +22,9 @@ struct BackendEntry {
 const std::vector<BackendEntry>& backends();
 // The backend of that name (any letter case), or null.
 const BackendEntry* find_backend(const std::string& name);
+// A symbol the backend's plugin exports besides its table (optional switches such as
+// fluxion_allow_tf32), or null when it has none or is built in.
+void* plugin_symbol(const BackendEntry& backend, const char* name);
 
 // A name of Flux's that stands for the GPUs of one vendor, whichever backend reports them.
 struct VendorDevices {

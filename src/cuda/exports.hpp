@@ -24,7 +24,7 @@ FLUXION_CUDA_EXPORT bool fluxion_cuda_memory_stats(int device, std::size_t* allo
 FLUXION_CUDA_EXPORT void fluxion_cuda_empty_cache(int device);
 
 // Lets f32 GEMMs and convolutions use TF32 tensor cores (faster, about 10 bits of mantissa).
-// Off by default.
-FLUXION_CUDA_EXPORT void fluxion_cuda_allow_tf32(bool allowed);
+// Off by default; fx::allow_tf32 calls it.
+FLUXION_CUDA_EXPORT void fluxion_allow_tf32(bool allowed);
 
 }  // extern "C"

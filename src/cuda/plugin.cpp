@@ -75,6 +75,6 @@ bool fluxion_cuda_memory_stats(int device, std::size_t* allocated, std::size_t* 
 
 void fluxion_cuda_empty_cache(int device) { fluxion::cuda::empty_cache(device); }
 
-void fluxion_cuda_allow_tf32(bool allowed) { fluxion::cuda::allow_tf32(allowed); }
+void fluxion_allow_tf32(bool allowed) { fluxion::cuda::allow_tf32(allowed); }
 
 }  // extern "C"
