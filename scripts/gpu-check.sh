@@ -11,6 +11,9 @@
 #   sanitizer compute-sanitizer memcheck over the op tests, racecheck over a short subset
 #   fashion   fashion_mnist --device CUDA (FASHION_DEVICE), 8 epochs (FLUXION_DATA or gpu-bundle/data)
 #   bench     bench/compare.py: fluxion on CPU, CUDA and Vulkan beside PyTorch and JAX
+#   profile   where CUDA's time goes in PROFILE_CASES (default the LSTM and encoder steps, eager and
+#             compiled): nsys's kernel and API summaries, else ncu's per-kernel durations
+#   fluxion   bench_models alone on the cases FLUXION_BENCH_FILTER matches (default every CUDA case)
 #   cpu       bench_models' CPU cases at 1, 2, 4, 8 and 16 threads
 # A part's budget can be changed with BUDGET_<part>=seconds. Without a GPU (the fresh-machine check)
 # CUDA reports "no driver" and every part still runs; the summary says what ran where.
@@ -23,7 +26,7 @@ BUNDLE=${BUNDLE:-gpu-bundle/fluxion-gpu.tar.xz}
 BUILD=build/release
 PARTS=("$@")
 [ ${#PARTS[@]} -gt 0 ] || PARTS=(probe cuda vulkan sanitizer fashion bench cpu)
-declare -A BUDGET=([probe]=40 [cuda]=150 [nocudnn]=60 [vulkan]=100 [sanitizer]=60 [fashion]=45 [bench]=120 [cpu]=60)
+declare -A BUDGET=([probe]=40 [cuda]=150 [nocudnn]=60 [vulkan]=100 [sanitizer]=60 [fashion]=45 [bench]=120 [profile]=150 [fluxion]=90 [cpu]=60)
 SUMMARY=()
 say() { SUMMARY+=("$*"); }
 
@@ -158,6 +161,33 @@ part_bench() {
   VK_DRIVER_FILES=${NV_ICD:-/nonexistent.json} FLUXION_VULKAN_VALIDATION=0 BENCH_REPETITIONS=${BENCH_REPETITIONS:-3} \
     FLUXION_LD_LIBRARY_PATH=$LD_LIBRARY_PATH LD_LIBRARY_PATH=$ORIGINAL_LD_LIBRARY_PATH \
     FLUXION_NUM_THREADS=$(nproc) timeout -k 5 "$(deadline_left)" $PY bench/compare.py "$BUILD" 1 2>&1
+}
+
+part_profile() {
+  local case tool
+  tool=$(command -v nsys || command -v ncu || ls /usr/local/cuda/bin/nsys /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+  [ -n "$tool" ] || { echo "neither nsys nor ncu"; return 1; }
+  echo "## with $tool"
+  for case in ${PROFILE_CASES:-lstm_train_compiled lstm_train encoder_train_compiled encoder_train}; do
+    local left; left=$(( $(deadline_left) - 3 )); [ $left -gt 10 ] || { echo "## $case: no time left"; continue; }
+    echo "## $case"
+    local run=("$BIN/bench_models" "--benchmark_filter=^$case/CUDA/" --benchmark_min_time=0.05)
+    if [ "$(basename "$tool")" = nsys ]; then
+      VK_DRIVER_FILES=/nonexistent.json timeout -k 5 $left "$tool" profile -o "/tmp/prof-$case" --force-overwrite true \
+        --trace cuda "${run[@]}" > /dev/null 2>&1
+      "$tool" stats --report cuda_gpu_kern_sum --report cuda_api_sum --format table "/tmp/prof-$case.nsys-rep" 2>&1 |
+        cut -c1-220 | grep -v '^ *$' | head -60
+    else
+      VK_DRIVER_FILES=/nonexistent.json timeout -k 5 $left "$tool" --metrics gpu__time_duration.sum --launch-skip 0 \
+        --launch-count 1500 --print-summary per-kernel "${run[@]}" 2>&1 | grep -vE '^(==PROF==|\s*(-+|Section:.*|Metric Name.*)$)' |
+        cut -c1-200 | head -400
+    fi
+  done
+}
+
+part_fluxion() {  # quick figures after a change, without the references
+  VK_DRIVER_FILES=/nonexistent.json timeout -k 5 $(( $(deadline_left) - 2 )) "$BIN/bench_models" \
+    --benchmark_filter="${FLUXION_BENCH_FILTER:-CUDA}" --benchmark_min_time=0.2 2>&1 | grep -E '^[a-z]'
 }
 
 part_cpu() {  # how each CPU case scales with threads, fluxion alone (the bench part has PyTorch beside)
