@@ -1,9 +1,13 @@
 // conv_cudnn.cpp — convolutions through cuDNN's legacy API. For each shape, pass and dtype the
-// descriptors are made and an algorithm is chosen once (cuDNN's heuristics, first usable result)
-// and cached; the workspace comes from the caching allocator for the duration of the call.
+// descriptors are made and an algorithm is chosen once and cached: by cuDNN's heuristics (the first
+// usable result) for f32 and f64, by timing every algorithm on the first call's data for f16 and
+// bf16, where the heuristics' first choice was measured 100× slower than the best on an H100 (the
+// weight gradient of LeNet-5's first convolution in bf16). The workspace comes from the caching
+// allocator for the duration of the call.
 // f16 and bf16 tensors are convolved with f32 compute (cuDNN's pseudo-half configurations: f32
 // accumulation, one rounding of the result, tensor cores allowed); a shape cuDNN refuses in them
 // goes to im2col + GEMM, which accumulates in f32 as well.
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <climits>
@@ -11,6 +15,7 @@
 #include <mutex>
 
 #include "cuda/allocator.hpp"
+#include "cuda/capture.hpp"
 #include "cuda/check.hpp"
 #include "cuda/context.hpp"
 #include "cuda/conv.hpp"
@@ -107,8 +112,19 @@ cudnnDataType_t data_type(DType t) {
     }
 }
 
-Plan make_plan(const CudnnApi& api, cudnnHandle_t handle, Pass pass, DType t, bool fma_only,
-               const Conv2dShape& s, std::size_t limit) {
+// The call's data, for timing algorithms: two inputs and the output (which every call overwrites,
+// beta being 0, so the trial runs leave nothing behind).
+struct Operands {
+    const void* a = nullptr;
+    const void* b = nullptr;
+    void* out = nullptr;
+};
+
+// Workspace for timing algorithms: no more than the limit, nor than 256 MiB.
+constexpr std::size_t kMeasureWorkspace = std::size_t{256} << 20;
+
+Plan make_plan(const CudnnApi& api, cudnnHandle_t handle, int device, Pass pass, DType t, bool fma_only,
+               const Conv2dShape& s, std::size_t limit, const Operands* measure) {
     Plan plan;
     const cudnnDataType_t type = data_type(t);
     const cudnnDataType_t compute = t == DType::f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
@@ -131,28 +147,63 @@ Plan make_plan(const CudnnApi& api, cudnnHandle_t handle, Pass pass, DType t, bo
 
     cudnnMathType_t math = CUDNN_FMA_MATH;
     int count = 0;
+    // Timing (cudnnFind*Ex) waits for the stream, so it is never done while a graph is captured;
+    // a trial that fails leaves the heuristics to choose.
+    const std::size_t trial_bytes = std::min(limit, kMeasureWorkspace);
+    auto timed = [&](bool available, auto find, auto* results, int capacity) {
+        if (!measure || !available) return false;
+        Scratch workspace(device, trial_bytes);
+        const cudnnStatus_t status = find(results, capacity, workspace.get(), trial_bytes);
+        return status == CUDNN_STATUS_SUCCESS && count > 0;
+    };
     switch (pass) {
         case Pass::forward: {
             cudnnConvolutionFwdAlgoPerf_t results[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-            FLUXION_CUDNN_CHECK(api.get_forward_algorithm(handle, plan.x, plan.w, plan.conv, plan.y,
-                                                          CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, results));
-            plan.usable = choose(results, count, fma_only, limit, plan, math);
+            const bool found = timed(
+                api.find_forward_algorithm != nullptr,
+                [&](auto* r, int cap, void* ws, std::size_t bytes) {
+                    return api.find_forward_algorithm(handle, plan.x, measure->a, plan.w, measure->b, plan.conv,
+                                                      plan.y, measure->out, cap, &count, r, ws, bytes);
+                },
+                results, CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
+            if (!found)
+                FLUXION_CUDNN_CHECK(api.get_forward_algorithm(handle, plan.x, plan.w, plan.conv, plan.y,
+                                                              CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, results));
+            plan.usable = choose(results, count, fma_only, found ? trial_bytes : limit, plan, math);
             break;
         }
         case Pass::backward_data: {
             cudnnConvolutionBwdDataAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-            FLUXION_CUDNN_CHECK(api.get_backward_data_algorithm(handle, plan.w, plan.y, plan.conv, plan.x,
-                                                                CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count,
-                                                                results));
-            plan.usable = choose(results, count, fma_only, limit, plan, math);
+            const bool found = timed(
+                api.find_backward_data_algorithm != nullptr,
+                [&](auto* r, int cap, void* ws, std::size_t bytes) {
+                    return api.find_backward_data_algorithm(handle, plan.w, measure->a, plan.y, measure->b,
+                                                            plan.conv, plan.x, measure->out, cap, &count, r, ws,
+                                                            bytes);
+                },
+                results, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
+            if (!found)
+                FLUXION_CUDNN_CHECK(api.get_backward_data_algorithm(handle, plan.w, plan.y, plan.conv, plan.x,
+                                                                    CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count,
+                                                                    results));
+            plan.usable = choose(results, count, fma_only, found ? trial_bytes : limit, plan, math);
             break;
         }
         case Pass::backward_filter: {
             cudnnConvolutionBwdFilterAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-            FLUXION_CUDNN_CHECK(api.get_backward_filter_algorithm(handle, plan.x, plan.y, plan.conv, plan.w,
-                                                                  CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count,
-                                                                  results));
-            plan.usable = choose(results, count, fma_only, limit, plan, math);
+            const bool found = timed(
+                api.find_backward_filter_algorithm != nullptr,
+                [&](auto* r, int cap, void* ws, std::size_t bytes) {
+                    return api.find_backward_filter_algorithm(handle, plan.x, measure->a, plan.y, measure->b,
+                                                              plan.conv, plan.w, measure->out, cap, &count, r, ws,
+                                                              bytes);
+                },
+                results, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
+            if (!found)
+                FLUXION_CUDNN_CHECK(api.get_backward_filter_algorithm(handle, plan.x, plan.y, plan.conv, plan.w,
+                                                                      CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count,
+                                                                      results));
+            plan.usable = choose(results, count, fma_only, found ? trial_bytes : limit, plan, math);
             break;
         }
     }
@@ -181,7 +232,7 @@ void forget_plan(const Context& ctx, Pass pass, DType t, const Conv2dShape& s) {
 
 // The cached plan for this call. Plans (and their descriptors) live as long as the process.
 Plan plan_for(const CudnnApi& api, cudnnHandle_t handle, const Context& ctx, Pass pass, DType t,
-              const Conv2dShape& s) {
+              const Conv2dShape& s, const Operands& operands) {
     // On Ampere and later cuDNN's default math lets f32 convolutions use TF32; FMA math does not.
     const bool tf32 = tf32_for(t);
     const bool fma_only = t == DType::f32 && !tf32;
@@ -195,7 +246,10 @@ Plan plan_for(const CudnnApi& api, cudnnHandle_t handle, const Context& ctx, Pas
         // A shape cuDNN's descriptors or algorithm queries refuse (NOT_SUPPORTED, BAD_PARAM) is
         // computed by im2col + GEMM, and remembered so that cuDNN is asked once.
         try {
-            if (fits_int(s)) plan = make_plan(api, handle, pass, t, fma_only, s, workspace_limit(ctx.device));
+            const bool half = t == DType::f16 || t == DType::bf16;
+            const Operands* measure = half && !capturing(ctx.device) ? &operands : nullptr;
+            if (fits_int(s))
+                plan = make_plan(api, handle, ctx.device, pass, t, fma_only, s, workspace_limit(ctx.device), measure);
         } catch (const fluxion::Error&) {
             plan.usable = false;
         }
@@ -231,7 +285,7 @@ bool cudnn_conv2d(int device, DType t, const Conv2dShape& s, const void* x, cons
     Context& ctx = activate(device);
     cudnnHandle_t handle = handle_for(*api, ctx);
     if (!handle) return false;
-    const Plan plan = plan_for(*api, handle, ctx, Pass::forward, t, s);
+    const Plan plan = plan_for(*api, handle, ctx, Pass::forward, t, s, {x, w, y});
     if (!plan.usable) return false;
     Scratch workspace(device, plan.workspace);
     const Scale scale;
@@ -248,7 +302,7 @@ bool cudnn_conv2d_backward_input(int device, DType t, const Conv2dShape& s, cons
     Context& ctx = activate(device);
     cudnnHandle_t handle = handle_for(*api, ctx);
     if (!handle) return false;
-    const Plan plan = plan_for(*api, handle, ctx, Pass::backward_data, t, s);
+    const Plan plan = plan_for(*api, handle, ctx, Pass::backward_data, t, s, {w, gy, gx});
     if (!plan.usable) return false;
     Scratch workspace(device, plan.workspace);
     const Scale scale;
@@ -265,7 +319,7 @@ bool cudnn_conv2d_backward_weight(int device, DType t, const Conv2dShape& s, con
     Context& ctx = activate(device);
     cudnnHandle_t handle = handle_for(*api, ctx);
     if (!handle) return false;
-    const Plan plan = plan_for(*api, handle, ctx, Pass::backward_filter, t, s);
+    const Plan plan = plan_for(*api, handle, ctx, Pass::backward_filter, t, s, {x, gy, gw});
     if (!plan.usable) return false;
     Scratch workspace(device, plan.workspace);
     const Scale scale;

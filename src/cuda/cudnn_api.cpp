@@ -45,6 +45,12 @@ std::string load(CudnnApi& api) {
     find(api.convolution_backward_data, "cudnnConvolutionBackwardData");
     find(api.convolution_backward_filter, "cudnnConvolutionBackwardFilter");
     if (!missing.empty()) return std::string(kLibrary) + " lacks " + missing;
+    auto optional = [&](auto& function, const char* symbol) {
+        function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(dlsym(library, symbol));
+    };
+    optional(api.find_forward_algorithm, "cudnnFindConvolutionForwardAlgorithmEx");
+    optional(api.find_backward_data_algorithm, "cudnnFindConvolutionBackwardDataAlgorithmEx");
+    optional(api.find_backward_filter_algorithm, "cudnnFindConvolutionBackwardFilterAlgorithmEx");
     return "";
 }
 

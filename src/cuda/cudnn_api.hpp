@@ -21,6 +21,10 @@ struct CudnnApi {
     decltype(&cudnnGetConvolutionForwardAlgorithm_v7) get_forward_algorithm;
     decltype(&cudnnGetConvolutionBackwardDataAlgorithm_v7) get_backward_data_algorithm;
     decltype(&cudnnGetConvolutionBackwardFilterAlgorithm_v7) get_backward_filter_algorithm;
+    // Optional (null where the library lacks them): algorithms measured on the call's own data.
+    decltype(&cudnnFindConvolutionForwardAlgorithmEx) find_forward_algorithm;
+    decltype(&cudnnFindConvolutionBackwardDataAlgorithmEx) find_backward_data_algorithm;
+    decltype(&cudnnFindConvolutionBackwardFilterAlgorithmEx) find_backward_filter_algorithm;
     decltype(&cudnnConvolutionForward) convolution_forward;
     decltype(&cudnnConvolutionBackwardData) convolution_backward_data;
     decltype(&cudnnConvolutionBackwardFilter) convolution_backward_filter;
