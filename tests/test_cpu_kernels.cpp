@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "core/ops/unary_registry.hpp"
 #include "cpu/fused.hpp"
 #include "cpu/openblas.hpp"
 #include "cpu/pool_max2x2.hpp"
@@ -442,6 +443,8 @@ std::vector<UnaryCase> unary_cases() {
         {U::recip, "recip", 0, 0, 0.3, 3, [](double x) { return 1 / x; }, {}},
         {U::pow_scalar, "pow_scalar", 2.5, 0, 0.2, 3, [](double x) { return std::pow(x, 2.5); }, {}},
         {U::gelu_erf, "gelu_erf", 0, 0, -4, 4, [](double x) { return 0.5 * x * std::erfc(-x / std::sqrt(2.0)); }, {}},
+        {U::hardswish, "hardswish", 0, 0, -5, 5,
+         [](double x) { return x * std::min(std::max(x + 3, 0.0), 6.0) / 6; }, {-3, 3}},
     };
 }
 
@@ -488,6 +491,33 @@ TEST(CpuUnary, BackwardMatchesFiniteDifferences) {
             const double expected = gy[i] * (out[0] - out[1]) / (2 * h);
             ASSERT_NEAR(gx[i], expected, 1e-6 * (1 + std::abs(expected))) << c.name << " at " << x[i];
         }
+    }
+}
+
+// The registry says which of x and y each gradient reads, and the tape keeps only those: a gradient
+// given NaN in place of what it does not read is unchanged. Every code of the registry, on values
+// of both signs (a NaN where the op is undefined must stay a NaN).
+TEST(CpuUnary, GradientsReadOnlyWhatTheRegistrySays) {
+    using fluxion::detail::GradientReads;
+    const auto x = random_values(200, -4, 4, 14), gy = random_values(200, -1, 1, 13);
+    const int64_t n = int64_t(x.size());
+    const std::vector<double> nan(n, std::numeric_limits<double>::quiet_NaN());
+    const double a = 0.5, b = 1.5;  // leakyrelu's slope, elu's alpha, clamp's bounds, the power
+    for (int code = 0; code < int(be::Unary::count); ++code) {
+        const auto op = be::Unary(code);
+        std::vector<double> y(n), want(n), got(n);
+        cpu().unary(0, op, DType::f64, n, x.data(), y.data(), a, b);
+        cpu().unary_backward(0, op, DType::f64, n, x.data(), y.data(), gy.data(), want.data(), a, b);
+        const GradientReads reads = fluxion::detail::gradient_reads(op);
+        const bool x_read = reads == GradientReads::X || reads == GradientReads::XY;
+        const bool y_read = reads == GradientReads::Y || reads == GradientReads::XY;
+        cpu().unary_backward(0, op, DType::f64, n, (x_read ? x : nan).data(), (y_read ? y : nan).data(), gy.data(),
+                             got.data(), a, b);
+        for (int64_t i = 0; i < n; ++i)
+            ASSERT_TRUE(std::bit_cast<std::uint64_t>(got[i]) == std::bit_cast<std::uint64_t>(want[i]) ||
+                        (std::isnan(got[i]) && std::isnan(want[i])))
+                << fluxion::detail::unary_name(op) << " at " << x[i] << ": " << got[i] << " where " << want[i]
+                << " was expected; its gradient reads more than the registry says";
     }
 }
 

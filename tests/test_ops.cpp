@@ -179,6 +179,24 @@ TEST_P(OpTest, OtherBackendsMatchCpu) {
     }
 }
 
+// The registry (src/core/elementwise_formulas.def) makes fx::name(x) for each FN line; each of
+// those is an op case here, so a new op runs against PyTorch, finite differences and every backend.
+TEST(OpRegistry, EveryRegisteredFunctionHasAnOpCase) {
+    std::vector<std::string> registered;
+#define FX_UNARY(name, code, reads, api, value, gradient) FX_NAME_##api(name)
+#define FX_NAME_FN(name) registered.push_back(#name);
+#define FX_NAME_OWN(name)
+#include "core/elementwise_formulas.def"
+#undef FX_NAME_FN
+#undef FX_NAME_OWN
+    ASSERT_GE(registered.size(), 16u);
+    for (const auto& name : registered) {
+        bool found = false;
+        for (const auto& c : op_cases()) found |= c.name == name;
+        EXPECT_TRUE(found) << "fx::" << name << " is in the op registry but has no case in tests/op_cases.hpp";
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Ops, OpTest, ::testing::ValuesIn(op_cases()),
                          [](const ::testing::TestParamInfo<OpCase>& info) { return info.param.name; });
 

@@ -51,6 +51,7 @@ Tensor sigmoid(const Tensor& x);
 Tensor tanh(const Tensor& x);
 Tensor softplus(const Tensor& x);
 Tensor swish(const Tensor& x);
+Tensor hardswish(const Tensor& x);  // x relu6(x + 3) / 6, as Flux's hardswish and F.hardswish
 Tensor identity(const Tensor& x);
 inline Tensor (*const σ)(const Tensor&) = sigmoid;  // Flux's spelling
 

@@ -19,16 +19,12 @@ namespace fluxion::backend {
 inline constexpr int kAbiVersion = 4;
 inline constexpr int kMaxDims = 8;
 
+// One code per line of core/elementwise_formulas.def, the op registry, whose lines say what the
+// parameters a and b are (leakyrelu's slope, elu's alpha, clamp's bounds, pow_scalar's exponent).
 enum class Unary : int {
-    neg, exp, log, sqrt, abs, square, sin, cos, tanh, sigmoid, relu,
-    leakyrelu,  // a = negative slope
-    elu,        // a = alpha
-    gelu,       // tanh approximation, as Flux's gelu
-    softplus, swish,
-    clamp,      // a = low, b = high
-    sign, recip,
-    pow_scalar,  // x^a
-    gelu_erf,    // exact: x Φ(x), as PyTorch's default gelu
+#define FX_UNARY(name, code, reads, api, value, gradient) name = code,
+#include "core/elementwise_formulas.def"
+    count  // one past the last code
 };
 
 enum class Binary : int {

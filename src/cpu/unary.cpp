@@ -20,12 +20,12 @@ constexpr bool is_cheap(Unary op) {
 // The table has one line per backend::Unary, in the order of the codes, which the shaders use.
 constexpr bool table_matches_codes() {
     int next = 0;
-#define FX_UNARY(name, code, value, gradient) \
+#define FX_UNARY(name, code, reads, api, value, gradient) \
     if (int(Unary::name) != next++ || code != int(Unary::name)) return false;
 #define FX_UNARY_INTEGER(name, code, value) \
     if (code != int(Unary::name)) return false;
 #include "core/elementwise_formulas.def"
-    return next == int(Unary::gelu_erf) + 1;
+    return next == int(Unary::count);
 }
 static_assert(table_matches_codes(), "core/elementwise_formulas.def: one FX_UNARY line per backend::Unary, by code");
 
@@ -78,7 +78,7 @@ T integer_value(T x) {
 
 template <Unary op, class T>
 T unary_value(T x, T a, T b) {
-#define FX_UNARY(name, code, value, gradient)      \
+#define FX_UNARY(name, code, reads, api, value, gradient)      \
     if constexpr (op == Unary::name) return value; \
     else
 #include "core/elementwise_formulas.def"
@@ -88,7 +88,7 @@ T unary_value(T x, T a, T b) {
 // gx = gy * d op(x) / dx, with y = op(x) where that is cheaper.
 template <Unary op, class T>
 T unary_gradient(T x, T y, T gy, T a, T b) {
-#define FX_UNARY(name, code, value, gradient)         \
+#define FX_UNARY(name, code, reads, api, value, gradient)         \
     if constexpr (op == Unary::name) return gradient; \
     else
 #include "core/elementwise_formulas.def"
@@ -127,7 +127,7 @@ void unary_backward_loop(int64_t n, const T* x, const T* y, const T* gy, T* gx, 
 // Calls f(std::integral_constant<Unary, op>{}) so that each op compiles to its own loop.
 template <class F>
 void with_op(Unary op, F&& f) {
-#define FX_UNARY(name, code, value, gradient) \
+#define FX_UNARY(name, code, reads, api, value, gradient) \
     if (op == Unary::name) return f(std::integral_constant<Unary, Unary::name>{});
 #include "core/elementwise_formulas.def"
     throw ValueError("unary: unknown op code " + std::to_string(int(op)));
@@ -135,7 +135,7 @@ void with_op(Unary op, F&& f) {
 
 // The name is only built for an error, so the common path allocates nothing.
 std::string kernel_name(const char* kernel, Unary op) {
-#define FX_UNARY(name, code, value, gradient) \
+#define FX_UNARY(name, code, reads, api, value, gradient) \
     if (op == Unary::name) return std::string(kernel) + " " #name;
 #include "core/elementwise_formulas.def"
     return std::string(kernel) + " ?";

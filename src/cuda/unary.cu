@@ -35,7 +35,7 @@ template <class T> __device__ T fx_pow(T x, T a) { return pow(x, a); }
 
 template <class T> __device__ T apply(Unary op, T x, T a, T b) {
     switch (op) {
-#define FX_UNARY(name, code, value, gradient) \
+#define FX_UNARY(name, code, reads, api, value, gradient) \
     case Unary::name: {                       \
         return value;                         \
     }
@@ -47,7 +47,7 @@ template <class T> __device__ T apply(Unary op, T x, T a, T b) {
 // gx = gy * d op(x) / dx, given x and y = op(x)
 template <class T> __device__ T gradient(Unary op, T x, T y, T gy, T a, T b) {
     switch (op) {
-#define FX_UNARY(name, code, value, gradient) \
+#define FX_UNARY(name, code, reads, api, value, gradient) \
     case Unary::name: {                       \
         return gradient;                      \
     }

@@ -1,7 +1,8 @@
 // fusion.hpp's patterns, found on the recorded calls' kinds and pointer references. First a pass
-// that frees activations' inputs: relu's gradient reads the relu's output instead of its input
-// (y > 0 exactly where x > 0), and an activation after a product runs in place where nothing else
-// reads the product (every reference to the product then names the activation's output). Then one
+// that lets an activation after a product run in place where nothing else reads the product (every
+// reference to the product then names the activation's output); activations whose gradient reads
+// only their output (relu, sigmoid, tanh: the op registry's `reads`, core/elementwise_formulas.def)
+// leave their input to no one already when traced. Then one
 // pass replaces each group of calls by one call whose pointer arguments are the group's, in order,
 // less the intermediates.
 #include "core/compile/fusion.hpp"
@@ -66,27 +67,6 @@ bool broadcast_scalar(const backend::Strided& view) {
 class Fusion {
 public:
     Fusion(Recorder& rec, std::size_t boundary, std::size_t output) : rec_(rec), boundary_(boundary), output_(output) {}
-
-    // relu's gradient, gx = x > 0 ? gy : 0, reads x; it reads y = relu(x) instead, which is
-    // positive exactly where x is (0, -0 and NaN stay what they were, and are not positive), so
-    // that x may be an intermediate of a fused convolution or product. Like every gradient on the
-    // tape, this relies on the step not writing into y in place in between.
-    void relu_gradients_read_outputs() {
-        const auto& calls = rec_.calls;
-        for (std::size_t k = 0; k < calls.size(); ++k) {
-            const auto* back = as<UnaryBackwardCall>(calls[k]);
-            if (!back || back->op != backend::Unary::relu || !fusable_type(back->t)) continue;
-            const BufferRef x = ref(k, 0), y = ref(k, 1);
-            for (std::size_t j = 0; j < k; ++j) {
-                const auto* fwd = as<UnaryCall>(calls[j]);
-                if (fwd && fwd->op == backend::Unary::relu && fwd->t == back->t && same_ref(ref(j, 0), x) &&
-                    same_ref(ref(j, 1), y)) {
-                    rec_.refs[calls[k].first] = y;
-                    break;
-                }
-            }
-        }
-    }
 
     // Lets an activation after a matrix product run in place where nothing else reads the product.
     void redirect_products() {
@@ -265,7 +245,7 @@ private:
     }
 
     // A max pool's gradient, then relu's gradient of it where the pool's input is the relu's output
-    // (relu_gradients_read_outputs made the gradient read that): one pass that takes the window's
+    // (relu's gradient reads its output, core/elementwise_formulas.def): one pass that takes the window's
     // gradient only where its cell is positive, the full-size intermediate gone.
     bool pool_relu_gradient(std::size_t i, std::size_t& next, RecordedCall& fused, std::vector<BufferRef>& args) const {
         const auto* pool = as<PoolBackwardCall>(rec_.calls[i]);
@@ -365,7 +345,6 @@ private:
 
 std::size_t fuse(Recorder& rec, std::size_t boundary, std::size_t output) {
     Fusion f(rec, boundary, output);
-    f.relu_gradients_read_outputs();
     f.redirect_products();
     return f.merge();
 }

@@ -1,6 +1,7 @@
 // elementwise.cpp — arithmetic with broadcasting, math functions, activations, comparisons, where,
 // cast: forward through the backend's elementwise kernels, backward as the chain rule.
 #include "core/dispatch.hpp"
+#include "core/ops/unary_registry.hpp"
 #include "fluxion/autodiff.hpp"
 #include "fluxion/ops.hpp"
 
@@ -38,6 +39,8 @@ Tensor scalar_like(const Tensor& x, double s) {
     return scalar(s, {.dtype = t, .device = x.device()});
 }
 
+// The tape keeps what the op's gradient reads (core/elementwise_formulas.def): x, y, both or
+// neither. A pointer the gradient does not read is given another buffer of the same size.
 Tensor unary_op(const char* op_name, Unary op, const Tensor& x, double a = 0, double b = 0) {
     detail::require_defined(op_name, x);
     detail::require_floating(op_name, x);
@@ -46,11 +49,18 @@ Tensor unary_op(const char* op_name, Unary op, const Tensor& x, double a = 0, do
     const auto& be = detail::backend_of(x);
     if (out.numel() > 0) be.unary(x.device().index, op, x.dtype(), x.numel(), xc.data_ptr(), out.data_ptr(), a, b);
     if (!detail::any_tracked({x})) return out;
-    return record(op_name, {x}, out, [op, xc, out, a, b](const Tensor& g, const Needs&) {
-        Tensor gc = detail::dense(g), gx = detail::make_tensor(xc.shape(), xc.dtype(), xc.device());
+    using detail::GradientReads;
+    const GradientReads reads = detail::gradient_reads(op);
+    Tensor kept_x = reads == GradientReads::X || reads == GradientReads::XY ? xc : Tensor();
+    Tensor kept_y = reads == GradientReads::Y || reads == GradientReads::XY ? out : Tensor();
+    return record(op_name, {x}, out, [op, kept_x, kept_y, a, b](const Tensor& g, const Needs&) {
+        Tensor gc = detail::dense(g), gx = detail::make_tensor(g.shape(), g.dtype(), g.device());
+        const Tensor& any = kept_x.defined() ? kept_x : kept_y.defined() ? kept_y : gc;
+        const void* xp = (kept_x.defined() ? kept_x : any).data_ptr();
+        const void* yp = (kept_y.defined() ? kept_y : any).data_ptr();
         if (gx.numel() > 0)
-            detail::backend_of(xc).unary_backward(xc.device().index, op, xc.dtype(), xc.numel(), xc.data_ptr(),
-                                                  out.data_ptr(), gc.data_ptr(), gx.data_ptr(), a, b);
+            detail::backend_of(gc).unary_backward(gc.device().index, op, gc.dtype(), gc.numel(), xp, yp,
+                                                  gc.data_ptr(), gx.data_ptr(), a, b);
         return Grads{gx};
     });
 }
@@ -146,27 +156,21 @@ Tensor minimum(const Tensor& a, const Tensor& b) {
 
 // ---- math and activations ----
 
-Tensor exp(const Tensor& x) { return unary_op("exp", Unary::exp, x); }
-Tensor log(const Tensor& x) { return unary_op("log", Unary::log, x); }
-Tensor sqrt(const Tensor& x) { return unary_op("sqrt", Unary::sqrt, x); }
-Tensor abs(const Tensor& x) { return unary_op("abs", Unary::abs, x); }
-Tensor square(const Tensor& x) { return unary_op("square", Unary::square, x); }
-Tensor sin(const Tensor& x) { return unary_op("sin", Unary::sin, x); }
-Tensor cos(const Tensor& x) { return unary_op("cos", Unary::cos, x); }
-Tensor sign(const Tensor& x) { return unary_op("sign", Unary::sign, x); }
+// fx::name(x) for every FN line of the registry (core/elementwise_formulas.def).
+#define FX_UNARY(name, code, reads, api, value, gradient) FX_DEFINE_##api(name)
+#define FX_DEFINE_FN(name) \
+    Tensor name(const Tensor& x) { return unary_op(#name, Unary::name, x); }
+#define FX_DEFINE_OWN(name)
+#include "core/elementwise_formulas.def"
+#undef FX_DEFINE_FN
+#undef FX_DEFINE_OWN
+
 Tensor clamp(const Tensor& x, double low, double high) {
     if (low > high) throw ValueError("clamp: low " + std::to_string(low) + " is above high " + std::to_string(high));
     return unary_op("clamp", Unary::clamp, x, low, high);
 }
-Tensor relu(const Tensor& x) { return unary_op("relu", Unary::relu, x); }
 Tensor leakyrelu(const Tensor& x, double slope) { return unary_op("leakyrelu", Unary::leakyrelu, x, slope); }
 Tensor elu(const Tensor& x, double alpha) { return unary_op("elu", Unary::elu, x, alpha); }
-Tensor gelu(const Tensor& x) { return unary_op("gelu", Unary::gelu, x); }
-Tensor gelu_erf(const Tensor& x) { return unary_op("gelu_erf", Unary::gelu_erf, x); }
-Tensor sigmoid(const Tensor& x) { return unary_op("sigmoid", Unary::sigmoid, x); }
-Tensor tanh(const Tensor& x) { return unary_op("tanh", Unary::tanh, x); }
-Tensor softplus(const Tensor& x) { return unary_op("softplus", Unary::softplus, x); }
-Tensor swish(const Tensor& x) { return unary_op("swish", Unary::swish, x); }
 Tensor identity(const Tensor& x) { return x; }
 
 // ---- comparisons and selection ----

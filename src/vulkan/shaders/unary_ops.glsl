@@ -32,7 +32,7 @@ C_T unary_integer(int op, C_T x) {
 
 C_T unary_value(int op, C_T x, C_T a, C_T b) {
     switch (op) {
-#define FX_UNARY(name, code, value, gradient) \
+#define FX_UNARY(name, code, reads, api, value, gradient) \
     case code: return value;
 #include "elementwise_formulas.def"
     }
@@ -42,7 +42,7 @@ C_T unary_value(int op, C_T x, C_T a, C_T b) {
 // gx = gy * d op(x) / dx, with y = op(x) where that is cheaper.
 C_T unary_gradient(int op, C_T x, C_T y, C_T gy, C_T a, C_T b) {
     switch (op) {
-#define FX_UNARY(name, code, value, gradient) \
+#define FX_UNARY(name, code, reads, api, value, gradient) \
     case code: return gradient;
 #include "elementwise_formulas.def"
     }
