@@ -3,6 +3,8 @@
 // midway leaves the previous checkpoint loadable.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "test_io_support.hpp"
 
 namespace {
@@ -129,6 +131,67 @@ TEST(IOCheckpoint, AMismatchChangesNeitherModelNorOptimiser) {
     const std::string d = message_of([&] { fx::load_checkpoint(dir / "run.safetensors", same, descent); });
     EXPECT_NE(d.find("not in the model and optimiser: optimiser.layers.0.weight.state1"), std::string::npos) << d;
     EXPECT_EQ(descent.params[0].t, 0);
+}
+
+// Overwrites the first bytes of tensor `name` in a safetensors file with `bytes`.
+void patch_tensor(const std::filesystem::path& path, const std::string& name, const std::string& bytes) {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    std::uint64_t header_size = 0;
+    f.read(reinterpret_cast<char*>(&header_size), 8);
+    std::string header(header_size, ' ');
+    f.read(header.data(), std::streamsize(header_size));
+    const auto begin = nlohmann::json::parse(header).at(name).at("data_offsets").at(0).get<std::uint64_t>();
+    f.seekp(std::streamoff(8 + header_size + begin));
+    f.write(bytes.data(), std::streamsize(bytes.size()));
+}
+
+// Values no save writes, refused with the tensor named and the model and optimiser untouched: a
+// BOOL byte other than 0 and 1 (undefined behaviour once read as a bool), a negative step count,
+// a learning rate that is not a finite number.
+TEST(IOCheckpoint, DamagedValuesAreRefusedAndChangeNothing) {
+    ScratchDir dir;
+    Model model = make_model();
+    auto opt = fx::setup(fx::Adam{}, model);
+    train(model, opt, data(), 2);
+    const auto file = dir / "run.safetensors";
+    Model other = make_model();
+    auto other_opt = fx::setup(fx::Adam{}, other);
+    const auto before = values(std::get<0>(other.layers).weight);
+    auto expect_refused = [&](const std::string& what) {
+        const std::string m = message_of([&] { fx::load_checkpoint(file, other, other_opt); });
+        EXPECT_NE(m.find(what), std::string::npos) << m;
+        EXPECT_EQ(values(std::get<0>(other.layers).weight), before) << what;
+        EXPECT_EQ(other_opt.params[0].t, 0) << what;
+        EXPECT_FALSE(other_opt.params[0].frozen) << what;
+    };
+
+    fx::save_checkpoint(file, model, opt);
+    patch_tensor(file, "optimiser.layers.0.bias.frozen", std::string(1, '\x02'));
+    expect_refused("optimiser.layers.0.bias.frozen is BOOL but its element 0 is the byte 2");
+
+    fx::save_checkpoint(file, model, opt);
+    const std::int64_t negative = -5;
+    patch_tensor(file, "optimiser.layers.1.weight.step", std::string(reinterpret_cast<const char*>(&negative), 8));
+    expect_refused("optimiser.layers.1.weight.step is -5, a negative step count");
+
+    fx::save_checkpoint(file, model, opt);
+    fx::load_checkpoint(file, other, other_opt);  // the same file, undamaged, loads
+    // The learning rate is metadata: patched in the header's text, "nan" in place of its digits.
+    std::string bytes;
+    {
+        std::ifstream in(file, std::ios::binary);
+        bytes.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    const auto at = bytes.find("\"fluxion.optimiser.eta\":\"");
+    ASSERT_NE(at, std::string::npos);
+    const auto value = at + std::string("\"fluxion.optimiser.eta\":\"").size();
+    const auto end = bytes.find('"', value);
+    bytes.replace(value, end - value, std::string(end - value, ' ').replace(0, 3, "nan"));
+    std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes;
+    Model third = make_model();
+    auto third_opt = fx::setup(fx::Adam{}, third);
+    const std::string m = message_of([&] { fx::load_checkpoint(file, third, third_opt); });
+    EXPECT_NE(m.find("not a finite number"), std::string::npos) << m;
 }
 
 TEST(IOCheckpoint, APlainModelFileIsNotACheckpoint) {

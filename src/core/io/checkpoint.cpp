@@ -1,6 +1,8 @@
 // checkpoint.cpp — a model and its optimiser state as one safetensors file, so that a resumed run
 // continues exactly where the saved one stopped. Written atomically like every save.
 #include <charconv>
+#include <cmath>
+#include <cstring>
 #include <cstdio>
 
 #include "core/io/state_reader.hpp"
@@ -73,8 +75,8 @@ std::map<std::string, std::string> read_checkpoint(const std::filesystem::path& 
                           "\" metadata); a model saved with fx::save loads with fx::load");
         const std::string& text = eta_text->second;
         const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), saved_eta);
-        if (error != std::errc() || end != text.data() + text.size())
-            throw IOError(where + "the metadata \"" + kEta + "\" is \"" + text + "\", not a number");
+        if (error != std::errc() || end != text.data() + text.size() || !std::isfinite(saved_eta))
+            throw IOError(where + "the metadata \"" + kEta + "\" is \"" + text + "\", not a finite number");
         const std::string prefix = kExtra;
         for (const auto& [key, value] : metadata)
             if (key.compare(0, prefix.size(), prefix) == 0) extra.emplace(key.substr(prefix.size()), value);
@@ -82,7 +84,17 @@ std::map<std::string, std::string> read_checkpoint(const std::filesystem::path& 
     const ReadTarget checkpoint{"load_checkpoint", "model and optimiser",
                                 "Set up the optimiser with the rule the run was saved with, for the model that was saved "
                                 "(fx::setup(rule, model)), then load the checkpoint."};
-    read_into(path, all, {.strict = true}, checkpoint, check_metadata);
+    std::map<std::string, std::size_t> step_slots;
+    for (std::size_t i = 0; i < params.size(); ++i) step_slots.emplace(slot(params[i], "step"), i);
+    auto check_values = [&](const std::string& name, std::span<const std::byte> bytes) {
+        if (!step_slots.count(name) || bytes.size() != sizeof(std::int64_t)) return;
+        std::int64_t t = 0;
+        std::memcpy(&t, bytes.data(), sizeof t);
+        if (t < 0)
+            throw IOError("load_checkpoint(\"" + path.string() + "\"): " + name + " is " + std::to_string(t) +
+                          ", a negative step count; the file is damaged. Nothing was loaded.");
+    };
+    read_into(path, all, {.strict = true}, checkpoint, check_metadata, check_values);
 
     for (std::size_t i = 0; i < params.size(); ++i) {
         params[i].t = *steps[i].data<std::int64_t>();
