@@ -1,12 +1,6 @@
-// One fused optimiser step over a flat parameter buffer, with PyTorch's update rules
-// (p: parameter, g: gradient, s1/s2: state buffers, t: 1-based step):
-//   descent   p -= eta g
-//   momentum  s1 = rho s1 + g;                 p -= eta s1
-//   nesterov  s1 = rho s1 + g;                 p -= eta (g + rho s1)
-//   rmsprop   s1 = rho s1 + (1 - rho) g^2;     p -= eta g / (sqrt(s1) + epsilon)
-//   adam      s1 = beta1 s1 + (1 - beta1) g;   s2 = beta2 s2 + (1 - beta2) g^2;
-//             p -= eta (s1 / (1 - beta1^t)) / (sqrt(s2 / (1 - beta2^t)) + epsilon)
-//   adamw     p *= 1 - eta decay, then adam
+// optimiser.cpp — one fused optimiser step over a flat parameter buffer, and over many (the
+// compiled steps' multi-tensor step), with PyTorch's update rules from the op registry
+// (core/elementwise_formulas.def, FX_OPTIMISER).
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -46,46 +40,32 @@ void check(Optimiser rule, const void* state1, const void* state2, const Optimis
                          " must start at 1 (Adam's bias correction divides by 1 - beta^t)");
 }
 
-// Each rule is one pass over the slice [begin, end) of the buffers.
+template <class T> T fx_sqrt(T x) { return std::sqrt(x); }
+
+// Each rule is one pass over the slice [begin, end) of the buffers, its formulas those of
+// core/elementwise_formulas.def; the step's constants are computed in double and rounded once.
 template <class T>
-void step(Optimiser rule, int64_t begin, int64_t end, T* p, const T* g, T* s1, T* s2, const OptimiserStep& hp) {
-    const T eta = T(hp.eta), rho = T(hp.rho), epsilon = T(hp.epsilon);
+void step(Optimiser rule, int64_t begin, int64_t end, T* pp, const T* gp, T* s1p, T* s2p, const OptimiserStep& hp) {
+    const T eta = T(hp.eta), rho = T(hp.rho), epsilon = T(hp.epsilon), beta1 = T(hp.beta1), beta2 = T(hp.beta2);
+    const T c1 = T(1 - std::pow(hp.beta1, double(hp.t))), c2 = T(1 - std::pow(hp.beta2, double(hp.t)));
+    const T shrink = T(1 - hp.eta * hp.decay);
     switch (rule) {
-        case Optimiser::descent:
-            for (int64_t i = begin; i < end; ++i) p[i] -= eta * g[i];
-            return;
-        case Optimiser::momentum:
-            for (int64_t i = begin; i < end; ++i) {
-                s1[i] = rho * s1[i] + g[i];
-                p[i] -= eta * s1[i];
-            }
-            return;
-        case Optimiser::nesterov:
-            for (int64_t i = begin; i < end; ++i) {
-                s1[i] = rho * s1[i] + g[i];
-                p[i] -= eta * (g[i] + rho * s1[i]);
-            }
-            return;
-        case Optimiser::rmsprop:
-            for (int64_t i = begin; i < end; ++i) {
-                s1[i] = rho * s1[i] + (T(1) - rho) * g[i] * g[i];
-                p[i] -= eta * g[i] / (std::sqrt(s1[i]) + epsilon);
-            }
-            return;
-        case Optimiser::adam:
-        case Optimiser::adamw: {
-            const T beta1 = T(hp.beta1), beta2 = T(hp.beta2);
-            const T correction1 = T(1 - std::pow(hp.beta1, double(hp.t)));
-            const T correction2 = T(1 - std::pow(hp.beta2, double(hp.t)));
-            const T shrink = rule == Optimiser::adamw ? T(1 - hp.eta * hp.decay) : T(1);
-            for (int64_t i = begin; i < end; ++i) {
-                s1[i] = beta1 * s1[i] + (T(1) - beta1) * g[i];
-                s2[i] = beta2 * s2[i] + (T(1) - beta2) * g[i] * g[i];
-                p[i] = p[i] * shrink - eta * (s1[i] / correction1) / (std::sqrt(s2[i] / correction2) + epsilon);
-            }
-            return;
-        }
+#define FX_OPTIMISER(name, code, states, new_m, new_v, new_p)                     \
+    case Optimiser::name:                                                         \
+        for (int64_t i = begin; i < end; ++i) {                                   \
+            const T g = gp[i], p = pp[i];                                         \
+            [[maybe_unused]] const T m0 = (states) >= 1 ? s1p[i] : T(0);          \
+            [[maybe_unused]] const T v0 = (states) >= 2 ? s2p[i] : T(0);          \
+            [[maybe_unused]] const T m = new_m;                                   \
+            [[maybe_unused]] const T v = new_v;                                   \
+            pp[i] = new_p;                                                        \
+            if constexpr ((states) >= 1) s1p[i] = m;                              \
+            if constexpr ((states) >= 2) s2p[i] = v;                              \
+        }                                                                         \
+        return;
+#include "core/elementwise_formulas.def"
     }
+    (void)eta, (void)rho, (void)epsilon, (void)beta1, (void)beta2, (void)c1, (void)c2, (void)shrink;
 }
 
 }  // namespace

@@ -1,12 +1,5 @@
-// optimiser.cu — one fused update of n parameters, with PyTorch's formulas:
-//   descent   p -= eta g
-//   momentum  s1 = rho s1 + g;                 p -= eta s1
-//   nesterov  s1 = rho s1 + g;                 p -= eta (g + rho s1)
-//   rmsprop   s1 = rho s1 + (1 - rho) g^2;     p -= eta g / (sqrt(s1) + eps)
-//   adam      s1 = b1 s1 + (1 - b1) g;  s2 = b2 s2 + (1 - b2) g^2;
-//             p -= eta (s1 / (1 - b1^t)) / (sqrt(s2 / (1 - b2^t)) + eps)
-//   adamw     p *= 1 - eta decay, then adam
-// f16 and bf16 parameters and state stay in their type, as on the CPU; the update is computed in f32
+// optimiser.cu — one fused update of n parameters, with PyTorch's rules from the op registry
+// (core/elementwise_formulas.def, FX_OPTIMISER). f16 and bf16 parameters and state stay in their type, as on the CPU; the update is computed in f32
 // and each result rounded once (dtype_dispatch.cuh).
 #include <cmath>
 #include <string>
@@ -38,51 +31,56 @@ int states_needed(Optimiser rule) {
     throw ValueError("optimiser_step: unknown rule code " + std::to_string(static_cast<int>(rule)));
 }
 
+// The step's constants, computed in double and rounded once to the compute type.
 template <class T> struct Hyper {
-    T eta, rho, beta1, beta2, epsilon, decay;
-    T correction1, correction2;  // 1 - beta1^t, 1 - beta2^t
+    T eta, rho, beta1, beta2, epsilon;
+    T c1, c2;  // 1 - beta1^t, 1 - beta2^t
+    T shrink;  // 1 - eta decay
 };
 
 template <class T> Hyper<T> hyper(const OptimiserStep& hp) {
     const auto t_steps = static_cast<double>(hp.t);
-    return {T(hp.eta),   T(hp.rho),     T(hp.beta1), T(hp.beta2), T(hp.epsilon), T(hp.decay),
-            T(1 - std::pow(hp.beta1, t_steps)), T(1 - std::pow(hp.beta2, t_steps))};
+    return {T(hp.eta),
+            T(hp.rho),
+            T(hp.beta1),
+            T(hp.beta2),
+            T(hp.epsilon),
+            T(1 - std::pow(hp.beta1, t_steps)),
+            T(1 - std::pow(hp.beta2, t_steps)),
+            T(1 - hp.eta * hp.decay)};
 }
 
+template <class T> __device__ T fx_sqrt(T x) { return sqrt(x); }
+
 // The hyper-parameters come by value, or, in a CUDA graph, from device memory (`from`) that an
-// upload captured before the kernel refills at every launch (capture.hpp).
-template <class T, class C = Compute<T>>
-__global__ void optimiser_kernel(Optimiser rule, std::int64_t n, T* p, const T* g, T* s1, T* s2, Hyper<C> by_value,
-                                 const Hyper<C>* from) {
+// upload captured before the kernel refills at every launch (capture.hpp). The rules' formulas are
+// core/elementwise_formulas.def's.
+template <class S, class C = Compute<S>>
+__global__ void optimiser_kernel(Optimiser rule, std::int64_t n, S* pp, const S* gp, S* s1p, S* s2p,
+                                 Hyper<C> by_value, const Hyper<C>* from) {
+    using T = C;  // the formulas' T: S's compute type (f16 and bf16 are stored, not computed in)
     const Hyper<C> h = from ? *from : by_value;
+    const C eta = h.eta, rho = h.rho, beta1 = h.beta1, beta2 = h.beta2, epsilon = h.epsilon, c1 = h.c1, c2 = h.c2,
+            shrink = h.shrink;
     for (std::int64_t i = first_index(); i < n; i += index_step()) {
-        const C grad = widen(g[i]);
-        C param = widen(p[i]), m = 0, v = 0;
+        const C g = widen(gp[i]), p = widen(pp[i]);
         switch (rule) {
-            case Optimiser::descent: param -= h.eta * grad; break;
-            case Optimiser::momentum:
-                m = h.rho * widen(s1[i]) + grad;
-                param -= h.eta * m;
-                break;
-            case Optimiser::nesterov:
-                m = h.rho * widen(s1[i]) + grad;
-                param -= h.eta * (grad + h.rho * m);
-                break;
-            case Optimiser::rmsprop:
-                m = h.rho * widen(s1[i]) + (C(1) - h.rho) * grad * grad;
-                param -= h.eta * grad / (sqrt(m) + h.epsilon);
-                break;
-            case Optimiser::adamw: param *= C(1) - h.eta * h.decay; [[fallthrough]];
-            case Optimiser::adam:
-                m = h.beta1 * widen(s1[i]) + (C(1) - h.beta1) * grad;
-                v = h.beta2 * widen(s2[i]) + (C(1) - h.beta2) * grad * grad;
-                param -= h.eta * (m / h.correction1) / (sqrt(v / h.correction2) + h.epsilon);
-                s2[i] = narrow<T>(v);
-                break;
-        }
-        if (rule != Optimiser::descent) s1[i] = narrow<T>(m);
-        p[i] = narrow<T>(param);
+#define FX_OPTIMISER(name, code, states, new_m, new_v, new_p)         \
+    case Optimiser::name: {                                           \
+        const C m0 = (states) >= 1 ? C(widen(s1p[i])) : C(0);        \
+        const C v0 = (states) >= 2 ? C(widen(s2p[i])) : C(0);        \
+        const C m = new_m;                                            \
+        const C v = new_v;                                            \
+        pp[i] = narrow<S>(new_p);                              \
+        if ((states) >= 1) s1p[i] = narrow<S>(m);              \
+        if ((states) >= 2) s2p[i] = narrow<S>(v);              \
+        (void)m0, (void)v0, (void)m, (void)v;                         \
+        break;                                                        \
     }
+#include "core/elementwise_formulas.def"
+        }
+    }
+    (void)eta, (void)rho, (void)beta1, (void)beta2, (void)epsilon, (void)c1, (void)c2, (void)shrink;
 }
 
 }  // namespace

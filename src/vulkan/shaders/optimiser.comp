@@ -1,6 +1,6 @@
 #version 450
-// optimiser_step: one fused step of a rule over n parameters (the CPU backend's optimiser.cpp has
-// the rules). S0 = param, S1 = grad, S2 = state1, S3 = state2 (bound to param when unused).
+// optimiser_step: one fused step of a rule over n parameters. S0 = param, S1 = grad, S2 = state1,
+// S3 = state2 (bound to param when unused).
 #include "common.glsl"
 layout(local_size_x_id = 0) in;
 layout(std430, binding = 0) readonly buffer Params {
@@ -11,27 +11,25 @@ layout(std430, binding = 0) readonly buffer Params {
 #define S1_QUAL readonly
 #include "slots.glsl"
 
+#define T C_T
+#define fx_sqrt sqrt
+
+// The rules' formulas are the op registry's (core/elementwise_formulas.def, FX_OPTIMISER).
 void main() {
+    const C_T c1 = correction1, c2 = correction2;
     FOR_EACH(i, n) {
         const C_T g = LOAD1(off1 + i);
-        C_T p = LOAD0(off0 + i);
-        if (rule == 0) {
-            p -= eta * g;
-        } else if (rule <= 2) {  // momentum, nesterov
-            const C_T v = rho * LOAD2(off2 + i) + g;
-            STORE2(off2 + i, v);
-            p -= rule == 1 ? eta * v : eta * (g + rho * v);
-        } else if (rule == 3) {  // rmsprop
-            const C_T s = rho * LOAD2(off2 + i) + (C_T(1) - rho) * g * g;
-            STORE2(off2 + i, s);
-            p -= eta * g / (sqrt(s) + epsilon);
-        } else {  // adam, adamw
-            const C_T m = beta1 * LOAD2(off2 + i) + (C_T(1) - beta1) * g;
-            const C_T v = beta2 * LOAD3(off3 + i) + (C_T(1) - beta2) * g * g;
-            STORE2(off2 + i, m);
-            STORE3(off3 + i, v);
-            p = p * shrink - eta * (m / correction1) / (sqrt(v / correction2) + epsilon);
+        const C_T p = LOAD0(off0 + i);
+#define FX_OPTIMISER(name, code, states, new_m, new_v, new_p)   \
+        if (rule == code) {                                     \
+            const C_T m0 = (states) >= 1 ? LOAD2(off2 + i) : C_T(0); \
+            const C_T v0 = (states) >= 2 ? LOAD3(off3 + i) : C_T(0); \
+            const C_T m = new_m;                                \
+            const C_T v = new_v;                                \
+            if ((states) >= 1) STORE2(off2 + i, m);             \
+            if ((states) >= 2) STORE3(off3 + i, v);             \
+            STORE0(off0 + i, new_p);                            \
         }
-        STORE0(off0 + i, p);
+#include "elementwise_formulas.def"
     }
 }
