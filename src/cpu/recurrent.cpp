@@ -6,22 +6,15 @@
 
 #include "cpu/kernels.hpp"
 #include "cpu/parallel.hpp"
-#include "cpu/vector_math.hpp"
+#include "cpu/unary_formulas.hpp"
 #include "fluxion/error.hpp"
 
 namespace fluxion::backend::cpu {
 namespace {
 
-// The formulas of the unary kernels (elementwise_formulas.def): σ(x) = 1 / (1 + e^-x), and for
-// float the vectorising exp and tanh of vector_math.hpp.
-template <class T> [[gnu::always_inline]] inline T sigmoid(T x) {
-    if constexpr (std::is_same_v<T, float>) return 1.0f / (1.0f + vector_math::exp(-x));
-    else return T(1) / (T(1) + std::exp(-x));
-}
-template <class T> [[gnu::always_inline]] inline T tanh_of(T x) {
-    if constexpr (std::is_same_v<T, float>) return vector_math::tanh(x);
-    else return std::tanh(x);
-}
+// The op registry's sigmoid and tanh (core/elementwise_formulas.def), the unary kernels' own.
+template <class T> [[gnu::always_inline]] inline T sigmoid(T x) { return unary_value<Unary::sigmoid>(x, T(0), T(0)); }
+template <class T> [[gnu::always_inline]] inline T tanh_of(T x) { return unary_value<Unary::tanh>(x, T(0), T(0)); }
 
 // Rows share the threads when a step has enough of them: each element costs four exponentials.
 bool worth_threads(int64_t n, int64_t h) { return n > 1 && n * h * 8 > kParallelMin; }

@@ -1,4 +1,5 @@
-// Elementwise functions of one tensor and their gradients.
+// unary.cpp — elementwise functions of one tensor and their gradients: the op registry's formulas
+// (cpu/unary_formulas.hpp) in one loop per op.
 #include <cmath>
 #include <string>
 #include <type_traits>
@@ -6,7 +7,7 @@
 #include "cpu/dispatch.hpp"
 #include "cpu/kernels.hpp"
 #include "cpu/parallel.hpp"
-#include "cpu/vector_math.hpp"
+#include "cpu/unary_formulas.hpp"
 
 namespace fluxion::backend::cpu {
 namespace {
@@ -35,64 +36,6 @@ constexpr bool takes_integers(Unary op) {
     if (op == Unary::name) return true;
 #include "core/elementwise_formulas.def"
     return false;
-}
-
-// The elementary functions of the formulas: std's, except exp and tanh of float (vector_math.hpp),
-// whose loops then vectorise; glibc's expf and tanhf are scalar calls. They, and the formulas'
-// helpers, must be inlined for that: GCC otherwise keeps some as calls, the loop scalar.
-template <class T> [[gnu::always_inline]] inline T fx_exp(T x) {
-    if constexpr (std::is_same_v<T, float>) return vector_math::exp(x);
-    else return std::exp(x);
-}
-template <class T> T fx_expm1(T x) { return std::expm1(x); }
-template <class T> T fx_log(T x) { return std::log(x); }
-template <class T> T fx_log1p(T x) { return std::log1p(x); }
-template <class T> T fx_sqrt(T x) { return std::sqrt(x); }
-template <class T> T fx_abs(T x) { return std::abs(x); }
-template <class T> T fx_sin(T x) { return std::sin(x); }
-template <class T> T fx_cos(T x) { return std::cos(x); }
-template <class T> [[gnu::always_inline]] inline T fx_tanh(T x) {
-    if constexpr (std::is_same_v<T, float>) return vector_math::tanh(x);
-    else return std::tanh(x);
-}
-template <class T> T fx_erf(T x) { return std::erf(x); }
-template <class T> T fx_pow(T x, T a) { return std::pow(x, a); }
-
-#define FX_K(v) T(v)
-#define FX_FUNCTION template <class T> [[gnu::always_inline]] inline T
-#include "core/elementwise_formulas.def"
-
-template <Unary>
-constexpr bool kHasNoFormula = false;
-
-// Each op's value and gradient, one if-constexpr branch per line of the table. Integers compute
-// in their unsigned twin W, which wraps on the most negative value instead of overflowing.
-template <Unary op, class T, class W = std::make_unsigned_t<T>>
-T integer_value(T x) {
-#define FX_UNARY_INTEGER(name, code, value)        \
-    if constexpr (op == Unary::name) return value; \
-    else
-#include "core/elementwise_formulas.def"
-    static_assert(kHasNoFormula<op>, "integer_value: an op that takes no integers");
-}
-
-template <Unary op, class T>
-T unary_value(T x, T a, T b) {
-#define FX_UNARY(name, code, reads, api, value, gradient)      \
-    if constexpr (op == Unary::name) return value; \
-    else
-#include "core/elementwise_formulas.def"
-    static_assert(kHasNoFormula<op>, "unary_value: an op with no line in core/elementwise_formulas.def");
-}
-
-// gx = gy * d op(x) / dx, with y = op(x) where that is cheaper.
-template <Unary op, class T>
-T unary_gradient(T x, T y, T gy, T a, T b) {
-#define FX_UNARY(name, code, reads, api, value, gradient)         \
-    if constexpr (op == Unary::name) return gradient; \
-    else
-#include "core/elementwise_formulas.def"
-    static_assert(kHasNoFormula<op>, "unary_gradient: an op with no line in core/elementwise_formulas.def");
 }
 
 // Each op's loops are functions of their own: inlined into unary(), whose dispatch makes it very
