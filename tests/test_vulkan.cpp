@@ -24,6 +24,7 @@
 #include "fluxion/error.hpp"
 #include "fluxion/fluxion.hpp"
 #include "vulkan/exports.hpp"
+#include "vulkan_environment.hpp"
 
 namespace fx = fluxion;
 using fx::backend::Strided;
@@ -656,6 +657,24 @@ TEST_F(Vulkan, TensorsLargerThanTheStorageBufferRangeAreAClearError) {
 
 // Run by ctest a second time with VK_DRIVER_FILES naming a missing file: the loader is there, no
 // driver is, and the plugin says so.
+// The Vulkan evidence of the suite must not quietly become skips: with the plugin built, lavapipe
+// and the validation layer must be installed (scripts/setup.sh installs both) and together give a
+// usable device, or this fails with the reason. A run that names another driver is left alone.
+TEST(VulkanEnvironment, TheBuiltPluginRunsOnLavapipeUnderTheValidationLayer) {
+    const std::string lavapipe = fx_test::lavapipe_manifest(), layer = fx_test::validation_layer_manifest();
+    const char* named = std::getenv("VK_DRIVER_FILES");
+    if (named && *named && std::string(named) != lavapipe)
+        GTEST_SKIP() << "VK_DRIVER_FILES names another driver: " << named;
+    ASSERT_FALSE(lavapipe.empty()) << "the Vulkan plugin is built, but Mesa's lavapipe is not installed where Vulkan's "
+                                      "loader looks (apt-get install mesa-vulkan-drivers; scripts/setup.sh does)";
+    ASSERT_FALSE(layer.empty()) << "the Vulkan plugin is built, but the Khronos validation layer is not installed "
+                                   "(apt-get install vulkan-validationlayers; scripts/setup.sh does)";
+    ASSERT_TRUE(plugin().loaded) << plugin().why;
+    EXPECT_EQ(plugin().why, "") << "lavapipe (" << lavapipe << ") and the validation layer (" << layer
+                                << ") are installed, yet the Vulkan plugin is not usable";
+    EXPECT_STREQ(std::getenv("FLUXION_VULKAN_VALIDATION"), "1") << "the suite runs Vulkan under the validation layer";
+}
+
 TEST(VulkanNoDriver, FunctionalSaysWhy) {
     if (!driver_files_missing()) GTEST_SKIP() << "only with VK_DRIVER_FILES naming a missing file";
     if (!plugin().loaded) GTEST_SKIP() << plugin().why;

@@ -3,14 +3,63 @@
 // the Khronos validation layer with synchronization validation (src/vulkan/context.cpp), under
 // which any validation message fails the test that caused it. Variables already set win, so that
 // a run can name another driver (ctest's vulkan.loader_without_driver does).
-#include <cstdlib>
+#include "vulkan_environment.hpp"
 
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <vector>
+
+namespace fx_test {
 namespace {
 
+namespace fs = std::filesystem;
+
+// The loader's search order for `kind` ("icd.d", "explicit_layer.d"), as its documentation gives it.
+std::vector<fs::path> loader_folders(const char* kind) {
+    std::vector<fs::path> out;
+    auto each = [&](const char* variable, const char* fallback) {
+        const char* v = std::getenv(variable);
+        std::stringstream dirs(v && *v ? v : fallback);
+        for (std::string dir; std::getline(dirs, dir, ':');)
+            if (!dir.empty()) out.push_back(fs::path(dir) / "vulkan" / kind);
+    };
+    each("XDG_CONFIG_DIRS", "/etc/xdg");
+    out.push_back(fs::path("/etc/vulkan") / kind);
+    each("XDG_DATA_DIRS", "/usr/local/share:/usr/share");
+    return out;
+}
+
+// The first manifest in those folders whose text contains `needle`.
+std::string manifest_with(const char* kind, const std::string& needle) {
+    for (const auto& dir : loader_folders(kind)) {
+        std::error_code ec;
+        std::vector<fs::path> files;
+        for (const auto& f : fs::directory_iterator(dir, ec))
+            if (f.path().extension() == ".json") files.push_back(f.path());
+        std::sort(files.begin(), files.end());
+        for (const auto& f : files) {
+            std::ifstream in(f);
+            const std::string text{std::istreambuf_iterator<char>(in), {}};
+            if (text.find(needle) != std::string::npos) return f.string();
+        }
+    }
+    return "";
+}
+
 const bool kVulkanEnvironment = [] {
-    setenv("VK_DRIVER_FILES", "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json", 0);
+    if (const std::string lavapipe = lavapipe_manifest(); !lavapipe.empty())
+        setenv("VK_DRIVER_FILES", lavapipe.c_str(), 0);
     setenv("FLUXION_VULKAN_VALIDATION", "1", 0);
     return true;
 }();
 
 }  // namespace
+
+std::string lavapipe_manifest() { return manifest_with("icd.d", "libvulkan_lvp"); }
+std::string validation_layer_manifest() { return manifest_with("explicit_layer.d", "VK_LAYER_KHRONOS_validation"); }
+
+}  // namespace fx_test
