@@ -191,8 +191,8 @@ TEST(HalfModels, OtherBackendsComputeAndTrainAsTheCpuDoes) {
     }
 }
 
-// The parameters after 3 steps of `rule` on a converted Dense layer, on `d`; the state (momentum,
-// moments) stays in the half type too.
+// The parameters and the optimiser's state (momentum, moments: "state1 of weight", ...) after 3
+// steps of `rule` on a converted Dense layer, on `d`; the state stays in the half type too.
 std::map<std::string, Tensor> after_steps(const auto& rule, const auto& convert, DType t, const fx::Device& d) {
     fx::seed(11);
     auto model = convert(fx::Dense(4, 3)) | d;
@@ -203,7 +203,12 @@ std::map<std::string, Tensor> after_steps(const auto& rule, const auto& convert,
         auto [l, g] = fx::withgradient([&](const auto& m) { return fx::sum(fx::square(m(x))); }, model);
         fx::update(opt, model, g);
     }
-    return state_map(model);
+    auto out = state_map(model);
+    for (const auto& p : opt.params) {
+        if (p.state1.defined()) out.emplace("state1 of " + p.path, p.state1);
+        if (p.state2.defined()) out.emplace("state2 of " + p.path, p.state2);
+    }
+    return out;
 }
 
 // Every rule's step on half parameters and state, on every other backend against the CPU.
@@ -211,8 +216,11 @@ TEST(HalfModels, OtherBackendsStepEveryRuleAsTheCpuDoes) {
     const auto check = [](const auto& rule, const std::string& name) {
         for (auto [convert, t] : {std::pair{fx::bf16, DType::bf16}, std::pair{fx::f16, DType::f16}}) {
             const auto want = after_steps(rule, convert, t, fx::Device{});
+            const std::size_t states = name == "Descent" ? 0 : name == "Adam" || name == "AdamW" ? 2 : 1;
+            EXPECT_EQ(want.size(), 2 + 2 * states) << name << ": weight, bias and their state";
             for (const auto& d : fx::testing::other_devices(t)) {
                 const auto got = after_steps(rule, convert, t, d);
+                ASSERT_EQ(got.size(), want.size()) << name << " on " << d.str();
                 for (const auto& [path, w] : want) {
                     EXPECT_EQ(got.at(path).dtype(), t) << name << " " << path;
                     EXPECT_LT(relative_difference(got.at(path) | fx::cpu, w), other_backend_tolerance(t))
