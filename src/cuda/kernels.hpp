@@ -72,6 +72,13 @@ void pool2d(int device, Pool op, DType t, const Pool2dShape* s, const void* x, v
 void pool2d_backward(int device, Pool op, DType t, const Pool2dShape* s, const void* x, const void* y,
                      const void* gy, void* gx);
 
+// recurrent.cu
+void lstm_cell(int device, DType t, std::int64_t n, std::int64_t h, void* gates, std::int64_t ld_gates,
+               const void* c_prev, void* c, void* h_out, std::int64_t ld_h);
+void lstm_cell_backward(int device, DType t, std::int64_t n, std::int64_t h, const void* gates, std::int64_t ld_gates,
+                        const void* c_prev, const void* c, const void* gh, std::int64_t ld_gh, const void* gh_next,
+                        void* gc, void* dgates);
+
 // optimiser.cu
 void optimiser_step(int device, Optimiser rule, DType t, std::int64_t n, void* param, const void* grad,
                     void* state1, void* state2, const OptimiserStep* hp);

@@ -42,9 +42,8 @@ constexpr backend::Backend kTable{
     .pool2d_backward = pool2d_backward,
     .softmax = softmax,
     .softmax_backward = softmax_backward,
-    // No fused LSTM cell yet: LSTM layers compose their steps from the kernels above.
-    .lstm_cell = nullptr,
-    .lstm_cell_backward = nullptr,
+    .lstm_cell = lstm_cell,  // f32 and f64 (recurrent.cu; not yet run on a GPU)
+    .lstm_cell_backward = lstm_cell_backward,
     .optimiser_step = optimiser_step,
     // Compiled steps replay each phase as one CUDA graph (capture.hpp; not yet run on a GPU).
     .capture_begin = capture_begin,
