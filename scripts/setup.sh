@@ -16,6 +16,7 @@ packages=(
   libopenmpi-dev openmpi-bin                # fluxion::distributed (data-parallel training) and its mpirun tests
   libvulkan-dev glslc                       # the Vulkan backend plugin: headers, loader, shader compiler
   mesa-vulkan-drivers vulkan-validationlayers  # its tests: lavapipe (Vulkan on the CPU), validation
+  libprotobuf-dev protobuf-compiler libpng-dev  # TensorBoard's event files (protocol buffers) and PNG images
 )
 
 missing=()
@@ -28,4 +29,15 @@ if ((${#missing[@]})); then
   [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# TensorBoard's own reader checks the event files fluxion writes (tests/test_tensorboard.cpp). It is
+# on PyPI only: installed into the python3 on PATH where that python's pip may install; elsewhere
+# (Debian's python3 has no pip and refuses one) those tests skip and say so.
+if ! python3 -c 'import tensorboard' 2>/dev/null; then
+  if python3 -m pip --version >/dev/null 2>&1 && python3 -m pip install --quiet tensorboard >/dev/null 2>&1; then
+    echo "setup: installed tensorboard (PyPI) for $(command -v python3)"
+  else
+    echo "setup: tensorboard not installed for $(command -v python3); test_tensorboard's reading tests will skip"
+  fi
 fi

@@ -15,6 +15,7 @@
 
 #include "fluxion/device.hpp"
 #include "fluxion/io.hpp"
+#include "tensorboard_reading.hpp"
 
 namespace fx = fluxion;
 namespace fs = std::filesystem;
@@ -190,6 +191,42 @@ TEST(Examples, FashionMnistTrainsSavesAndBeatsChance) {
     EXPECT_GT(std::stod(m[1].str()), 0) << "training loss";
     EXPECT_NEAR(100 * std::stod(m[2].str()), accuracy, 0.01);
     EXPECT_GT(std::stod(m[3].str()), 0) << "seconds";
+}
+
+// --logdir: TensorBoard's reader finds a loss per step and the epoch figures; the curve's picture
+// is a PNG of two panels.
+TEST(Examples, FashionMnistLogsToTensorBoardAndDrawsItsCurve) {
+    if (!fashion_mnist_installed())
+        GTEST_SKIP() << "Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist, or set FLUXION_DATA)";
+    TempDir out;
+    const auto logdir = out.path() / "runs";
+    const Result r = run("fashion_mnist", "--epochs 2 --limit 640 --test-limit 500 --batchsize 64 --out '" +
+                                              out.path().string() + "' --logdir '" + logdir.string() + "'");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_NE(r.output.find("tensorboard --logdir " + logdir.string()), std::string::npos) << r.output;
+
+    // The PNG's signature and its header's width and height (big-endian, after "IHDR").
+    std::ifstream png(out.path() / "fashion_mnist_curve.png", std::ios::binary);
+    ASSERT_TRUE(png) << "fashion_mnist_curve.png is missing";
+    unsigned char head[24] = {};
+    png.read(reinterpret_cast<char*>(head), sizeof head);
+    EXPECT_EQ(std::string(reinterpret_cast<char*>(head) + 1, 3), "PNG");
+    EXPECT_EQ(std::string(reinterpret_cast<char*>(head) + 12, 4), "IHDR");
+    auto be32 = [&](int at) { return (head[at] << 24) | (head[at + 1] << 16) | (head[at + 2] << 8) | head[at + 3]; };
+    EXPECT_EQ(be32(16), 2 * 420) << "two panels";
+    EXPECT_EQ(be32(20), 300);
+
+    const fx_test::TensorBoardReading tb = fx_test::read_with_tensorboard(logdir);
+    if (!tb.error.empty()) FAIL() << tb.error;
+    if (!tb.skip.empty()) GTEST_SKIP() << tb.skip;
+    EXPECT_EQ(tb.json["scalars"]["train/loss"].size(), 20u) << "640 images in batches of 64, two epochs";
+    const auto& accuracy = tb.json["scalars"]["epoch/test_accuracy"];
+    ASSERT_EQ(accuracy.size(), 2u);
+    const double final_accuracy = number_after(r.output, R"(final test accuracy ([0-9.]+)%)");
+    EXPECT_NEAR(100 * accuracy[1][1].get<double>(), final_accuracy, 0.01);
+    EXPECT_EQ(tb.json["scalars"]["epoch/learning_rate"][0][1].get<double>(), static_cast<double>(1e-3f));
+    EXPECT_TRUE(tb.json["histograms"].contains("weights/layers.0.weight")) << tb.json["histograms"].dump();
+    EXPECT_EQ(tb.json["images"]["inputs/test"][0]["width"], 8 * 28);
 }
 
 // `fashion_mnist --device Vulkan` (lavapipe here, under the validation layer) trains as on the

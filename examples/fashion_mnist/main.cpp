@@ -11,6 +11,8 @@
 // batch), so the run takes the steps of one process, each process doing 1/N of the work. Only
 // rank 0 prints and saves.
 #include <fluxion/fluxion.hpp>
+
+#include "curve_plot.hpp"
 #if FLUXION_EXAMPLE_DISTRIBUTED
 #include <fluxion/distributed.hpp>
 #endif
@@ -52,6 +54,7 @@ struct Options {
     bool info = false;                   // print fx::info() and exit
     bool distributed = false;            // data parallel over the processes of an MPI job
     std::optional<fx::DType> precision;  // f16 or bf16: mixed precision (f32 masters); f32 otherwise
+    std::optional<fs::path> logdir;      // TensorBoard event files go there
 };
 
 // What --distributed changes, in one place: which process this is, how many there are, and how
@@ -71,7 +74,8 @@ struct Processes {
 
 const char* const kUsage = R"(usage: fashion_mnist [options]
 
-Trains a CNN on Fashion-MNIST and saves fashion_mnist.safetensors and fashion_mnist_curve.csv.
+Trains a CNN on Fashion-MNIST and saves fashion_mnist.safetensors and its training curve
+(fashion_mnist_curve.csv, and fashion_mnist_curve.png: train loss left, test accuracy right).
 
   --epochs N        passes over the training set (default 8)
   --batchsize N     images per step (default 64)
@@ -79,7 +83,10 @@ Trains a CNN on Fashion-MNIST and saves fashion_mnist.safetensors and fashion_mn
   --model NAME      lenet5 (default) or seed_cnn (the SimpleNNs seed's smaller CNN)
   --limit N         train on the first N training images only (quick runs)
   --test-limit N    evaluate on the first N test images only
-  --out DIR         where the two files go (default: the working directory)
+  --out DIR         where the files go (default: the working directory)
+  --logdir DIR      TensorBoard event files: loss per step; per epoch the mean loss, test accuracy,
+                    learning rate, images/s and histograms of the weights; sample inputs
+                    (then: tensorboard --logdir DIR)
   --eager           eager training steps (default: compiled with fx::compile)
   --precision T     f32 (default), or bf16 or f16: mixed precision, the passes in T with f32 master
                     weights and optimiser state (fx::MixedPrecision, compiled unless --eager)
@@ -127,7 +134,7 @@ std::optional<Options> parse(int argc, char** argv) {
             continue;
         }
         static const std::string kFlags[] = {"--epochs", "--batchsize",  "--device", "--model",
-                                             "--limit",  "--test-limit", "--out",    "--precision"};
+                                             "--limit",  "--test-limit", "--out",    "--precision", "--logdir"};
         if (std::find(std::begin(kFlags), std::end(kFlags), flag) == std::end(kFlags))
             throw std::invalid_argument("unknown option: " + flag);
         if (i + 1 >= argc) throw std::invalid_argument(flag + " needs a value");
@@ -139,6 +146,7 @@ std::optional<Options> parse(int argc, char** argv) {
         else if (flag == "--limit") o.limit = positive(flag, value);
         else if (flag == "--test-limit") o.test_limit = positive(flag, value);
         else if (flag == "--precision") o.precision = precision(value);
+        else if (flag == "--logdir") o.logdir = value;
         else o.out = value;
     }
     if (o.precision && o.distributed)
@@ -287,6 +295,15 @@ int run(Model model, const Rule& rule, const Options& o, const fx::Device& dev, 
     // A bar under each epoch on a terminal; in a log, only the epoch lines below. Not under mpirun,
     // which gives every rank a terminal even when its own output goes to a file.
     const bool bar = leader && !o.distributed;
+    // TensorBoard (--logdir): rank 0 logs; the first eight test images show what the model sees.
+    std::optional<fx::TensorBoardLogger> tb;
+    if (leader && o.logdir) {
+        tb.emplace(*o.logdir);
+        const std::int64_t n = std::min<std::int64_t>(8, Xte.shape(0)), h = Xte.shape(2), w = Xte.shape(3);
+        tb->image("inputs/test", fx::transpose(Xte.slice(0, 0, n).reshape({n, h, w}), 0, 1).reshape({1, h, n * w}), 0);
+        tb->text("run", "model " + o.model + ", batch " + std::to_string(o.batchsize) + ", device " + dev.str(), 0);
+    }
+    std::int64_t global_step = 0;
     fx::Progress progress({.epochs = o.epochs, .steps = train_loader.size(), .unit = "images", .terminal_only = true});
     std::vector<EpochResult> curve;
     for (int epoch = 1; epoch <= o.epochs; ++epoch) {
@@ -297,6 +314,7 @@ int run(Model model, const Rule& rule, const Options& o, const fx::Device& dev, 
             const double loss = train_step(x, y);
             loss_sum += loss;
             ++steps;
+            if (tb) tb->scalar("train/loss", loss, ++global_step);
             if (bar) progress.step(epoch, steps, loss, x.shape(0));
         }
         if (bar) progress.clear();
@@ -307,6 +325,13 @@ int run(Model model, const Rule& rule, const Options& o, const fx::Device& dev, 
         const double acc = accuracy(model, test_loader, standardise, processes);
         const double seconds = seconds_since(start);
         curve.push_back({epoch, train_loss, acc, seconds});
+        if (tb) {
+            tb->scalar("epoch/train_loss", train_loss, epoch);
+            tb->scalar("epoch/test_accuracy", acc, epoch);
+            tb->scalar("epoch/learning_rate", fx::detail::final_rule(opt.rule).eta, epoch);
+            tb->scalar("epoch/images_per_second", images / train_seconds, epoch);
+            tb->histograms("weights", model, epoch);
+        }
         if (leader) {
             std::printf(
                 "epoch %d/%d  train loss %.4f%s  test accuracy %.2f%%  %.1f s (training %.1f s, %.0f images/s%s)\n",
@@ -318,13 +343,19 @@ int run(Model model, const Rule& rule, const Options& o, const fx::Device& dev, 
     }
 
     const fs::path model_file = o.out / "fashion_mnist.safetensors", curve_file = o.out / "fashion_mnist_curve.csv";
+    const fs::path picture_file = o.out / "fashion_mnist_curve.png";
 #if FLUXION_EXAMPLE_DISTRIBUTED
     if (o.distributed) fx::distributed::save(model_file, model);  // rank 0 writes, every process waits for it
 #endif
     if (!o.distributed) fx::save(model_file, model);  // host copies from any device
     if (!leader) return 0;
     write_curve(curve_file, curve);
-    std::cout << "saved " << model_file.string() << " and " << curve_file.string() << "\n";
+    std::vector<double> losses, accuracies;
+    for (const auto& r : curve) losses.push_back(r.train_loss), accuracies.push_back(r.test_accuracy);
+    fx::save_png(picture_file, curve_plot::plot({{losses, {31, 119, 180}}, {accuracies, {214, 39, 40}}}));
+    std::cout << "saved " << model_file.string() << ", " << curve_file.string() << " and " << picture_file.string()
+              << "\n";
+    if (tb) std::cout << "TensorBoard: tensorboard --logdir " << o.logdir->string() << "\n";
 
     const double final_accuracy = curve.empty() ? 0.0 : curve.back().test_accuracy;
     double total = 0;

@@ -18,4 +18,5 @@
 #include "fluxion/progress.hpp"
 #include "fluxion/state.hpp"
 #include "fluxion/tensor.hpp"
+#include "fluxion/tensorboard.hpp"
 #include "fluxion/train.hpp"

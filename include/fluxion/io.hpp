@@ -58,6 +58,12 @@ std::map<std::string, Tensor> load_state_from_memory(std::span<const std::byte> 
 // The file's "__metadata__" (fluxion writes format, fluxion_version and, for models, summary).
 std::map<std::string, std::string> load_metadata(const std::filesystem::path& path);
 
+// ---- images ----
+// A PNG file of an image tensor: {H, W} or {C, H, W} with C = 1 (grey), 2 (grey, alpha), 3 (RGB) or
+// 4 (RGBA), PyTorch's layout, on any device; u8 as it is, floating types read as [0, 1] (clamped).
+// Written atomically, as save is.
+void save_png(const std::filesystem::path& path, const Tensor& image);
+
 namespace detail {
 void write_state(const std::filesystem::path& path, const State& state, std::map<std::string, std::string> metadata,
                  const char* operation);
