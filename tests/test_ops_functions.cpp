@@ -71,6 +71,17 @@ TEST(Onehot, ValuesShapeTypeAndErrors) {
     EXPECT_THROW(fx::onehot(fx::tensor({1.0f}), 3), fx::DTypeError);
 }
 
+TEST(Onecold, InvertsOnehotAndPicksTheFirstLargest) {
+    Tensor labels = fx::tensor(std::vector<std::int64_t>{2, 0, 1, 2}, {2, 2});
+    EXPECT_EQ(fx::onecold(fx::onehot(labels, 3)).to_vector<std::int64_t>(), labels.to_vector<std::int64_t>());
+    EXPECT_EQ(fx::onecold(fx::onehot(labels, 3)).shape(), (fx::Shape{2, 2}));
+    // Scores, not only one-hot rows; a tie goes to the first, as argmax (and Flux's onecold).
+    Tensor scores = fx::tensor({0.1f, 0.7f, 0.2f, 0.5f, 0.5f, 0.0f}, {2, 3});
+    EXPECT_EQ(fx::onecold(scores).to_vector<std::int64_t>(), (std::vector<std::int64_t>{1, 0}));
+    EXPECT_EQ(fx::onecold(scores).dtype(), fx::DType::i64);
+    EXPECT_THROW(fx::onecold(fx::tensor({1.0f}).reshape({})), fx::ShapeError);
+}
+
 TEST(SumTo, ReversesBroadcasting) {
     Tensor x = fx::arange(0, 24).reshape({2, 3, 4});
     EXPECT_EQ(fx::sum_to(x, {2, 3, 4}).to_vector<float>(), x.to_vector<float>());

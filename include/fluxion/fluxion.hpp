@@ -4,6 +4,7 @@
 #include "fluxion/compile.hpp"
 #include "fluxion/data.hpp"
 #include "fluxion/datasets.hpp"
+#include "fluxion/destructure.hpp"
 #include "fluxion/device.hpp"
 #include "fluxion/dtype.hpp"
 #include "fluxion/error.hpp"

@@ -139,6 +139,7 @@ Tensor stack(const std::vector<Tensor>& xs, int axis = 0);
 Tensor index_select(const Tensor& x, int axis, const Tensor& index);  // index: integer tensor, any shape
 Tensor gather(const Tensor& x, const Tensor& index);                  // rows of x: index_select(x, 0, index)
 Tensor onehot(const Tensor& labels, std::int64_t classes, DType dtype = DType::f32);  // {...} -> {..., classes}
+Tensor onecold(const Tensor& scores);  // {..., classes} -> {...} i64: each largest score's class (Flux's onecold)
 Tensor cast(const Tensor& x, DType dtype);  // differentiable between floating types
 Tensor contiguous(const Tensor& x);
 

@@ -99,6 +99,11 @@ Tensor index_select(const Tensor& x, int axis, const Tensor& index) {
 
 Tensor gather(const Tensor& x, const Tensor& index) { return index_select(x, 0, index); }
 
+Tensor onecold(const Tensor& scores) {
+    if (scores.ndim() == 0) throw ShapeError("onecold: scores need a class axis (the last), got a scalar");
+    return argmax(scores, -1);
+}
+
 Tensor onehot(const Tensor& labels, std::int64_t classes, DType dtype) {
     detail::require_defined("onehot", labels);
     if (is_floating(labels.dtype()))
