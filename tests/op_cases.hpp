@@ -81,6 +81,14 @@ inline std::vector<OpCase> op_cases() {
          "x0 * 2.0 * torch.sigmoid(1.702 * x0 * 2.0)"},
         {"logcosh", {{9}}, [](const T& x) { return fx::logcosh(x[0] * 3.0); }, "torch.log(torch.cosh(x0 * 3.0))"},
         {"lisht", {{9}}, [](const T& x) { return fx::lisht(x[0] * 2.0); }, "x0 * 2.0 * torch.tanh(x0 * 2.0)"},
+        // Testing: the mean slope (the random slopes of training are test_activations.cpp's).
+        {"rrelu_test_mode", {{9}},
+         [](const T& x) {
+             fx::RReLU layer(0.1, 0.3);
+             layer.mode = fx::Mode::test;
+             return layer(x[0]);
+         },
+         "F.rrelu(x0, 0.1, 0.3, training=False)", Domain::away_from_zero},
         {"where", {{3, 4}, {3, 4}, {4}}, [](const T& x) { return fx::where(x[0] > x[1], x[1], x[2]); },
          "torch.where(x0 > x1, x1, x2)"},
         {"sum", {{3, 4}}, [](const T& x) { return fx::sum(x[0]); }, "torch.sum(x0)"},
