@@ -150,6 +150,18 @@ void unary(Rng& r, DiffConfig& c, Builder& b) {
         {"tanh", Values::normal, fx::tanh, "torch.tanh"},
         {"softplus", Values::normal, fx::softplus, "F.softplus"},
         {"swish", Values::normal, fx::swish, "F.silu"},
+        // Away from zero, so finite: PyTorch 1.13's gradients at NaN and ±inf differ between its
+        // vector and scalar loops.
+        {"relu6", Values::away_from_zero, fx::relu6, "F.relu6"},
+        {"selu", Values::away_from_zero, fx::selu, "F.selu"},
+        {"softsign", Values::away_from_zero, fx::softsign, "F.softsign"},
+        {"logsigmoid", Values::away_from_zero, fx::logsigmoid, "F.logsigmoid"},
+        {"mish", Values::away_from_zero, fx::mish, "F.mish"},
+        {"tanhshrink", Values::away_from_zero, fx::tanhshrink, "F.tanhshrink"},
+        {"gelu_sigmoid", Values::away_from_zero, fx::gelu_sigmoid, "lambda x: F.gelu(x, approximate='tanh')"},
+        {"quick_gelu", Values::away_from_zero, fx::quick_gelu, "lambda x: x * torch.sigmoid(1.702 * x)"},
+        {"logcosh", Values::away_from_zero, fx::logcosh, "lambda x: torch.log(torch.cosh(x))"},
+        {"lisht", Values::away_from_zero, fx::lisht, "lambda x: x * torch.tanh(x)"},
     };
     Shape s = random_shape(r, int(r.between(0, 4)), true);
     int which = int(r.between(0, std::int64_t(ops.size()) + 2));

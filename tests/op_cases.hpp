@@ -61,6 +61,34 @@ inline std::vector<OpCase> op_cases() {
         {"softplus", {{9}}, [](const T& x) { return fx::softplus(x[0] * 10.0); }, "F.softplus(x0 * 10.0)"},
         {"swish", {{9}}, [](const T& x) { return fx::swish(x[0]); }, "F.silu(x0)"},
         {"hardswish", {{9}}, [](const T& x) { return fx::hardswish(x[0] * 4.0); }, "F.hardswish(x0 * 4.0)"},
+        {"relu6", {{9}}, [](const T& x) { return fx::relu6(x[0] * 4.0); }, "F.relu6(x0 * 4.0)", Domain::away_from_zero},
+        {"hardtanh", {{9}}, [](const T& x) { return fx::hardtanh(x[0], -0.5, 0.7); }, "F.hardtanh(x0, -0.5, 0.7)",
+         Domain::away_from_zero},
+        // F.hardsigmoid's gradient in PyTorch 1.13 is 1/6 rounded to f32 even in f64; its value in clamp's terms.
+        {"hardsigmoid", {{9}}, [](const T& x) { return fx::hardsigmoid(x[0] * 4.0); },
+         "torch.clamp((x0 * 4.0 + 3.0) / 6.0, 0.0, 1.0)"},
+        {"selu", {{9}}, [](const T& x) { return fx::selu(x[0]); }, "F.selu(x0)", Domain::away_from_zero},
+        {"celu", {{9}}, [](const T& x) { return fx::celu(x[0], 1.5); }, "F.celu(x0, 1.5)", Domain::away_from_zero},
+        {"softsign", {{9}}, [](const T& x) { return fx::softsign(x[0] * 3.0); }, "F.softsign(x0 * 3.0)"},
+        {"logsigmoid", {{9}}, [](const T& x) { return fx::logsigmoid(x[0] * 10.0); }, "F.logsigmoid(x0 * 10.0)"},
+        {"mish", {{9}}, [](const T& x) { return fx::mish(x[0] * 3.0); }, "F.mish(x0 * 3.0)"},
+        {"tanhshrink", {{9}}, [](const T& x) { return fx::tanhshrink(x[0] * 2.0); }, "F.tanhshrink(x0 * 2.0)"},
+        {"softshrink", {{9}}, [](const T& x) { return fx::softshrink(x[0], 0.3); }, "F.softshrink(x0, 0.3)"},
+        {"trelu", {{9}}, [](const T& x) { return fx::trelu(x[0], 0.2, -0.5); }, "F.threshold(x0, 0.2, -0.5)"},
+        {"gelu_sigmoid", {{9}}, [](const T& x) { return fx::gelu_sigmoid(x[0] * 2.0); },
+         "F.gelu(x0 * 2.0, approximate='tanh')"},
+        {"quick_gelu", {{9}}, [](const T& x) { return fx::quick_gelu(x[0] * 2.0); },
+         "x0 * 2.0 * torch.sigmoid(1.702 * x0 * 2.0)"},
+        {"logcosh", {{9}}, [](const T& x) { return fx::logcosh(x[0] * 3.0); }, "torch.log(torch.cosh(x0 * 3.0))"},
+        {"lisht", {{9}}, [](const T& x) { return fx::lisht(x[0] * 2.0); }, "x0 * 2.0 * torch.tanh(x0 * 2.0)"},
+        // Testing: the mean slope (the random slopes of training are test_activations.cpp's).
+        {"rrelu_test_mode", {{9}},
+         [](const T& x) {
+             fx::RReLU layer(0.1, 0.3);
+             layer.mode = fx::Mode::test;
+             return layer(x[0]);
+         },
+         "F.rrelu(x0, 0.1, 0.3, training=False)", Domain::away_from_zero},
         {"where", {{3, 4}, {3, 4}, {4}}, [](const T& x) { return fx::where(x[0] > x[1], x[1], x[2]); },
          "torch.where(x0 > x1, x1, x2)"},
         {"sum", {{3, 4}}, [](const T& x) { return fx::sum(x[0]); }, "torch.sum(x0)"},

@@ -117,6 +117,16 @@ TEST(Compile, ARunTracedAgainMidwayEndsAsTheUnbrokenRunBitForBit) {
                                 "BatchNorm and Dropout");
 }
 
+// NNlib's activations are op-registry kernels like relu, and rrelu's random slopes come from the
+// generator that the eager steps use, as Dropout's masks do.
+TEST(Compile, NNlibActivationsTrainLikeEagerSteps) {
+    fx::seed(10);
+    auto model = fx::Chain(fx::Dense(10, 16, fx::mish), fx::Dense(16, 16, fx::logσ), fx::Dense(16, 16, fx::hardtanh),
+                           fx::Dense(16, 16, fx::selu), fx::RReLU(), fx::Dense(16, 16, fx::softshrink), fx::Dense(16, 1));
+    auto data = regression_batches(50, 32, 10);
+    EXPECT_LE(eager_vs_compiled(model, mse_loss, data), kTolerance);
+}
+
 TEST(Compile, EachInputShapeGetsItsOwnPlan) {
     fx::seed(8);
     auto model = fx::Chain(fx::Dense(10, 16, fx::relu), fx::Dense(16, 1));

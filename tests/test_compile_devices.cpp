@@ -41,6 +41,16 @@ TEST(CompileDevices, LeNet5TrainsLikeEagerSteps) {
     }
 }
 
+// NNlib's activations are the device's op-registry kernels; RReLU's slopes are drawn as Dropout's masks.
+TEST(CompileDevices, NNlibActivationsTrainLikeEagerSteps) {
+    for (const auto& d : fx::testing::other_devices(fx::DType::f32)) {
+        fx::seed(24);
+        auto model = fx::Chain(fx::Dense(10, 16, fx::mish), fx::Dense(16, 16, fx::hardtanh), fx::RReLU(),
+                               fx::Dense(16, 16, fx::logσ), fx::Dense(16, 1));
+        EXPECT_LE(eager_vs_compiled(model, mse_loss, regression_batches(20, 8, 10), d), kTolerance) << d.str();
+    }
+}
+
 // Dropout's masks are drawn on the host at every replay and copied to the device: the host arena.
 TEST(CompileDevices, BatchNormAndDropoutTrainLikeEagerSteps) {
     for (const auto& d : fx::testing::other_devices(fx::DType::f32)) {

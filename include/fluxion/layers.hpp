@@ -21,4 +21,5 @@
 #include "fluxion/layers/normalise.hpp"
 #include "fluxion/layers/pooling.hpp"
 #include "fluxion/layers/recurrent.hpp"
+#include "fluxion/layers/rrelu.hpp"
 #include "fluxion/layers/show.hpp"

@@ -52,8 +52,36 @@ Tensor tanh(const Tensor& x);
 Tensor softplus(const Tensor& x);
 Tensor swish(const Tensor& x);
 Tensor hardswish(const Tensor& x);  // x relu6(x + 3) / 6, as Flux's hardswish and F.hardswish
+Tensor relu6(const Tensor& x);      // min(max(x, 0), 6)
+// clamp(x, low, high) with PyTorch's gradient, zero at the bounds (clamp's passes there).
+Tensor hardtanh(const Tensor& x, double low = -1, double high = 1);
+// (x + 3) / 6 clamped to [0, 1], PyTorch's F.hardsigmoid; NNlib's hardσ is the same function (its
+// older versions had Keras's slope, 0.2 x + 0.5).
+Tensor hardsigmoid(const Tensor& x);
+Tensor selu(const Tensor& x);                      // scale (x > 0 ? x : alpha (e^x - 1)), the SNN constants
+Tensor celu(const Tensor& x, double alpha = 1.0);  // x > 0 ? x : alpha (e^(x / alpha) - 1); alpha != 0
+Tensor softsign(const Tensor& x);                  // x / (1 + |x|)
+Tensor logsigmoid(const Tensor& x);                // log σ(x) = -softplus(-x), exact for large |x|
+Tensor mish(const Tensor& x);                      // x tanh(softplus(x))
+Tensor tanhshrink(const Tensor& x);                // x - tanh(x)
+// x - lambda above lambda, x + lambda below -lambda, else 0; lambda >= 0. NaN stays NaN (PyTorch
+// 1.13's F.softshrink gives 0).
+Tensor softshrink(const Tensor& x, double lambda = 0.5);
+// x where x > threshold, else `value`: Flux's trelu (value 0) and PyTorch's F.threshold.
+Tensor trelu(const Tensor& x, double threshold = 1, double value = 0);
+Tensor gelu_sigmoid(const Tensor& x);  // NNlib's: gelu's tanh approximation written x σ(2k (x + c x^3))
+Tensor quick_gelu(const Tensor& x);    // x σ(1.702 x), the sigmoid approximation of gelu (CLIP's QuickGELU)
+Tensor logcosh(const Tensor& x);       // log(cosh(x)), exact for large |x|
+Tensor lisht(const Tensor& x);         // x tanh(x)
+// Randomised leaky relu: while training (as Dropout's automatic mode: while a gradient is being
+// taken), each negative element gets its own slope drawn uniformly from [lo, hi] (fx::rand, so
+// fx::seed repeats it); otherwise the mean slope (lo + hi) / 2, as PyTorch's F.rrelu. The layer
+// RReLU (layers/rrelu.hpp) follows trainmode / testmode.
+Tensor rrelu(const Tensor& x, double lo = 1.0 / 8, double hi = 1.0 / 3);
 Tensor identity(const Tensor& x);
-inline Tensor (*const σ)(const Tensor&) = sigmoid;  // Flux's spelling
+inline Tensor (*const σ)(const Tensor&) = sigmoid;  // Flux's spellings
+inline Tensor (*const hardσ)(const Tensor&) = hardsigmoid;
+inline Tensor (*const logσ)(const Tensor&) = logsigmoid;
 
 // ---- comparisons (bool result, no gradient) and selection ----
 Tensor eq(const Tensor& a, const Tensor& b);

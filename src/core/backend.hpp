@@ -20,7 +20,8 @@ inline constexpr int kAbiVersion = 4;
 inline constexpr int kMaxDims = 8;
 
 // One code per line of core/elementwise_formulas.def, the op registry, whose lines say what the
-// parameters a and b are (leakyrelu's slope, elu's alpha, clamp's bounds, pow_scalar's exponent).
+// parameters a and b are (leakyrelu's slope, elu's and celu's alpha, clamp's and hardtanh's bounds,
+// pow_scalar's exponent, softshrink's lambda, trelu's threshold and value).
 enum class Unary : int {
 #define FX_UNARY(name, code, reads, api, value, gradient) name = code,
 #include "core/elementwise_formulas.def"

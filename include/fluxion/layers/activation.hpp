@@ -1,8 +1,10 @@
 // fluxion/layers/activation.hpp — functions as layers and as the activation of Dense, Conv, ...
 //
-// An Activation wraps fx::relu, fx::sigmoid (printed σ), fx::softmax and fx::logsoftmax (along the
-// last axis), fx::leakyrelu and fx::elu (with their default parameter), or any callable taking a
-// Tensor. Chain(Dense(10, 5), fx::softmax) turns the function into an Activation automatically.
+// An Activation wraps any function of the library taking one Tensor (fx::relu, fx::sigmoid printed
+// σ, fx::mish, ...; the list is ops.hpp's activations), fx::softmax and fx::logsoftmax (along the
+// last axis), the functions with parameters at their defaults (fx::leakyrelu, fx::elu, fx::celu,
+// fx::softshrink, fx::hardtanh, fx::trelu, fx::rrelu), or any callable taking a Tensor.
+// Chain(Dense(10, 5), fx::softmax) turns the function into an Activation automatically.
 // A callable's captured tensors are not walked by fmap: make a layer type for that.
 #pragma once
 #include <concepts>
@@ -20,7 +22,8 @@ public:
     Activation() = default;                  // identity
     Activation(Tensor (*f)(const Tensor&));  // NOLINT: implicit, so fx::relu converts
     Activation(Tensor (*f)(const Tensor&, int));
-    Activation(Tensor (*f)(const Tensor&, double));  // fx::leakyrelu, fx::elu; ValueError for others
+    Activation(Tensor (*f)(const Tensor&, double));          // fx::leakyrelu, ...; ValueError for others
+    Activation(Tensor (*f)(const Tensor&, double, double));  // fx::hardtanh, fx::trelu, fx::rrelu
     template <class F>
         requires(std::is_class_v<F> && !std::same_as<F, Activation> &&
                  std::is_invocable_r_v<Tensor, const F&, const Tensor&>)
@@ -28,7 +31,7 @@ public:
 
     Tensor operator()(const Tensor& x) const { return fn_ ? fn_(x) : x; }
     bool is_identity() const { return !fn_; }
-    const std::string& name() const { return name_; }  // "relu", "σ", "softmax", "λ" for lambdas
+    const std::string& name() const { return name_; }  // "relu", "σ", "hardσ", "softmax", "λ" for lambdas
     std::string describe() const { return name_; }
 
 private:

@@ -171,6 +171,23 @@ Tensor clamp(const Tensor& x, double low, double high) {
 }
 Tensor leakyrelu(const Tensor& x, double slope) { return unary_op("leakyrelu", Unary::leakyrelu, x, slope); }
 Tensor elu(const Tensor& x, double alpha) { return unary_op("elu", Unary::elu, x, alpha); }
+Tensor hardtanh(const Tensor& x, double low, double high) {
+    if (!(low <= high))
+        throw ValueError("hardtanh: low " + std::to_string(low) + " must not be above high " + std::to_string(high));
+    return unary_op("hardtanh", Unary::hardtanh, x, low, high);
+}
+Tensor celu(const Tensor& x, double alpha) {
+    if (alpha == 0) throw ValueError("celu: alpha must not be 0 (celu divides by it)");
+    return unary_op("celu", Unary::celu, x, alpha);
+}
+Tensor softshrink(const Tensor& x, double lambda) {
+    if (!(lambda >= 0))
+        throw ValueError("softshrink: lambda must be greater than or equal to 0, but is " + std::to_string(lambda));
+    return unary_op("softshrink", Unary::softshrink, x, lambda);
+}
+Tensor trelu(const Tensor& x, double threshold, double value) {
+    return unary_op("trelu", Unary::trelu, x, threshold, value);
+}
 Tensor identity(const Tensor& x) { return x; }
 
 // ---- comparisons and selection ----
