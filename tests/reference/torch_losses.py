@@ -57,7 +57,91 @@ def main(dst):
     # Huge logits stay finite: both samples of class 1.
     huge("logitcrossentropy_huge", lambda x: F.cross_entropy(x, torch.tensor([1, 1])))
     huge("logitbinarycrossentropy_huge", lambda x: F.binary_cross_entropy_with_logits(x, binary.to(x.dtype)))
+    more(results)
     json.dump(results, open(dst, "w"))
+
+
+# ---- class indices, weights, ignored labels, label smoothing; Flux's other losses; CTC ----
+logits4 = torch.tensor([[1.5, -0.3, 0.8], [-2.0, 0.1, 3.2], [0.4, 0.4, -1.1], [2.2, -0.7, 0.3]])
+labels4 = torch.tensor([2, 0, 1, 2])
+labels4_ignored = torch.tensor([2, -100, 1, 2])
+weight3 = torch.tensor([0.2, 1.0, 2.5])
+spatial = torch.sin(torch.arange(24.0) * 0.7).reshape(2, 3, 2, 2) * 2
+spatial_labels = torch.tensor([[[0, 2], [1, 1]], [[2, 7], [0, 1]]])  # 7 is ignored below
+soft4 = torch.softmax(torch.cos(torch.arange(12.0)).reshape(4, 3), 1)
+positive = torch.tensor([[0.7, 1.3, 0.2], [2.5, 0.9, 1.1]])
+counts = torch.tensor([[1.0, 0.0, 2.0], [3.0, 1.0, 0.0]])
+signs = torch.tensor([[1.0, -1.0, 1.0], [-1.0, -1.0, 1.0]])
+unit = torch.tensor([[0.9, 0.2, 0.6], [0.1, 0.35, 0.8]])
+
+
+def flux_focal(x, y, gamma=2.0, e=eps):
+    x = x + e
+    return (-y * (1 - x) ** gamma * torch.log(x)).sum(-1)
+
+
+def flux_binary_focal(x, y, gamma=2.0, e=eps):
+    x = x + e
+    p_t = y * x + (1 - y) * (1 - x)
+    return -((1 - p_t) ** gamma) * torch.log(p_t)
+
+
+def reduce(v, r):
+    return getattr(torch, r)(v)
+
+
+def ctc_inputs():
+    T, N, C = 12, 4, 5
+    t = torch.arange(T, dtype=torch.float64).reshape(T, 1, 1)
+    n = torch.arange(N, dtype=torch.float64).reshape(1, N, 1)
+    c = torch.arange(C, dtype=torch.float64).reshape(1, 1, C)
+    x = torch.sin(1.3 * t + 0.7 * n + 2.1 * c) * 2
+    targets = torch.tensor([[1, 2, 2, 3, 0], [4, 0, 0, 0, 0], [1, 1, 1, 1, 1], [3, 4, 1, 2, 1]])
+    input_lengths = torch.tensor([12, 9, 12, 7])
+    target_lengths = torch.tensor([4, 1, 5, 0])
+    return x, targets, input_lengths, target_lengths
+
+
+def more(results):
+    show("ce_index", lambda x, r: F.cross_entropy(x, labels4, reduction=r), logits4)
+    show("ce_index_weight", lambda x, r: F.cross_entropy(x, labels4, weight=weight3, reduction=r), logits4)
+    show("ce_index_ignore", lambda x, r: F.cross_entropy(x, labels4_ignored, reduction=r), logits4)
+    show("ce_index_smooth", lambda x, r: F.cross_entropy(x, labels4, label_smoothing=0.1, reduction=r), logits4)
+    show("ce_index_all", lambda x, r: F.cross_entropy(x, labels4_ignored, weight=weight3, label_smoothing=0.2,
+                                                      reduction=r), logits4)
+    show("ce_spatial", lambda x, r: F.cross_entropy(x, spatial_labels, weight=weight3, ignore_index=7,
+                                                    label_smoothing=0.1, reduction=r), spatial)
+    show("ce_soft_weight_smooth", lambda x, r: F.cross_entropy(x, soft4, weight=weight3, label_smoothing=0.15,
+                                                               reduction=r), logits4)
+    probs4 = torch.softmax(logits4, 1)
+    show("nll_prob_weight", lambda x, r: F.nll_loss(torch.log(x + eps), labels4_ignored, weight=weight3, reduction=r),
+         probs4)
+    show("msle", lambda x, r: reduce(torch.log((x + eps) / (counts + eps)) ** 2, r), positive)
+    show("poisson", lambda x, r: reduce(x - torch.xlogy(counts, x), r), positive)
+    show("hinge", lambda x, r: reduce(torch.clamp(1 - x * signs, min=0), r), yhat)
+    show("squared_hinge", lambda x, r: reduce(torch.clamp(1 - x * signs, min=0) ** 2, r), yhat)
+    show("dice", lambda x, r: 1 - (2 * (binary * x).sum() + 1) / ((binary ** 2).sum() + (x ** 2).sum() + 1), unit)
+    show("tversky", lambda x, r: 1 - ((binary * x).sum() + 1) /
+         ((binary * x + 0.7 * (1 - binary) * x + 0.3 * binary * (1 - x)).sum() + 1), unit)
+    show("focal", lambda x, r: reduce(flux_focal(x, torch.tensor([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])), r), p)
+    show("focal_gamma_1_5", lambda x, r: reduce(flux_focal(x, q, gamma=1.5), r), p)
+    show("binary_focal", lambda x, r: reduce(flux_binary_focal(x, binary), r), unit)
+    show("siamese", lambda x, r: reduce((1 - binary) * x ** 2 + binary * torch.clamp(1.5 - x, min=0) ** 2, r),
+         positive)
+
+    # CTC: the gradient with respect to logits (log_probs = log_softmax(logits)).
+    x, targets, input_lengths, target_lengths = ctc_inputs()
+    for r in ["mean", "sum"]:
+        xg = x.clone().requires_grad_(True)
+        value = F.ctc_loss(F.log_softmax(xg, 2), targets, input_lengths, target_lengths, reduction=r)
+        value.backward()
+        results["ctc_" + r] = {"value": float(value), "grad": xg.grad.reshape(-1).tolist()}
+    results["ctc_none"] = F.ctc_loss(F.log_softmax(x, 2), targets, input_lengths, target_lengths,
+                                     reduction="none").tolist()
+    # Too short to emit: 1 1 1 needs 5 frames, 3 are given.
+    short = F.log_softmax(x[:3, :1], 2)
+    results["ctc_impossible"] = str(float(F.ctc_loss(short, torch.tensor([[1, 1, 1]]), torch.tensor([3]),
+                                                 torch.tensor([3]), reduction="sum")))  # "inf": JSON has no infinity
 
 
 if __name__ == "__main__":

@@ -1,32 +1,15 @@
-// losses.cpp — each loss is a few differentiable ops and one aggregation.
+// losses.cpp — each loss is a few differentiable ops and one aggregation (the cross-entropies are in
+// cross_entropy.cpp, CTC in ctc.cpp).
 #include "fluxion/losses.hpp"
 
+#include "core/losses/aggregate.hpp"
 #include "fluxion/ops.hpp"
 
 namespace fluxion {
-namespace {
 
-void check_pair(const char* loss, const Tensor& yhat, const Tensor& y) {
-    if (!yhat.defined() || !y.defined()) throw ValueError(std::string(loss) + ": an argument is an empty tensor");
-    if (yhat.shape() != y.shape())
-        throw ShapeError(std::string(loss) + ": prediction has shape " + to_string(yhat.shape()) +
-                         " but target has shape " + to_string(y.shape()) +
-                         "; they must match (one-hot encode class labels with fx::onehot)");
-}
-
-Tensor aggregate(const Tensor& losses, Agg agg) {
-    switch (agg) {
-        case Agg::mean: return mean(losses);
-        case Agg::sum: return sum(losses);
-        case Agg::none: return losses;
-    }
-    throw ValueError("loss: unknown aggregation");
-}
-
-// Σ over the class axis of the elementwise terms, then the aggregation over samples.
-Tensor class_loss(const Tensor& terms, const LossOptions& o) { return aggregate(sum(terms, o.axis), o.agg); }
-
-}  // namespace
+using detail::aggregate;
+using detail::check_pair;
+using detail::class_loss;
 
 Tensor mse(const Tensor& yhat, const Tensor& y, const LossOptions& o) {
     check_pair("mse", yhat, y);
@@ -48,16 +31,6 @@ Tensor huber_loss(const Tensor& yhat, const Tensor& y, const LossOptions& o) {
     return aggregate(square(quadratic) * 0.5 + linear * o.delta, o.agg);
 }
 
-Tensor crossentropy(const Tensor& yhat, const Tensor& y, const LossOptions& o) {
-    check_pair("crossentropy", yhat, y);
-    return class_loss(-(y * log(yhat + o.epsilon)), o);
-}
-
-Tensor logitcrossentropy(const Tensor& yhat, const Tensor& y, const LossOptions& o) {
-    check_pair("logitcrossentropy", yhat, y);
-    return class_loss(-(y * logsoftmax(yhat, o.axis)), o);
-}
-
 Tensor binarycrossentropy(const Tensor& yhat, const Tensor& y, const LossOptions& o) {
     check_pair("binarycrossentropy", yhat, y);
     return aggregate(-(y * log(yhat + o.epsilon)) - (1 - y) * log(1 - yhat + o.epsilon), o.agg);
@@ -74,6 +47,60 @@ Tensor kldivergence(const Tensor& yhat, const Tensor& y, const LossOptions& o) {
     Tensor positive = gt(y, zeros_like(y));
     Tensor entropy = y * log(where(positive, y, ones_like(y)));
     return class_loss(entropy - y * log(yhat + o.epsilon), o);
+}
+
+Tensor msle(const Tensor& yhat, const Tensor& y, const LossOptions& o) {
+    check_pair("msle", yhat, y);
+    return aggregate(square(log((yhat + o.epsilon) / (y + o.epsilon))), o.agg);
+}
+
+Tensor poisson_loss(const Tensor& yhat, const Tensor& y, const LossOptions& o) {
+    check_pair("poisson_loss", yhat, y);
+    // y·log(ŷ) with 0·log(ŷ) = 0 (xlogy): the log is taken at 1 where y is 0.
+    Tensor zero = eq(y, zeros_like(y));
+    return aggregate(yhat - where(zero, zeros_like(y), y * log(where(zero, ones_like(yhat), yhat))), o.agg);
+}
+
+Tensor hinge_loss(const Tensor& yhat, const Tensor& y, const LossOptions& o) {
+    check_pair("hinge_loss", yhat, y);
+    return aggregate(relu(1 - yhat * y), o.agg);
+}
+
+Tensor squared_hinge_loss(const Tensor& yhat, const Tensor& y, const LossOptions& o) {
+    check_pair("squared_hinge_loss", yhat, y);
+    return aggregate(square(relu(1 - yhat * y)), o.agg);
+}
+
+Tensor dice_coeff_loss(const Tensor& yhat, const Tensor& y, const LossOptions& o) {
+    check_pair("dice_coeff_loss", yhat, y);
+    return 1 - (2 * sum(y * yhat) + o.smooth) / (sum(square(y)) + sum(square(yhat)) + o.smooth);
+}
+
+Tensor tversky_loss(const Tensor& yhat, const Tensor& y, const LossOptions& o) {
+    check_pair("tversky_loss", yhat, y);
+    Tensor overlap = y * yhat;
+    Tensor denominator = sum(overlap + o.beta * ((1 - y) * yhat) + (1 - o.beta) * (y * (1 - yhat))) + 1;
+    return 1 - (sum(overlap) + 1) / denominator;
+}
+
+Tensor focal_loss(const Tensor& yhat, const Tensor& y, const LossOptions& o) {
+    check_pair("focal_loss", yhat, y);
+    Tensor p = yhat + o.epsilon;
+    return class_loss(-(y * pow(1 - p, o.gamma) * log(p)), o);
+}
+
+Tensor binary_focal_loss(const Tensor& yhat, const Tensor& y, const LossOptions& o) {
+    check_pair("binary_focal_loss", yhat, y);
+    Tensor p = yhat + o.epsilon;
+    Tensor p_t = y * p + (1 - y) * (1 - p);
+    return aggregate(-(pow(1 - p_t, o.gamma) * log(p_t)), o.agg);
+}
+
+Tensor siamese_contrastive_loss(const Tensor& yhat, const Tensor& y, const LossOptions& o) {
+    check_pair("siamese_contrastive_loss", yhat, y);
+    if (!(o.margin >= 0))
+        throw ValueError("siamese_contrastive_loss: margin must be non-negative, got " + std::to_string(o.margin));
+    return aggregate((1 - y) * square(yhat) + y * square(relu(o.margin - yhat)), o.agg);
 }
 
 }  // namespace fluxion
