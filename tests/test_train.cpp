@@ -11,7 +11,10 @@
 #include "fluxion/data.hpp"
 #include "fluxion/layers.hpp"
 #include "fluxion/losses.hpp"
+#include "fluxion/tensorboard.hpp"
 #include "fluxion/train.hpp"
+#include "tensorboard_reading.hpp"
+#include "test_io_support.hpp"
 
 namespace fx = fluxion;
 using fx::Tensor;
@@ -162,6 +165,116 @@ TEST(Train, InfiniteLossIsAnErrorToo) {
     auto opt = fx::setup(fx::Descent{}, model);
     auto infinite = [](const auto& m, const Tensor& x, const Tensor&) { return fx::sum(m(x)) / 0.0; };
     EXPECT_THROW(fx::train(infinite, model, data, opt, {.progress = false}), fx::NumericalError);
+}
+
+// ---- callbacks ----
+
+TEST(TrainCallbacks, SeeEveryStepThenEachEpochsMean) {
+    fx::seed(2);
+    fx::Dense model(1, 1);
+    auto data = sine_batches(64, 16);
+    auto opt = fx::setup(fx::Descent{.eta = 0.1}, model);
+    std::vector<fx::TrainEvent> events;
+    auto history = fx::train(mse_loss, model, data, opt,
+                             {.epochs = 2, .progress = false, .callbacks = {[&](const fx::TrainEvent& e) { events.push_back(e); }}});
+    ASSERT_EQ(events.size(), 2u * (4 + 1));
+    for (int epoch = 1; epoch <= 2; ++epoch)
+        for (std::size_t step = 1; step <= 4; ++step) {
+            const auto& e = events[static_cast<std::size_t>((epoch - 1) * 5) + step - 1];
+            EXPECT_EQ(e.epoch, epoch);
+            EXPECT_EQ(e.step, step);
+            EXPECT_EQ(e.steps, (epoch - 1) * 4 + static_cast<std::int64_t>(step));
+            EXPECT_FALSE(e.epoch_end);
+            EXPECT_EQ(e.loss, history[static_cast<std::size_t>(e.steps - 1)]);
+        }
+    const auto& end = events[9];
+    EXPECT_TRUE(end.epoch_end);
+    EXPECT_EQ(end.epoch, 2);
+    EXPECT_EQ(end.step, 4u);
+    EXPECT_DOUBLE_EQ(end.loss, (history[4] + history[5] + history[6] + history[7]) / 4);
+}
+
+TEST(TrainCallbacks, EveryEachEpochAndThrottleFilterEvents) {
+    fx::Dense model(1, 1);
+    auto data = sine_batches(64, 8);  // 8 steps an epoch
+    auto opt = fx::setup(fx::Descent{.eta = 0.01}, model);
+    std::vector<std::int64_t> every3, epochs, always, once;
+    fx::train(mse_loss, model, data, opt,
+              {.epochs = 2, .progress = false,
+               .callbacks = {fx::every(3, [&](const fx::TrainEvent& e) { every3.push_back(e.steps); }),
+                             fx::each_epoch([&](const fx::TrainEvent& e) { epochs.push_back(e.epoch); }),
+                             fx::throttle(0, [&](const fx::TrainEvent& e) { always.push_back(e.steps); }),
+                             fx::throttle(1e9, [&](const fx::TrainEvent& e) { once.push_back(e.steps); })}});
+    EXPECT_EQ(every3, (std::vector<std::int64_t>{3, 6, 9, 12, 15}));
+    EXPECT_EQ(epochs, (std::vector<std::int64_t>{1, 2}));
+    EXPECT_EQ(always.size(), 16u + 2u);
+    EXPECT_EQ(once, (std::vector<std::int64_t>{1})) << "the first event, then nothing for 1e9 seconds";
+    EXPECT_THROW(fx::every(0, [](const fx::TrainEvent&) {}), fx::ValueError);
+    EXPECT_THROW(fx::throttle(-1, [](const fx::TrainEvent&) {}), fx::ValueError);
+}
+
+TEST(TrainCallbacks, StopEndsTrainingAfterThatStep) {
+    fx::Dense model(1, 1);
+    auto data = sine_batches(64, 8);
+    auto opt = fx::setup(fx::Descent{.eta = 0.01}, model);
+    fx::Dense before = fx::fmap([](const Tensor& t) { return t.clone(); }, model);
+    auto history = fx::train(mse_loss, model, data, opt,
+                             {.epochs = 5, .progress = false, .callbacks = {[](const fx::TrainEvent& e) {
+                                  if (e.steps == 11) fx::stop();
+                              }}});
+    EXPECT_EQ(history.size(), 11u) << "the step that stopped counts; none after it";
+    EXPECT_NE(model.weight.to_vector<float>(), before.weight.to_vector<float>());
+    // Outside fx::train, stop() is an exception like any other.
+    EXPECT_THROW(fx::stop(), fx::StopTraining);
+}
+
+TEST(TrainCallbacks, EarlyStoppingAndPlateauFollowFlux) {
+    fx::EarlyStopping patience(2, 0.1);
+    EXPECT_FALSE(patience(5.0));   // the first score is the best so far
+    EXPECT_FALSE(patience(4.0));   // better by more than 0.1
+    EXPECT_FALSE(patience(3.95));  // not by 0.1: one
+    EXPECT_TRUE(patience(3.99));   // two in a row: stop
+    EXPECT_FALSE(patience(1.0));   // better again: waiting starts over
+    fx::Plateau flat(2, 0.01);
+    EXPECT_FALSE(flat(1.0));
+    EXPECT_FALSE(flat(1.005));  // within 0.01 of the one before: one
+    EXPECT_FALSE(flat(1.5));    // a jump: starts over
+    EXPECT_FALSE(flat(1.501));
+    EXPECT_TRUE(flat(1.502));
+    EXPECT_THROW(fx::EarlyStopping(0), fx::ValueError);
+    EXPECT_THROW(fx::Plateau(1, -1), fx::ValueError);
+    // In training: stop when the epoch's loss stops improving.
+    fx::Dense model(1, 1);
+    auto data = sine_batches(64, 64);
+    auto opt = fx::setup(fx::Descent{.eta = 0.0}, model);  // nothing changes: no improvement after the first
+    fx::EarlyStopping stale(3);
+    auto history = fx::train(mse_loss, model, data, opt,
+                             {.epochs = 100, .progress = false, .callbacks = {fx::each_epoch([&](const fx::TrainEvent& e) {
+                                  if (stale(e.loss)) fx::stop();
+                              })}});
+    EXPECT_EQ(history.size(), 4u) << "one best epoch, then three without improvement";
+}
+
+TEST(TrainCallbacks, TensorBoardLogsLossesAsTrainingRuns) {
+    io_test::ScratchDir dir;
+    fx::Dense model(1, 1);
+    auto data = sine_batches(64, 16);
+    auto opt = fx::setup(fx::Descent{.eta = 0.1}, model);
+    std::vector<double> history;
+    {
+        fx::TensorBoardLogger tb(dir.path() / "runs");
+        history = fx::train(mse_loss, model, data, opt, {.epochs = 2, .progress = false, .callbacks = {tb.callback()}});
+    }
+    const auto r = fx_test::read_with_tensorboard(dir.path() / "runs");
+    if (!r.error.empty()) FAIL() << r.error;
+    if (!r.skip.empty()) GTEST_SKIP() << r.skip;
+    const auto& loss = r.json["scalars"]["train/loss"];
+    ASSERT_EQ(loss.size(), 8u);
+    for (std::size_t i = 0; i < 8; ++i) {
+        EXPECT_EQ(loss[i][0], i + 1);
+        EXPECT_EQ(loss[i][1].get<double>(), static_cast<double>(static_cast<float>(history[i])));
+    }
+    EXPECT_EQ(r.json["scalars"]["train/epoch_loss"].size(), 2u);
 }
 
 }  // namespace

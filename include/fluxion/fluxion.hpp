@@ -1,6 +1,7 @@
 // fluxion/fluxion.hpp — everything: `#include <fluxion/fluxion.hpp>` and `namespace fx = fluxion;`.
 #pragma once
 #include "fluxion/autodiff.hpp"
+#include "fluxion/callbacks.hpp"
 #include "fluxion/compile.hpp"
 #include "fluxion/data.hpp"
 #include "fluxion/datasets.hpp"

@@ -21,6 +21,7 @@
 #include <string>
 #include <string_view>
 
+#include "fluxion/callbacks.hpp"
 #include "fluxion/functor.hpp"
 #include "fluxion/tensor.hpp"
 
@@ -46,12 +47,16 @@ public:
         });
     }
 
+    // For fx::train's callbacks: each step's loss as "<prefix>/loss" at the step count, each epoch's
+    // mean as "<prefix>/epoch_loss" at the epoch. It shares the event file: it may outlive the logger.
+    Callback callback(std::string prefix = "train") const;
+
     void flush();                                // to the disk, not only the OS (fsync)
     const std::filesystem::path& file() const;   // the event file being written
 
 private:
     struct Impl;
-    std::unique_ptr<Impl> impl_;
+    std::shared_ptr<Impl> impl_;
 };
 
 }  // namespace fluxion

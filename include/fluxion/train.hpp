@@ -16,7 +16,8 @@
 // Steps whose batches are pairs of tensors run compiled, on every device (fx::compile: the first
 // step of each batch shape is traced, the others replay it without allocating); a loss function
 // that cannot be replayed (it saves tensors outside itself) falls back to eager steps.
-// `.compile = false` runs every step eagerly.
+// `.compile = false` runs every step eagerly. Callbacks (fluxion/callbacks.hpp) run after each step
+// and at each epoch's end; one that calls fx::stop() ends training there.
 #pragma once
 #include <cmath>
 #include <cstddef>
@@ -28,6 +29,7 @@
 #include <vector>
 
 #include "fluxion/autodiff.hpp"
+#include "fluxion/callbacks.hpp"
 #include "fluxion/compile.hpp"
 #include "fluxion/optimisers.hpp"
 #include "fluxion/progress.hpp"
@@ -39,6 +41,7 @@ struct TrainOptions {
     bool progress = true;
     std::ostream* out = nullptr;  // where progress goes: stdout (a bar when it is a terminal) unless set
     bool compile = true;          // compiled steps where they can run (see above)
+    std::vector<Callback> callbacks;  // after each step and each epoch, in order (fluxion/callbacks.hpp)
 };
 
 namespace detail {
@@ -56,32 +59,46 @@ std::vector<double> train(LossFn&& lossfn, Model& model, Data&& data, OptimiserS
     auto fn = [&lossfn](const Model& m, const auto& x, const auto& y) { return lossfn(m, x, y); };
     std::optional<CompiledStep<decltype(fn), Model, Rule>> compiled;
     if (options.compile) compiled.emplace(fn, model, opt, CompileOptions{.fall_back = true});
+    std::int64_t total = 0;
+    auto call = [&](const TrainEvent& event) {
+        for (const auto& callback : options.callbacks) callback(event);
+    };
     for (int epoch = 1; epoch <= options.epochs; ++epoch) {
         std::size_t step = 0;
-        for (auto&& batch : data) {
-            ++step;
-            auto&& [bx, by] = batch;
-            const auto& x = bx;
-            const auto& y = by;
-            auto finite = [&](double v) {
-                if (!std::isfinite(v)) detail::throw_not_finite(epoch, step, v);
-            };
-            auto eager = [&] {
-                auto [loss, grads] = withgradient([&](const Model& m) { return lossfn(m, x, y); }, model);
-                double v = loss.item();
-                finite(v);
-                update(opt, model, grads);
-                return v;
-            };
-            double value;
-            using X = std::remove_cvref_t<decltype(x)>;
-            using Y = std::remove_cvref_t<decltype(y)>;
-            if constexpr (std::is_same_v<X, Tensor> && std::is_same_v<Y, Tensor>)
-                value = compiled ? static_cast<double>((*compiled)(x, y, finite)) : eager();
-            else
-                value = eager();
-            history.push_back(value);
-            if (progress) progress->step(epoch, step, value);
+        double epoch_sum = 0;
+        try {
+            for (auto&& batch : data) {
+                ++step;
+                auto&& [bx, by] = batch;
+                const auto& x = bx;
+                const auto& y = by;
+                auto finite = [&](double v) {
+                    if (!std::isfinite(v)) detail::throw_not_finite(epoch, step, v);
+                };
+                auto eager = [&] {
+                    auto [loss, grads] = withgradient([&](const Model& m) { return lossfn(m, x, y); }, model);
+                    double v = loss.item();
+                    finite(v);
+                    update(opt, model, grads);
+                    return v;
+                };
+                double value;
+                using X = std::remove_cvref_t<decltype(x)>;
+                using Y = std::remove_cvref_t<decltype(y)>;
+                if constexpr (std::is_same_v<X, Tensor> && std::is_same_v<Y, Tensor>)
+                    value = compiled ? static_cast<double>((*compiled)(x, y, finite)) : eager();
+                else
+                    value = eager();
+                history.push_back(value);
+                epoch_sum += value;
+                if (progress) progress->step(epoch, step, value);
+                call({.epoch = epoch, .step = step, .steps = ++total, .loss = value});
+            }
+            call({.epoch = epoch, .step = step, .steps = total,
+                  .loss = step ? epoch_sum / static_cast<double>(step) : 0.0, .epoch_end = true});
+        } catch (const StopTraining&) {
+            if (progress) progress->end_epoch(epoch, step);
+            return history;
         }
         if (progress) progress->end_epoch(epoch, step);
     }

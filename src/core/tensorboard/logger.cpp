@@ -60,6 +60,11 @@ struct TensorBoardLogger::Impl {
         std::lock_guard lock(mutex);
         writer.write(bytes);
     }
+    void scalar(std::string_view tag, double value, std::int64_t step) {
+        pb::Event event;
+        Impl::value(event, tag, step)->set_simple_value(static_cast<float>(value));
+        write(event);
+    }
     // An Event holding one summary value with this tag and step.
     static pb::Summary::Value* value(pb::Event& event, std::string_view tag, std::int64_t step) {
         event.set_step(step);
@@ -75,7 +80,7 @@ TensorBoardLogger::TensorBoardLogger(const std::filesystem::path& logdir) {
     if (error || !std::filesystem::is_directory(logdir))
         throw IOError("TensorBoardLogger: cannot create the folder \"" + logdir.string() + "\"" +
                       (error ? ": " + error.message() : ": a file of that name is in the way"));
-    impl_ = std::make_unique<Impl>(event_file_name(logdir));
+    impl_ = std::make_shared<Impl>(event_file_name(logdir));
     pb::Event first;
     first.set_file_version("brain.Event:2");
     impl_->write(first);
@@ -87,9 +92,15 @@ TensorBoardLogger& TensorBoardLogger::operator=(TensorBoardLogger&&) noexcept = 
 
 void TensorBoardLogger::scalar(std::string_view tag, double value, std::int64_t step) {
     check_tag(tag, "scalar");
-    pb::Event event;
-    Impl::value(event, tag, step)->set_simple_value(static_cast<float>(value));
-    impl_->write(event);
+    impl_->scalar(tag, value, step);
+}
+
+Callback TensorBoardLogger::callback(std::string prefix) const {
+    if (prefix.empty()) throw ValueError("TensorBoardLogger::callback: the prefix is empty");
+    return [impl = impl_, loss = prefix + "/loss", epoch_loss = prefix + "/epoch_loss"](const TrainEvent& e) {
+        if (e.epoch_end) impl->scalar(epoch_loss, e.loss, e.epoch);
+        else impl->scalar(loss, e.loss, e.steps);
+    };
 }
 
 void TensorBoardLogger::histogram(std::string_view tag, const Tensor& values, std::int64_t step, int bins) {
