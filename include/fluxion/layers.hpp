@@ -22,4 +22,5 @@
 #include "fluxion/layers/pooling.hpp"
 #include "fluxion/layers/recurrent.hpp"
 #include "fluxion/layers/rrelu.hpp"
+#include "fluxion/layers/scale.hpp"
 #include "fluxion/layers/show.hpp"
