@@ -7,6 +7,9 @@
 //   y = mha(q, k, v, {.key_padding = pad, .causal = true});   // q {N, L, E}, k and v {N, S, E}
 //   fx::TransformerEncoderLayer enc(64, 4, {.feedforward = 128, .dropout = 0.1});
 //   y = enc(x);                               // {N, L, 64} -> {N, L, 64}
+//   fx::TransformerEncoder stack(64, 4, 6, {.feedforward = 128}, true);   // 6 layers, then a LayerNorm
+//   fx::TransformerDecoder dec(64, 4, 6, {.feedforward = 128});
+//   y = dec(tgt, memory, {.self = {.causal = true}, .memory = {.key_padding = pad}});
 //
 // One sample drops the leading N ({L, E}). Attention is softmax(q kᵀ / √d) v per head, d = E / heads;
 // masked positions get no weight. A query whose every key is masked gets NaN, as in PyTorch.
@@ -14,7 +17,9 @@
 // keeps no {N, heads, L, S} scores; with it, the scores are kept for the backward pass.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "fluxion/layers/activation.hpp"
 #include "fluxion/layers/dense.hpp"
@@ -84,8 +89,65 @@ private:
     Activation activation_;
 };
 
+// PyTorch's nn.TransformerEncoder: layers in sequence, then an optional LayerNorm ("norm"). Each
+// layer draws its own weights (PyTorch copies one layer's); names layers.<i>.self_attn..., norm.weight.
+class TransformerEncoder {
+public:
+    std::vector<TransformerEncoderLayer> layers;
+    std::optional<LayerNorm> norm;
+
+    TransformerEncoder(std::int64_t embed, std::int64_t heads, std::int64_t num_layers,
+                       const TransformerEncoderOptions& options = {}, bool final_norm = false);
+
+    Tensor operator()(const Tensor& x, const AttentionMasks& masks = {}) const;
+    std::string describe() const;  // "TransformerEncoder(6 × TransformerEncoderLayer(64, heads = 4, ...), norm)"
+};
+
+// The decoder's two kinds of attention: over the target itself, and over the encoder's output.
+struct DecoderMasks {
+    AttentionMasks self;    // PyTorch's tgt_mask, tgt_key_padding_mask, tgt_is_causal
+    AttentionMasks memory;  // PyTorch's memory_mask, memory_key_padding_mask
+};
+
+// PyTorch's nn.TransformerDecoderLayer: self-attention, attention over `memory` (cross-attention),
+// and the feed-forward block, each with a residual connection and a LayerNorm.
+class TransformerDecoderLayer {
+public:
+    MultiHeadAttention self_attn, multihead_attn;
+    Dense linear1, linear2;  // E => feedforward => E
+    Dropout dropout, dropout1, dropout2, dropout3;
+    LayerNorm norm1, norm2, norm3;
+    bool norm_first;
+
+    TransformerDecoderLayer(std::int64_t embed, std::int64_t heads, const TransformerEncoderOptions& options = {});
+
+    // tgt {N, L, E}, memory {N, S, E} (or one sample each) -> {N, L, E}
+    Tensor operator()(const Tensor& tgt, const Tensor& memory, const DecoderMasks& masks = {}) const;
+    std::string describe() const;  // "TransformerDecoderLayer(64, heads = 4, feedforward = 128)"
+
+private:
+    Activation activation_;
+};
+
+// PyTorch's nn.TransformerDecoder: decoder layers in sequence over one memory, then an optional LayerNorm.
+class TransformerDecoder {
+public:
+    std::vector<TransformerDecoderLayer> layers;
+    std::optional<LayerNorm> norm;
+
+    TransformerDecoder(std::int64_t embed, std::int64_t heads, std::int64_t num_layers,
+                       const TransformerEncoderOptions& options = {}, bool final_norm = false);
+
+    Tensor operator()(const Tensor& tgt, const Tensor& memory, const DecoderMasks& masks = {}) const;
+    std::string describe() const;
+};
+
 }  // namespace fluxion
 
+FLUXION_FUNCTOR(fluxion::TransformerEncoder, layers, norm);
+FLUXION_FUNCTOR(fluxion::TransformerDecoderLayer, self_attn, multihead_attn, linear1, dropout, linear2, norm1, norm2,
+                norm3, dropout1, dropout2, dropout3);
+FLUXION_FUNCTOR(fluxion::TransformerDecoder, layers, norm);
 FLUXION_FUNCTOR(fluxion::MultiHeadAttention, in_proj_weight, in_proj_bias, out_proj, dropout);
 FLUXION_FUNCTOR(fluxion::TransformerEncoderLayer, self_attn, linear1, dropout, linear2, norm1, norm2, dropout1,
                 dropout2);

@@ -183,4 +183,105 @@ Tensor TransformerEncoderLayer::operator()(const Tensor& x, const AttentionMasks
     return norm2(y + feed(y));
 }
 
+namespace {
+
+std::vector<TransformerEncoderLayer> encoder_layers(std::int64_t embed, std::int64_t heads, std::int64_t n,
+                                                    const TransformerEncoderOptions& o) {
+    if (n < 1) throw ValueError("TransformerEncoder: num_layers must be positive, got " + std::to_string(n));
+    std::vector<TransformerEncoderLayer> out;
+    for (std::int64_t i = 0; i < n; ++i) out.emplace_back(embed, heads, o);
+    return out;
+}
+
+std::vector<TransformerDecoderLayer> decoder_layers(std::int64_t embed, std::int64_t heads, std::int64_t n,
+                                                    const TransformerEncoderOptions& o) {
+    if (n < 1) throw ValueError("TransformerDecoder: num_layers must be positive, got " + std::to_string(n));
+    std::vector<TransformerDecoderLayer> out;
+    for (std::int64_t i = 0; i < n; ++i) out.emplace_back(embed, heads, o);
+    return out;
+}
+
+template <class Layer>
+std::string stack_name(const char* name, const std::vector<Layer>& layers, const std::optional<LayerNorm>& norm) {
+    return std::string(name) + "(" + std::to_string(layers.size()) + " × " + layers.front().describe() +
+           (norm ? ", norm" : "") + ")";
+}
+
+}  // namespace
+
+TransformerEncoder::TransformerEncoder(std::int64_t embed, std::int64_t heads, std::int64_t num_layers,
+                                       const TransformerEncoderOptions& o, bool final_norm)
+    : layers(encoder_layers(embed, heads, num_layers, o)) {
+    if (final_norm) norm.emplace(embed, Activation{}, LayerNormOptions{.epsilon = o.epsilon});
+}
+
+std::string TransformerEncoder::describe() const { return stack_name("TransformerEncoder", layers, norm); }
+
+Tensor TransformerEncoder::operator()(const Tensor& x, const AttentionMasks& masks) const {
+    Tensor y = x;
+    for (const auto& layer : layers) y = layer(y, masks);
+    return norm ? (*norm)(y) : y;
+}
+
+TransformerDecoderLayer::TransformerDecoderLayer(std::int64_t embed, std::int64_t heads,
+                                                 const TransformerEncoderOptions& o)
+    : self_attn(embed, heads, {.dropout = o.dropout}),
+      multihead_attn(embed, heads, {.dropout = o.dropout}),
+      linear1(embed, o.feedforward > 0 ? o.feedforward : 1),
+      linear2(o.feedforward > 0 ? o.feedforward : 1, embed),
+      dropout(o.dropout),
+      dropout1(o.dropout),
+      dropout2(o.dropout),
+      dropout3(o.dropout),
+      norm1(embed, {}, {.epsilon = o.epsilon}),
+      norm2(embed, {}, {.epsilon = o.epsilon}),
+      norm3(embed, {}, {.epsilon = o.epsilon}),
+      norm_first(o.norm_first),
+      activation_(o.activation) {
+    if (o.feedforward < 1)
+        throw ValueError("TransformerDecoderLayer(" + std::to_string(embed) + ", heads = " + std::to_string(heads) +
+                         "): feedforward must be positive, got " + std::to_string(o.feedforward));
+}
+
+std::string TransformerDecoderLayer::describe() const {
+    std::string s = "TransformerDecoderLayer(" + std::to_string(self_attn.embed()) +
+                    ", heads = " + std::to_string(self_attn.heads()) +
+                    ", feedforward = " + std::to_string(linear1.out_features());
+    if (!activation_.is_identity() && activation_.name() != "relu") s += ", " + activation_.name();
+    if (norm_first) s += ", norm_first";
+    return s + ")";
+}
+
+Tensor TransformerDecoderLayer::operator()(const Tensor& tgt, const Tensor& memory, const DecoderMasks& masks) const {
+    if (!memory.defined() || memory.ndim() != tgt.ndim())
+        throw ShapeError(describe() + ": memory must be {N, S, E} as tgt is {N, L, E} (or one sample each), got tgt " +
+                         to_string(tgt.shape()) + " and memory " +
+                         (memory.defined() ? to_string(memory.shape()) : std::string("an empty tensor")));
+    auto attend = [&](const Tensor& t) { return dropout1(self_attn(t, masks.self)); };
+    auto cross = [&](const Tensor& t) { return dropout2(multihead_attn(t, memory, memory, masks.memory)); };
+    auto feed = [&](const Tensor& t) { return dropout3(linear2(dropout(activation_(linear1(t))))); };
+    if (norm_first) {
+        Tensor y = tgt + attend(norm1(tgt));
+        y = y + cross(norm2(y));
+        return y + feed(norm3(y));
+    }
+    Tensor y = norm1(tgt + attend(tgt));
+    y = norm2(y + cross(y));
+    return norm3(y + feed(y));
+}
+
+TransformerDecoder::TransformerDecoder(std::int64_t embed, std::int64_t heads, std::int64_t num_layers,
+                                       const TransformerEncoderOptions& o, bool final_norm)
+    : layers(decoder_layers(embed, heads, num_layers, o)) {
+    if (final_norm) norm.emplace(embed, Activation{}, LayerNormOptions{.epsilon = o.epsilon});
+}
+
+std::string TransformerDecoder::describe() const { return stack_name("TransformerDecoder", layers, norm); }
+
+Tensor TransformerDecoder::operator()(const Tensor& tgt, const Tensor& memory, const DecoderMasks& masks) const {
+    Tensor y = tgt;
+    for (const auto& layer : layers) y = layer(y, memory, masks);
+    return norm ? (*norm)(y) : y;
+}
+
 }  // namespace fluxion
