@@ -31,7 +31,7 @@ struct LossOptions {
     int axis = -1;                   // the class axis of the class losses
     double delta = 1.0;              // huber_loss: where the quadratic part ends
     double epsilon = 1.1920929e-7;   // crossentropy, binarycrossentropy, kldivergence, msle, focal: p + epsilon
-    Tensor weight;                   // cross-entropies: a weight per class, {C} (PyTorch's weight)
+    Tensor weight = {};              // cross-entropies: a weight per class, {C} (PyTorch's weight)
     std::int64_t ignore_index = -100;  // cross-entropies with class indices: this label counts for nothing
     double label_smoothing = 0;      // cross-entropies: the target becomes (1 - s)·y + s / C
     double gamma = 2;                // focal_loss, binary_focal_loss: the focusing exponent

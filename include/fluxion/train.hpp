@@ -41,7 +41,7 @@ struct TrainOptions {
     bool progress = true;
     std::ostream* out = nullptr;  // where progress goes: stdout (a bar when it is a terminal) unless set
     bool compile = true;          // compiled steps where they can run (see above)
-    std::vector<Callback> callbacks;  // after each step and each epoch, in order (fluxion/callbacks.hpp)
+    std::vector<Callback> callbacks = {};  // after each step and each epoch, in order (fluxion/callbacks.hpp)
 };
 
 namespace detail {

@@ -105,8 +105,8 @@ public:
 
 // The decoder's two kinds of attention: over the target itself, and over the encoder's output.
 struct DecoderMasks {
-    AttentionMasks self;    // PyTorch's tgt_mask, tgt_key_padding_mask, tgt_is_causal
-    AttentionMasks memory;  // PyTorch's memory_mask, memory_key_padding_mask
+    AttentionMasks self = {};    // PyTorch's tgt_mask, tgt_key_padding_mask, tgt_is_causal
+    AttentionMasks memory = {};  // PyTorch's memory_mask, memory_key_padding_mask
 };
 
 // PyTorch's nn.TransformerDecoderLayer: self-attention, attention over `memory` (cross-attention),

@@ -17,7 +17,7 @@ namespace fluxion {
 struct DropoutOptions {
     // The axes along which the mask varies (negative from the end); empty: every axis. Along the
     // others one draw is shared, so {0, 1} drops whole channels of {N, C, ...}.
-    std::vector<int> dims;
+    std::vector<int> dims = {};
 };
 
 class Dropout {
