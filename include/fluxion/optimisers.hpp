@@ -8,8 +8,9 @@
 //   fx::freeze(opt, "layers.0");  fx::thaw(opt, "layers.0");      // by path prefix
 //   auto opt2 = fx::setup(fx::OptimiserChain(fx::ClipNorm{1.0}, fx::Adam{}), model);
 //
-// A rule (Descent ... AdamW) updates parameters with one fused kernel of the backend
-// (optimiser_step). A modifier (WeightDecay, ClipGrad, ClipNorm) transforms the gradients first;
+// A rule (Descent, Momentum, Nesterov, RMSProp, Adam, AdamW, AdaGrad, AdaDelta, AdaMax, NAdam, RAdam,
+// AdaBelief, Lion, Rprop) updates parameters with one fused kernel of the backend (optimiser_step).
+// A modifier (WeightDecay, SignDecay, ClipGrad, ClipNorm) transforms the gradients first;
 // an OptimiserChain lists modifiers in the order they apply and ends with one rule. Only trainable
 // tensors are optimised (FLUXION_TRAINABLE; BatchNorm's running statistics are not).
 #pragma once
@@ -64,10 +65,54 @@ struct AdamW {  // p *= 1 - η λ, then Adam (PyTorch's AdamW; λ is its weight_
     void init(ParamState& s, const Tensor& param) const;
     void step(ParamState& s, Tensor& param, const Tensor& grad) const;
 };
+struct AdaGrad {  // a += g²; p -= η g / (√a + ε)  (PyTorch's Adagrad: a starts at 0)
+    double eta = 0.1, epsilon = 1e-8;
+    void init(ParamState& s, const Tensor& param) const;
+    void step(ParamState& s, Tensor& param, const Tensor& grad) const;
+};
+struct AdaDelta {  // PyTorch's Adadelta; η is its lr (Optimisers.jl's AdaDelta has none: η = 1)
+    double eta = 1.0, rho = 0.9, epsilon = 1e-8;
+    void init(ParamState& s, const Tensor& param) const;
+    void step(ParamState& s, Tensor& param, const Tensor& grad) const;
+};
+struct AdaMax {  // Adam with the ∞-norm: u = max(β2 u, |g| + ε); p -= η m / ((1 - β1^t) u)  (PyTorch's Adamax)
+    double eta = 0.001, beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
+    void init(ParamState& s, const Tensor& param) const;
+    void step(ParamState& s, Tensor& param, const Tensor& grad) const;
+};
+struct NAdam {  // Adam with Nesterov momentum (PyTorch 2's NAdam; ψ is its momentum_decay)
+    double eta = 0.001, beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8, psi = 4e-3;
+    void init(ParamState& s, const Tensor& param) const;
+    void step(ParamState& s, Tensor& param, const Tensor& grad) const;
+};
+struct RAdam {  // Adam with the variance rectified, plain momentum for the first steps (PyTorch's RAdam)
+    double eta = 0.001, beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
+    void init(ParamState& s, const Tensor& param) const;
+    void step(ParamState& s, Tensor& param, const Tensor& grad) const;
+};
+struct AdaBelief {  // Adam whose second moment is that of g - m: s = β2 s + (1 - β2)(g - m)² + ε
+    double eta = 0.001, beta1 = 0.9, beta2 = 0.999, epsilon = 1e-16;
+    void init(ParamState& s, const Tensor& param) const;
+    void step(ParamState& s, Tensor& param, const Tensor& grad) const;
+};
+struct Lion {  // p -= η sign(β1 m + (1 - β1) g); m = β2 m + (1 - β2) g  (the paper's formulas)
+    double eta = 0.001, beta1 = 0.9, beta2 = 0.999;
+    void init(ParamState& s, const Tensor& param) const;
+    void step(ParamState& s, Tensor& param, const Tensor& grad) const;
+};
+struct Rprop {  // per-element steps, from η, times ℓ+ while g keeps its sign, ℓ- when it flips, within [Γmin, Γmax]
+    double eta = 1e-3, ell_minus = 0.5, ell_plus = 1.2, gamma_min = 1e-6, gamma_max = 50;  // PyTorch's Rprop
+    void init(ParamState& s, const Tensor& param) const;
+    void step(ParamState& s, Tensor& param, const Tensor& grad) const;
+};
 
 // ---- modifiers (each transforms all gradients of one step; params in the same order) ----
 struct WeightDecay {  // g += λ p (PyTorch's weight_decay of SGD and Adam)
     double lambda = 5e-4;
+    void modify(std::vector<Tensor>& grads, const std::vector<Tensor>& params) const;
+};
+struct SignDecay {  // g += κ sign(p)
+    double kappa = 1e-3;
     void modify(std::vector<Tensor>& grads, const std::vector<Tensor>& params) const;
 };
 struct ClipGrad {  // each element clamped to [-δ, δ]
@@ -81,8 +126,7 @@ struct ClipNorm {  // all gradients scaled by ω / ‖g‖ when their global 2-n
 
 namespace detail {
 template <class R> inline constexpr bool is_rule = requires(const R& r, ParamState& s, Tensor& p) { r.step(s, p, p); };
-template <class R>
-inline constexpr bool is_modifier = requires(const R& r, std::vector<Tensor>& g) { r.modify(g, g); };
+template <class R> inline constexpr bool is_modifier = requires(const R& r, std::vector<Tensor>& g) { r.modify(g, g); };
 }  // namespace detail
 
 // Whether fx::compile can replay a rule or modifier: true unless the type says
@@ -101,12 +145,14 @@ template <class... Parts> struct OptimiserChain {
     explicit OptimiserChain(Parts... ps) : parts(std::move(ps)...) {
         constexpr std::size_t n = sizeof...(Parts);
         static_assert(detail::is_rule<std::tuple_element_t<n - 1, std::tuple<Parts...>>>,
-                      "fluxion: an OptimiserChain ends with a rule (Descent, Momentum, Nesterov, RMSProp, Adam, AdamW)");
+                      "fluxion: an OptimiserChain ends with a rule (Descent, Adam, ... : fluxion/optimisers.hpp)");
         [&]<std::size_t... I>(std::index_sequence<I...>) {
-            static_assert((detail::is_modifier<std::tuple_element_t<I, std::tuple<Parts...>>> && ...),
-                          "fluxion: only modifiers (WeightDecay, ClipGrad, ClipNorm) come before the rule of an "
-                          "OptimiserChain");
-        }(std::make_index_sequence<n - 1>());
+            static_assert(
+                (detail::is_modifier<std::tuple_element_t<I, std::tuple<Parts...>>> && ...),
+                "fluxion: only modifiers (WeightDecay, SignDecay, ClipGrad, ClipNorm) come before the rule of an "
+                "OptimiserChain");
+        }
+        (std::make_index_sequence<n - 1>());
     }
     const auto& rule() const { return std::get<sizeof...(Parts) - 1>(parts); }
     auto& rule() { return std::get<sizeof...(Parts) - 1>(parts); }
@@ -157,15 +203,15 @@ namespace detail {
 template <class R> void prepare(const R& r, const std::vector<Tensor>& params) {
     if constexpr (requires { r.parts; })
         std::apply([&](const auto&... part) { (prepare(part, params), ...); }, r.parts);
-    else if constexpr (requires { r.prepare(params); })
-        r.prepare(params);
+    else if constexpr (requires { r.prepare(params); }) r.prepare(params);
 }
 }  // namespace detail
 
 template <class Rule, class M> OptimiserState<Rule> setup(const Rule& rule, const M& model) {
-    static_assert(detail::is_rule<Rule> || requires { rule.rule(); },
-                  "fluxion: setup takes a rule (Descent, Momentum, Nesterov, RMSProp, Adam, AdamW) or an "
-                  "OptimiserChain ending with one");
+    static_assert(
+        detail::is_rule<Rule> || requires { rule.rule(); },
+        "fluxion: setup takes a rule (Descent, Adam, ... : fluxion/optimisers.hpp) or an "
+        "OptimiserChain ending with one");
     OptimiserState<Rule> opt{rule, {}};
     auto params = detail::trainable_of(model);
     for (std::size_t i = 0; i < params.paths.size(); ++i) {

@@ -16,7 +16,7 @@
 
 namespace fluxion::backend {
 
-inline constexpr int kAbiVersion = 4;
+inline constexpr int kAbiVersion = 5;
 inline constexpr int kMaxDims = 8;
 
 // One code per line of core/elementwise_formulas.def, the op registry, whose lines say what the
@@ -36,7 +36,11 @@ enum class Reduce : int { sum, mean, max, min, argmax, argmin };  // argmax/argm
 
 enum class Pool : int { max, mean };
 
-enum class Optimiser : int { descent, momentum, nesterov, rmsprop, adam, adamw };
+// The optimisers' update rules, one per FX_OPTIMISER line of the op registry.
+enum class Optimiser : int {
+#define FX_OPTIMISER(name, code, states, m, v, p) name = code,
+#include "core/elementwise_formulas.def"
+};
 
 struct Conv2dShape {
     std::int64_t n, c, h, w;        // input  {n, c, h, w}
@@ -52,7 +56,9 @@ struct Pool2dShape {
 
 // Hyper-parameters of one optimiser step; each rule reads the fields it needs.
 struct OptimiserStep {
-    double eta = 0, rho = 0, beta1 = 0, beta2 = 0, epsilon = 0, decay = 0;
+    double eta = 0, rho = 0, beta1 = 0, beta2 = 0, epsilon = 0;
+    double decay = 0;             // AdamW's weight decay λ, NAdam's momentum decay ψ
+    double lower = 0, upper = 0;  // Rprop's bounds on its step sizes
     std::int64_t t = 0;  // 1-based step count (Adam's bias correction)
 };
 

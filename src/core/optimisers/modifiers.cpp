@@ -8,6 +8,10 @@ void WeightDecay::modify(std::vector<Tensor>& grads, const std::vector<Tensor>& 
     for (std::size_t i = 0; i < grads.size(); ++i) grads[i] = grads[i] + params[i] * lambda;
 }
 
+void SignDecay::modify(std::vector<Tensor>& grads, const std::vector<Tensor>& params) const {
+    for (std::size_t i = 0; i < grads.size(); ++i) grads[i] = grads[i] + sign(params[i]) * kappa;
+}
+
 void ClipGrad::modify(std::vector<Tensor>& grads, const std::vector<Tensor>&) const {
     for (auto& g : grads) g = clamp(g, -delta, delta);
 }

@@ -57,4 +57,49 @@ void AdamW::step(ParamState& s, Tensor& p, const Tensor& g) const {
     run(Optimiser::adamw, s, p, g, {.eta = eta, .beta1 = beta1, .beta2 = beta2, .epsilon = epsilon, .decay = lambda});
 }
 
+void AdaGrad::init(ParamState& s, const Tensor& p) const { allocate(s, p, 1); }
+void AdaGrad::step(ParamState& s, Tensor& p, const Tensor& g) const {
+    run(Optimiser::adagrad, s, p, g, {.eta = eta, .epsilon = epsilon});
+}
+
+void AdaDelta::init(ParamState& s, const Tensor& p) const { allocate(s, p, 2); }
+void AdaDelta::step(ParamState& s, Tensor& p, const Tensor& g) const {
+    run(Optimiser::adadelta, s, p, g, {.eta = eta, .rho = rho, .epsilon = epsilon});
+}
+
+void AdaMax::init(ParamState& s, const Tensor& p) const { allocate(s, p, 2); }
+void AdaMax::step(ParamState& s, Tensor& p, const Tensor& g) const {
+    run(Optimiser::adamax, s, p, g, {.eta = eta, .beta1 = beta1, .beta2 = beta2, .epsilon = epsilon});
+}
+
+void NAdam::init(ParamState& s, const Tensor& p) const { allocate(s, p, 2); }
+void NAdam::step(ParamState& s, Tensor& p, const Tensor& g) const {
+    run(Optimiser::nadam, s, p, g, {.eta = eta, .beta1 = beta1, .beta2 = beta2, .epsilon = epsilon, .decay = psi});
+}
+
+void RAdam::init(ParamState& s, const Tensor& p) const { allocate(s, p, 2); }
+void RAdam::step(ParamState& s, Tensor& p, const Tensor& g) const {
+    run(Optimiser::radam, s, p, g, {.eta = eta, .beta1 = beta1, .beta2 = beta2, .epsilon = epsilon});
+}
+
+void AdaBelief::init(ParamState& s, const Tensor& p) const { allocate(s, p, 2); }
+void AdaBelief::step(ParamState& s, Tensor& p, const Tensor& g) const {
+    run(Optimiser::adabelief, s, p, g, {.eta = eta, .beta1 = beta1, .beta2 = beta2, .epsilon = epsilon});
+}
+
+void Lion::init(ParamState& s, const Tensor& p) const { allocate(s, p, 1); }
+void Lion::step(ParamState& s, Tensor& p, const Tensor& g) const {
+    run(Optimiser::lion, s, p, g, {.eta = eta, .beta1 = beta1, .beta2 = beta2});
+}
+
+// state1 is the last gradient kept (zero where its sign flipped), state2 each element's step size.
+void Rprop::init(ParamState& s, const Tensor& p) const {
+    allocate(s, p, 1);
+    s.state2 = full(p.shape(), eta, {.dtype = p.dtype(), .device = p.device()});
+}
+void Rprop::step(ParamState& s, Tensor& p, const Tensor& g) const {
+    run(Optimiser::rprop, s, p, g,
+        {.eta = eta, .beta1 = ell_minus, .beta2 = ell_plus, .lower = gamma_min, .upper = gamma_max});
+}
+
 }  // namespace fluxion

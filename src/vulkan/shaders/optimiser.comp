@@ -6,17 +6,17 @@ layout(local_size_x_id = 0) in;
 layout(std430, binding = 0) readonly buffer Params {
     int n, rule;
     int off0, off1, off2, off3;
-    C_T eta, rho, beta1, beta2, epsilon, correction1, correction2, shrink;
+    C_T eta, rho, beta1, beta2, epsilon, lower, upper, c1, c2, shrink, k1, k2;
 };
 #define S1_QUAL readonly
 #include "slots.glsl"
 
 #define T C_T
 #define fx_sqrt sqrt
+#define fx_abs abs
 
 // The rules' formulas are the op registry's (core/elementwise_formulas.def, FX_OPTIMISER).
 void main() {
-    const C_T c1 = correction1, c2 = correction2;
     FOR_EACH(i, n) {
         const C_T g = LOAD1(off1 + i);
         const C_T p = LOAD0(off0 + i);
