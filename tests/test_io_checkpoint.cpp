@@ -52,6 +52,11 @@ template <class Rule> void expect_same_run(const Model& a, const fx::OptimiserSt
         if (oa.params[i].state2.defined()) {
             EXPECT_EQ(values(oa.params[i].state2), values(ob.params[i].state2));
         }
+        ASSERT_EQ(oa.params[i].accumulated.defined(), ob.params[i].accumulated.defined());
+        if (oa.params[i].accumulated.defined()) {
+            EXPECT_EQ(values(oa.params[i].accumulated), values(ob.params[i].accumulated));
+            EXPECT_EQ(oa.params[i].accumulated_steps, ob.params[i].accumulated_steps);
+        }
     }
     EXPECT_EQ(fx::detail::final_rule(oa.rule).eta, fx::detail::final_rule(ob.rule).eta);
 }
@@ -114,6 +119,7 @@ TEST(IOCheckpoint, EveryRulesRunResumesExactly) {
     check(fx::Lion{.eta = 0.01}, "Lion");
     check(fx::Rprop{.eta = 0.01}, "Rprop");
     check(fx::OptimiserChain(fx::SignDecay{}, fx::Momentum{}), "SignDecay, Momentum");
+    check(fx::OptimiserChain(fx::AccumGrad{3}, fx::Adam{.eta = 0.01}), "AccumGrad, Adam");  // saved halfway: 5 of 3 + 3
 }
 
 TEST(IOCheckpoint, LearningRateAndFrozenFlagsAreRestored) {

@@ -227,6 +227,42 @@ TEST(Optimisers, SignDecayAddsKappaTimesTheSignOfTheParameter) {
     EXPECT_EQ(g[0].to_vector<double>(), (std::vector<double>{0.25, 0.5, 0.75}));
 }
 
+// Optimisers.jl's example: two gradients, no change after the first, their mean after the second.
+TEST(Optimisers, AccumGradPassesTheMeanOfNGradientsOnEveryNthStep) {
+    fx::Dense model(f64({1.0}, {1, 1}), f64({2.0}, {1}));
+    auto opt = fx::setup(fx::OptimiserChain(fx::AccumGrad{2}, fx::WeightDecay{0.01}, fx::Descent{0.1}), model);
+    fx::update(opt, model, fx::Dense(f64({33.0}, {1, 1}), f64({0.0}, {1})));
+    EXPECT_EQ(flat(model), (std::vector<double>{1.0, 2.0}));
+    EXPECT_EQ(opt.params[0].t, 0);
+    fx::update(opt, model, fx::Dense(f64({0.0}, {1, 1}), f64({444.0}, {1})));
+    expect_values(model, {-0.651, -20.202}, "after the second gradient");
+    EXPECT_EQ(opt.params[0].t, 1);
+    EXPECT_EQ(opt.params[0].accumulated_steps, 0);
+}
+
+// Six steps of AccumGrad{3} and Adam are two Adam steps on the means of three gradients.
+TEST(Optimisers, AccumGradThenAdamIsAdamOnTheMeans) {
+    fx::Dense accumulating = start(), plain = start();
+    auto opt = fx::setup(fx::OptimiserChain(fx::AccumGrad{3}, fx::Adam{.eta = 0.01}), accumulating);
+    auto opt_plain = fx::setup(fx::Adam{.eta = 0.01}, plain);
+    for (int k = 0; k < 6; k += 3) {
+        const auto g0 = step_gradient(k, fx::DType::f64), g1 = step_gradient(k + 1, fx::DType::f64),
+                   g2 = step_gradient(k + 2, fx::DType::f64);
+        for (const auto& g : {g0, g1, g2}) fx::update(opt, accumulating, g);
+        fx::update(opt_plain, plain,
+                   fx::Dense(g0.weight / 3.0 + g1.weight / 3.0 + g2.weight / 3.0,
+                             g0.bias / 3.0 + g1.bias / 3.0 + g2.bias / 3.0));
+    }
+    expect_values(accumulating, flat(plain), "after six accumulated steps");
+    EXPECT_EQ(opt.params[0].t, 2);
+    static_assert(!fx::replayable<fx::OptimiserChain<fx::AccumGrad, fx::Adam>>());  // compile refuses it
+}
+
+TEST(Optimisers, AccumGradOfNoGradientIsAnError) {
+    fx::Dense model = start();
+    EXPECT_THROW(fx::setup(fx::OptimiserChain(fx::AccumGrad{0}, fx::Adam{}), model), fx::ValueError);
+}
+
 TEST(Optimisers, ClipNormLeavesSmallGradientsAlone) {
     std::vector<Tensor> g{fx::tensor({0.3f, 0.4f})}, p{fx::zeros({2})};
     fx::ClipNorm{1.0}.modify(g, p);

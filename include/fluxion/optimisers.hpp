@@ -10,7 +10,7 @@
 //
 // A rule (Descent, Momentum, Nesterov, RMSProp, Adam, AdamW, AdaGrad, AdaDelta, AdaMax, NAdam, RAdam,
 // AdaBelief, Lion, Rprop) updates parameters with one fused kernel of the backend (optimiser_step).
-// A modifier (WeightDecay, SignDecay, ClipGrad, ClipNorm) transforms the gradients first;
+// A modifier (WeightDecay, SignDecay, ClipGrad, ClipNorm, AccumGrad) transforms the gradients first;
 // an OptimiserChain lists modifiers in the order they apply and ends with one rule. Only trainable
 // tensors are optimised (FLUXION_TRAINABLE; BatchNorm's running statistics are not).
 #pragma once
@@ -28,10 +28,12 @@ namespace fluxion {
 
 // What an optimiser keeps for one trainable tensor.
 struct ParamState {
-    std::string path;       // "layers.0.weight"
-    Tensor state1, state2;  // momentum / first and second moments, as the rule needs
-    std::int64_t t = 0;     // steps taken
+    std::string path;                    // "layers.0.weight"
+    Tensor state1, state2;               // momentum / first and second moments, as the rule needs
+    std::int64_t t = 0;                  // steps taken
     bool frozen = false;
+    Tensor accumulated;                  // AccumGrad: the gradients since the last update, each divided by n
+    std::int64_t accumulated_steps = 0;  // AccumGrad: how many
 };
 
 // ---- rules (each updates a parameter from its gradient) ----
@@ -124,9 +126,24 @@ struct ClipNorm {  // all gradients scaled by ω / ‖g‖ when their global 2-n
     void modify(std::vector<Tensor>& grads, const std::vector<Tensor>& params) const;
 };
 
+// Sums the gradients of n steps (each divided by n) and passes their mean on every n-th step; the
+// steps between change nothing: the rest of the chain does not run (Optimisers.jl's AccumGrad, for
+// a batch n times larger than memory holds). Its sum is optimiser state, saved in checkpoints. A
+// step either updates or not, which one traced plan cannot replay: fx::compile refuses it and
+// fx::train runs its steps eagerly.
+struct AccumGrad {
+    std::int64_t n = 1;
+    static constexpr bool replayable = false;
+    void init(ParamState& s, const Tensor& param) const;
+    // Keeps the gradients, parameters and states that update now (the n-th of theirs), drops the others.
+    void accumulate(std::vector<Tensor>& grads, std::vector<Tensor>& params, std::vector<ParamState*>& states) const;
+};
+
 namespace detail {
 template <class R> inline constexpr bool is_rule = requires(const R& r, ParamState& s, Tensor& p) { r.step(s, p, p); };
-template <class R> inline constexpr bool is_modifier = requires(const R& r, std::vector<Tensor>& g) { r.modify(g, g); };
+template <class R>
+inline constexpr bool is_modifier =
+    requires(const R& r, std::vector<Tensor>& g) { r.modify(g, g); } || std::is_same_v<R, AccumGrad>;
 }  // namespace detail
 
 // Whether fx::compile can replay a rule or modifier: true unless the type says
@@ -147,12 +164,10 @@ template <class... Parts> struct OptimiserChain {
         static_assert(detail::is_rule<std::tuple_element_t<n - 1, std::tuple<Parts...>>>,
                       "fluxion: an OptimiserChain ends with a rule (Descent, Adam, ... : fluxion/optimisers.hpp)");
         [&]<std::size_t... I>(std::index_sequence<I...>) {
-            static_assert(
-                (detail::is_modifier<std::tuple_element_t<I, std::tuple<Parts...>>> && ...),
-                "fluxion: only modifiers (WeightDecay, SignDecay, ClipGrad, ClipNorm) come before the rule of an "
-                "OptimiserChain");
-        }
-        (std::make_index_sequence<n - 1>());
+            static_assert((detail::is_modifier<std::tuple_element_t<I, std::tuple<Parts...>>> && ...),
+                          "fluxion: only modifiers (WeightDecay, SignDecay, ClipGrad, ClipNorm, AccumGrad) come "
+                          "before the rule of an OptimiserChain");
+        }(std::make_index_sequence<n - 1>());
     }
     const auto& rule() const { return std::get<sizeof...(Parts) - 1>(parts); }
     auto& rule() { return std::get<sizeof...(Parts) - 1>(parts); }
@@ -171,11 +186,13 @@ template <class R> auto& final_rule(R& r) {
     else return r;
 }
 template <class R> void apply(const R& r, std::vector<Tensor>& grads, std::vector<Tensor>& params,
-                              const std::vector<ParamState*>& states) {
+                              std::vector<ParamState*>& states) {
     if constexpr (requires { r.parts; }) {
         std::apply([&](const auto&... part) { (apply(part, grads, params, states), ...); }, r.parts);
+    } else if constexpr (std::is_same_v<R, AccumGrad>) {
+        r.accumulate(grads, params, states);
     } else if constexpr (is_modifier<R>) {
-        r.modify(grads, params);
+        if (!grads.empty()) r.modify(grads, params);
     } else {
         for (std::size_t i = 0; i < params.size(); ++i) r.step(*states[i], params[i], grads[i]);
     }
@@ -203,21 +220,29 @@ namespace detail {
 template <class R> void prepare(const R& r, const std::vector<Tensor>& params) {
     if constexpr (requires { r.parts; })
         std::apply([&](const auto&... part) { (prepare(part, params), ...); }, r.parts);
-    else if constexpr (requires { r.prepare(params); }) r.prepare(params);
+    else if constexpr (requires { r.prepare(params); })
+        r.prepare(params);
+}
+// AccumGrad's sums, one per trainable tensor.
+template <class R> void init_accumulators(const R& r, ParamState& s, const Tensor& param) {
+    if constexpr (requires { r.parts; })
+        std::apply([&](const auto&... part) { (init_accumulators(part, s, param), ...); }, r.parts);
+    else if constexpr (std::is_same_v<R, AccumGrad>)
+        r.init(s, param);
 }
 }  // namespace detail
 
 template <class Rule, class M> OptimiserState<Rule> setup(const Rule& rule, const M& model) {
-    static_assert(
-        detail::is_rule<Rule> || requires { rule.rule(); },
-        "fluxion: setup takes a rule (Descent, Adam, ... : fluxion/optimisers.hpp) or an "
-        "OptimiserChain ending with one");
+    static_assert(detail::is_rule<Rule> || requires { rule.rule(); },
+                  "fluxion: setup takes a rule (Descent, Adam, ... : fluxion/optimisers.hpp) or an "
+                  "OptimiserChain ending with one");
     OptimiserState<Rule> opt{rule, {}};
     auto params = detail::trainable_of(model);
     for (std::size_t i = 0; i < params.paths.size(); ++i) {
         ParamState s;
         s.path = params.paths[i];
         detail::final_rule(rule).init(s, params.tensors[i]);
+        detail::init_accumulators(rule, s, params.tensors[i]);
         opt.params.push_back(std::move(s));
     }
     detail::prepare(rule, params.tensors);
