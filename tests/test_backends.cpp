@@ -276,6 +276,7 @@ TEST_F(Backends, OptimiserModifiers) {
     expect_steps("WeightDecay, ClipGrad, Adam", fx::OptimiserChain(fx::WeightDecay{0.01}, fx::ClipGrad{0.05}, fx::Adam{}));
     expect_steps("ClipNorm, Momentum", fx::OptimiserChain(fx::ClipNorm{0.1}, fx::Momentum{}));
     expect_steps("SignDecay, Lion", fx::OptimiserChain(fx::SignDecay{0.1}, fx::Lion{.eta = 0.01}));
+    expect_steps("Adam, WeightDecay", fx::OptimiserChain(fx::Adam{.eta = 0.01}, fx::WeightDecay{1e-3}));
 }
 
 }  // namespace

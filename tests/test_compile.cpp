@@ -142,6 +142,7 @@ TEST(Compile, EveryRuleTrainsLikeEagerSteps) {
     check(fx::Lion{}, "Lion");
     check(fx::Rprop{}, "Rprop");
     check(fx::OptimiserChain(fx::SignDecay{}, fx::Adam{}), "SignDecay, Adam");
+    check(fx::OptimiserChain(fx::Adam{}, fx::WeightDecay{1e-4}, fx::ClipGrad{1e-3}), "Adam, WeightDecay, ClipGrad");
 }
 
 TEST(Compile, WithoutCacheANewShapeIsAnError) {

@@ -263,6 +263,31 @@ TEST(Optimisers, AccumGradOfNoGradientIsAnError) {
     EXPECT_THROW(fx::setup(fx::OptimiserChain(fx::AccumGrad{0}, fx::Adam{}), model), fx::ValueError);
 }
 
+// A modifier after the rule changes its update: Adam then WeightDecay{η λ} is AdamW's decoupled
+// decay (to rounding: p - Δ - ηλ p against AdamW's p (1 - ηλ) - Δ), and ClipGrad after Descent{1}
+// clips the update itself.
+TEST(Optimisers, ModifiersAfterTheRuleTransformItsUpdate) {
+    for (auto t : {fx::DType::f64, fx::DType::f32}) {
+        const fx::Dense s = start();
+        fx::Dense chained(s.weight.to(t), s.bias.to(t)), adamw(s.weight.to(t), s.bias.to(t));
+        auto opt = fx::setup(fx::OptimiserChain(fx::Adam{.eta = 0.01, .beta1 = 0.8, .beta2 = 0.99}, fx::WeightDecay{1e-3}),
+                             chained);
+        auto opt_w = fx::setup(fx::AdamW{.eta = 0.01, .beta1 = 0.8, .beta2 = 0.99, .lambda = 0.1}, adamw);
+        for (int k = 0; k < 50; ++k) {
+            fx::update(opt, chained, step_gradient(k, t));
+            fx::update(opt_w, adamw, step_gradient(k, t));
+        }
+        const auto got = flat(chained), want = flat(adamw);
+        for (std::size_t i = 0; i < got.size(); ++i)
+            EXPECT_NEAR(got[i], want[i], t == fx::DType::f64 ? 1e-13 : 1e-6) << fx::name(t) << " element " << i;
+        EXPECT_EQ(opt.params[0].t, 50);
+    }
+    fx::Dense model = start();
+    auto opt = fx::setup(fx::OptimiserChain(fx::Descent{1.0}, fx::ClipGrad{0.5}), model);
+    fx::update(opt, model, grad1());  // 1.5 in W[1, 0] is clipped to 0.5
+    expect_values(model, {0.2, -1.0, 0.2, 1.5, 0.5, -0.75, 0.05, -0.4}, "after a clipped update");
+}
+
 TEST(Optimisers, ClipNormLeavesSmallGradientsAlone) {
     std::vector<Tensor> g{fx::tensor({0.3f, 0.4f})}, p{fx::zeros({2})};
     fx::ClipNorm{1.0}.modify(g, p);

@@ -11,8 +11,9 @@
 // A rule (Descent, Momentum, Nesterov, RMSProp, Adam, AdamW, AdaGrad, AdaDelta, AdaMax, NAdam, RAdam,
 // AdaBelief, Lion, Rprop) updates parameters with one fused kernel of the backend (optimiser_step).
 // A modifier (WeightDecay, SignDecay, ClipGrad, ClipNorm, AccumGrad) transforms the gradients first;
-// an OptimiserChain lists modifiers in the order they apply and ends with one rule. Only trainable
-// tensors are optimised (FLUXION_TRAINABLE; BatchNorm's running statistics are not).
+// an OptimiserChain lists modifiers and one rule in the order they apply (modifiers after the rule
+// transform its update, as in Optimisers.jl). Only trainable tensors are optimised
+// (FLUXION_TRAINABLE; BatchNorm's running statistics are not).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -155,22 +156,27 @@ template <class R> constexpr bool replayable() {
     else return true;
 }
 
-// Modifiers in the order they apply, then one rule.
+// Modifiers and one rule, in the order they apply, as Optimisers.jl's: modifiers before the rule
+// transform the gradients; those after it transform the rule's update Δ (the parameter before its
+// step less after it), which is then subtracted: OptimiserChain(Adam{}, WeightDecay{λ}) is
+// decoupled weight decay, p -= Δ + λ p.
 template <class... Parts> struct OptimiserChain {
-    static_assert(sizeof...(Parts) > 0, "fluxion: OptimiserChain needs at least a rule");
+    static constexpr std::size_t rules = (std::size_t(detail::is_rule<Parts>) + ... + 0);
+    static_assert(rules == 1, "fluxion: an OptimiserChain holds one rule (Descent, Adam, ... : "
+                              "fluxion/optimisers.hpp) among its modifiers");
+    static_assert(((detail::is_rule<Parts> || detail::is_modifier<Parts>) && ...),
+                  "fluxion: an OptimiserChain holds modifiers (WeightDecay, SignDecay, ClipGrad, ClipNorm, "
+                  "AccumGrad) and one rule");
+    static constexpr std::size_t rule_index = [] {
+        constexpr bool is[] = {detail::is_rule<Parts>...};
+        std::size_t i = 0;
+        while (!is[i]) ++i;
+        return i;
+    }();
     std::tuple<Parts...> parts;
-    explicit OptimiserChain(Parts... ps) : parts(std::move(ps)...) {
-        constexpr std::size_t n = sizeof...(Parts);
-        static_assert(detail::is_rule<std::tuple_element_t<n - 1, std::tuple<Parts...>>>,
-                      "fluxion: an OptimiserChain ends with a rule (Descent, Adam, ... : fluxion/optimisers.hpp)");
-        [&]<std::size_t... I>(std::index_sequence<I...>) {
-            static_assert((detail::is_modifier<std::tuple_element_t<I, std::tuple<Parts...>>> && ...),
-                          "fluxion: only modifiers (WeightDecay, SignDecay, ClipGrad, ClipNorm, AccumGrad) come "
-                          "before the rule of an OptimiserChain");
-        }(std::make_index_sequence<n - 1>());
-    }
-    const auto& rule() const { return std::get<sizeof...(Parts) - 1>(parts); }
-    auto& rule() { return std::get<sizeof...(Parts) - 1>(parts); }
+    explicit OptimiserChain(Parts... ps) : parts(std::move(ps)...) {}
+    const auto& rule() const { return std::get<rule_index>(parts); }
+    auto& rule() { return std::get<rule_index>(parts); }
     static constexpr bool replayable = (fluxion::replayable<Parts>() && ...);
 };
 
@@ -185,16 +191,33 @@ template <class R> auto& final_rule(R& r) {
     if constexpr (requires { r.rule(); }) return r.rule();
     else return r;
 }
+// A rule's update Δ = before - after, and the parameter less Δ, in place (chain.cpp).
+Tensor update_of(const Tensor& before, const Tensor& after);
+void subtract_update(Tensor& param, const Tensor& update);
+
+// One step of a rule, a modifier or a chain; in a chain whose rule is not last, the rule yields its
+// update (grads become Δ) and the chain subtracts what the modifiers after it make of Δ.
 template <class R> void apply(const R& r, std::vector<Tensor>& grads, std::vector<Tensor>& params,
-                              std::vector<ParamState*>& states) {
+                              std::vector<ParamState*>& states, bool rule_yields_update = false) {
     if constexpr (requires { r.parts; }) {
-        std::apply([&](const auto&... part) { (apply(part, grads, params, states), ...); }, r.parts);
+        constexpr bool update_after = R::rule_index + 1 < std::tuple_size_v<decltype(r.parts)>;
+        std::apply([&](const auto&... part) { (apply(part, grads, params, states, update_after), ...); }, r.parts);
+        if constexpr (update_after)
+            for (std::size_t i = 0; i < params.size(); ++i) subtract_update(params[i], grads[i]);
+    } else if constexpr (is_rule<R>) {
+        for (std::size_t i = 0; i < params.size(); ++i) {
+            if (!rule_yields_update) {
+                r.step(*states[i], params[i], grads[i]);
+                continue;
+            }
+            Tensor after = params[i].clone();
+            r.step(*states[i], after, grads[i]);
+            grads[i] = update_of(params[i], after);
+        }
     } else if constexpr (std::is_same_v<R, AccumGrad>) {
         r.accumulate(grads, params, states);
-    } else if constexpr (is_modifier<R>) {
-        if (!grads.empty()) r.modify(grads, params);
     } else {
-        for (std::size_t i = 0; i < params.size(); ++i) r.step(*states[i], params[i], grads[i]);
+        if (!grads.empty()) r.modify(grads, params);
     }
 }
 struct Trainable {
