@@ -248,8 +248,8 @@ template <class Rule> void expect_steps(const std::string& name, const Rule& rul
                 const auto& a = opt_cpu.params[i];
                 const auto& b = opt_dev.params[i];
                 EXPECT_EQ(a.t, b.t) << what;
-                expect_same(std::tuple{a.state1, a.state2}, std::tuple{b.state1, b.state2}, dev, tolerance(dtype),
-                            what + " state of " + a.path);
+                expect_same(std::tuple{a.state1, a.state2, a.state3}, std::tuple{b.state1, b.state2, b.state3}, dev,
+                            tolerance(dtype), what + " state of " + a.path);
             }
         }
     }
@@ -262,6 +262,8 @@ TEST_F(Backends, OptimiserRules) {
     expect_steps("RMSProp", fx::RMSProp{});
     expect_steps("Adam", fx::Adam{.eta = 0.01});
     expect_steps("AdamW", fx::AdamW{.eta = 0.01, .lambda = 0.1});
+    expect_steps("AMSGrad", fx::AMSGrad{.eta = 0.01});
+    expect_steps("OAdam", fx::OAdam{.eta = 0.01});
     expect_steps("AdaGrad", fx::AdaGrad{});
     expect_steps("AdaDelta", fx::AdaDelta{});
     expect_steps("AdaMax", fx::AdaMax{.eta = 0.01});

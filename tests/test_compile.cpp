@@ -133,6 +133,8 @@ TEST(Compile, EveryRuleTrainsLikeEagerSteps) {
         auto model = fx::Chain(fx::Dense(10, 16, fx::relu), fx::Dense(16, 1));
         EXPECT_LE(eager_vs_compiled(model, mse_loss, regression_batches(20, 32, 10), {}, rule), kTolerance) << name;
     };
+    check(fx::AMSGrad{}, "AMSGrad");
+    check(fx::OAdam{}, "OAdam");
     check(fx::AdaGrad{}, "AdaGrad");
     check(fx::AdaDelta{}, "AdaDelta");
     check(fx::AdaMax{}, "AdaMax");

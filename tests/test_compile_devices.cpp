@@ -42,6 +42,8 @@ TEST(CompileDevices, EveryRuleTrainsLikeEagerSteps) {
             EXPECT_LE(eager_vs_compiled(model, mse_loss, regression_batches(10, 8, 10), d, rule), kTolerance)
                 << name << " on " << d.str();
         };
+        check(fx::AMSGrad{}, "AMSGrad");
+        check(fx::OAdam{}, "OAdam");
         check(fx::AdaGrad{}, "AdaGrad");
         check(fx::AdaDelta{}, "AdaDelta");
         check(fx::AdaMax{}, "AdaMax");

@@ -207,6 +207,7 @@ std::map<std::string, Tensor> after_steps(const auto& rule, const auto& convert,
     for (const auto& p : opt.params) {
         if (p.state1.defined()) out.emplace("state1 of " + p.path, p.state1);
         if (p.state2.defined()) out.emplace("state2 of " + p.path, p.state2);
+        if (p.state3.defined()) out.emplace("state3 of " + p.path, p.state3);
     }
     return out;
 }
@@ -234,6 +235,8 @@ TEST(HalfModels, OtherBackendsStepEveryRuleAsTheCpuDoes) {
     check(fx::RMSProp{.eta = 0.01, .epsilon = 1e-3}, "RMSProp", 1);  // ε as in adam_losses
     check(fx::Adam{.eta = 0.01, .epsilon = 1e-3}, "Adam", 2);
     check(fx::AdamW{.eta = 0.01, .lambda = 0.1, .epsilon = 1e-3}, "AdamW", 2);
+    check(fx::AMSGrad{.eta = 0.01, .epsilon = 1e-3}, "AMSGrad", 3);
+    check(fx::OAdam{.eta = 0.01, .epsilon = 1e-3}, "OAdam", 3);
     check(fx::AdaGrad{.eta = 0.01, .epsilon = 1e-3}, "AdaGrad", 1);
     check(fx::AdaDelta{.epsilon = 1e-3}, "AdaDelta", 2);
     check(fx::AdaMax{.eta = 0.01, .epsilon = 1e-3}, "AdaMax", 2);

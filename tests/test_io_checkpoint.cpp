@@ -52,6 +52,10 @@ template <class Rule> void expect_same_run(const Model& a, const fx::OptimiserSt
         if (oa.params[i].state2.defined()) {
             EXPECT_EQ(values(oa.params[i].state2), values(ob.params[i].state2));
         }
+        ASSERT_EQ(oa.params[i].state3.defined(), ob.params[i].state3.defined());
+        if (oa.params[i].state3.defined()) {
+            EXPECT_EQ(values(oa.params[i].state3), values(ob.params[i].state3));
+        }
         ASSERT_EQ(oa.params[i].accumulated.defined(), ob.params[i].accumulated.defined());
         if (oa.params[i].accumulated.defined()) {
             EXPECT_EQ(values(oa.params[i].accumulated), values(ob.params[i].accumulated));
@@ -110,6 +114,8 @@ TEST(IOCheckpoint, EveryRulesRunResumesExactly) {
         train(resumed, opt, d, 5);
         expect_same_run(resumed, opt, unbroken, opt_unbroken);
     };
+    check(fx::AMSGrad{.eta = 0.01}, "AMSGrad");
+    check(fx::OAdam{.eta = 0.01}, "OAdam");
     check(fx::AdaGrad{}, "AdaGrad");
     check(fx::AdaDelta{}, "AdaDelta");
     check(fx::AdaMax{.eta = 0.01}, "AdaMax");

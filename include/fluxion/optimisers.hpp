@@ -8,8 +8,8 @@
 //   fx::freeze(opt, "layers.0");  fx::thaw(opt, "layers.0");      // by path prefix
 //   auto opt2 = fx::setup(fx::OptimiserChain(fx::ClipNorm{1.0}, fx::Adam{}), model);
 //
-// A rule (Descent, Momentum, Nesterov, RMSProp, Adam, AdamW, AdaGrad, AdaDelta, AdaMax, NAdam, RAdam,
-// AdaBelief, Lion, Rprop) updates parameters with one fused kernel of the backend (optimiser_step).
+// A rule (Descent, Momentum, Nesterov, RMSProp, Adam, AdamW, AMSGrad, OAdam, AdaGrad, AdaDelta, AdaMax,
+// NAdam, RAdam, AdaBelief, Lion, Rprop) updates parameters with one fused kernel of the backend (optimiser_step).
 // A modifier (WeightDecay, SignDecay, ClipGrad, ClipNorm, AccumGrad) transforms the gradients first;
 // an OptimiserChain lists modifiers and one rule in the order they apply (modifiers after the rule
 // transform its update, as in Optimisers.jl). Only trainable tensors are optimised
@@ -30,7 +30,7 @@ namespace fluxion {
 // What an optimiser keeps for one trainable tensor.
 struct ParamState {
     std::string path;                    // "layers.0.weight"
-    Tensor state1, state2;               // momentum / first and second moments, as the rule needs
+    Tensor state1, state2, state3;       // the rule's: momentum, moments, ... (as it needs)
     std::int64_t t = 0;                  // steps taken
     bool frozen = false;
     Tensor accumulated;                  // AccumGrad: the gradients since the last update, each divided by n
@@ -65,6 +65,16 @@ struct Adam {  // PyTorch's Adam with bias correction
 };
 struct AdamW {  // p *= 1 - η λ, then Adam (PyTorch's AdamW; λ is its weight_decay)
     double eta = 0.001, beta1 = 0.9, beta2 = 0.999, lambda = 0.01, epsilon = 1e-8;
+    void init(ParamState& s, const Tensor& param) const;
+    void step(ParamState& s, Tensor& param, const Tensor& grad) const;
+};
+struct AMSGrad {  // Adam dividing by the largest second moment so far (PyTorch's Adam(amsgrad=True))
+    double eta = 0.001, beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
+    void init(ParamState& s, const Tensor& param) const;
+    void step(ParamState& s, Tensor& param, const Tensor& grad) const;
+};
+struct OAdam {  // optimistic Adam: p -= 2 Δ - Δ_prev, Δ Adam's update (Optimisers.jl's OAdam)
+    double eta = 0.001, beta1 = 0.5, beta2 = 0.9, epsilon = 1e-8;
     void init(ParamState& s, const Tensor& param) const;
     void step(ParamState& s, Tensor& param, const Tensor& grad) const;
 };

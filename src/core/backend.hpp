@@ -38,7 +38,7 @@ enum class Pool : int { max, mean };
 
 // The optimisers' update rules, one per FX_OPTIMISER line of the op registry.
 enum class Optimiser : int {
-#define FX_OPTIMISER(name, code, states, m, v, p) name = code,
+#define FX_OPTIMISER(name, code, states, m, v, w, p) name = code,
 #include "core/elementwise_formulas.def"
 };
 
@@ -179,7 +179,7 @@ struct Backend {
 
     // ---- optimisers: one fused step over n parameters; state buffers as the rule needs (else null) ----
     void (*optimiser_step)(int device, Optimiser rule, DType t, std::int64_t n, void* param, const void* grad,
-                           void* state1, void* state2, const OptimiserStep* hp);
+                           void* state1, void* state2, void* state3, const OptimiserStep* hp);
 
     // ---- recorded submissions (optional; null where a backend has none) ----
     // fx::compile replays a plan's device work as one recorded submission where these exist (one

@@ -11,19 +11,19 @@
 
 namespace fluxion::backend {
 
-// The rule's name ("adam") and the state buffers it reads and writes (0, 1 or 2); -1 when the code
+// The rule's name ("adam") and the state buffers it reads and writes (0 to 3); -1 when the code
 // is not a rule.
 // clang-format off
 inline const char* optimiser_name(Optimiser rule) {
     switch (rule) {
-#define FX_OPTIMISER(name, code, states, m, v, p) case Optimiser::name: return #name;
+#define FX_OPTIMISER(name, code, states, m, v, w, p) case Optimiser::name: return #name;
 #include "core/elementwise_formulas.def"
     }
     return nullptr;
 }
 inline int optimiser_states(Optimiser rule) {
     switch (rule) {
-#define FX_OPTIMISER(name, code, states, m, v, p) case Optimiser::name: return states;
+#define FX_OPTIMISER(name, code, states, m, v, w, p) case Optimiser::name: return states;
 #include "core/elementwise_formulas.def"
     }
     return -1;
@@ -38,7 +38,9 @@ inline bool optimiser_counts_steps(Optimiser rule) {
         case Optimiser::adamax:
         case Optimiser::nadam:
         case Optimiser::radam:
-        case Optimiser::adabelief: return true;
+        case Optimiser::adabelief:
+        case Optimiser::amsgrad:
+        case Optimiser::oadam: return true;
         default: return false;
     }
 }
@@ -75,6 +77,7 @@ inline OptimiserConstants optimiser_constants(Optimiser rule, const OptimiserSte
     switch (rule) {
         case Optimiser::adamw: k.shrink = 1 - hp.eta * hp.decay; break;
         case Optimiser::adamax: k.k1 = hp.eta / k.c1; break;
+        case Optimiser::amsgrad: k.k1 = hp.eta / k.c1, k.k2 = std::sqrt(k.c2); break;
         case Optimiser::nadam: {  // PyTorch's NAdam, ψ its momentum_decay
             const double mu = detail::nadam_mu(hp.beta1, hp.decay, t);
             const double mu_next = detail::nadam_mu(hp.beta1, hp.decay, t + 1);

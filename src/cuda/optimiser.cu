@@ -33,7 +33,7 @@ template <class T> __device__ T fx_abs(T x) { return fabs(x); }
 // upload captured before the kernel refills at every launch (capture.hpp). The rules' formulas are
 // core/elementwise_formulas.def's.
 template <class S, class C = Compute<S>>
-__global__ void optimiser_kernel(Optimiser rule, std::int64_t n, S* pp, const S* gp, S* s1p, S* s2p,
+__global__ void optimiser_kernel(Optimiser rule, std::int64_t n, S* pp, const S* gp, S* s1p, S* s2p, S* s3p,
                                  Hyper<C> by_value, const Hyper<C>* from) {
     using T = C;  // the formulas' T: S's compute type (f16 and bf16 are stored, not computed in)
     const Hyper<C> h = from ? *from : by_value;
@@ -42,16 +42,19 @@ __global__ void optimiser_kernel(Optimiser rule, std::int64_t n, S* pp, const S*
     for (std::int64_t i = first_index(); i < n; i += index_step()) {
         const C g = widen(gp[i]), p = widen(pp[i]);
         switch (rule) {
-#define FX_OPTIMISER(name, code, states, new_m, new_v, new_p)         \
+#define FX_OPTIMISER(name, code, states, new_m, new_v, new_w, new_p) \
     case Optimiser::name: {                                           \
         const C m0 = (states) >= 1 ? C(widen(s1p[i])) : C(0);        \
         const C v0 = (states) >= 2 ? C(widen(s2p[i])) : C(0);        \
+        const C w0 = (states) >= 3 ? C(widen(s3p[i])) : C(0);        \
         const C m = new_m;                                            \
         const C v = new_v;                                            \
-        pp[i] = narrow<S>(new_p);                              \
-        if ((states) >= 1) s1p[i] = narrow<S>(m);              \
-        if ((states) >= 2) s2p[i] = narrow<S>(v);              \
-        (void)m0, (void)v0, (void)m, (void)v;                         \
+        const C w = new_w;                                            \
+        pp[i] = narrow<S>(new_p);                                     \
+        if ((states) >= 1) s1p[i] = narrow<S>(m);                     \
+        if ((states) >= 2) s2p[i] = narrow<S>(v);                     \
+        if ((states) >= 3) s3p[i] = narrow<S>(w);                     \
+        (void)m0, (void)v0, (void)w0, (void)m, (void)v, (void)w;      \
         break;                                                        \
     }
 #include "core/elementwise_formulas.def"
@@ -64,11 +67,11 @@ __global__ void optimiser_kernel(Optimiser rule, std::int64_t n, S* pp, const S*
 }  // namespace
 
 void optimiser_step(int device, Optimiser rule, DType t, std::int64_t n, void* param, const void* grad,
-                    void* state1, void* state2, const OptimiserStep* hp) {
+                    void* state1, void* state2, void* state3, const OptimiserStep* hp) {
     const int states = backend::optimiser_states(rule);
     if (states < 0) throw ValueError("optimiser_step: unknown rule code " + std::to_string(static_cast<int>(rule)));
     const std::string op = std::string("optimiser_step ") + backend::optimiser_name(rule);
-    if ((states >= 1 && !state1) || (states == 2 && !state2))
+    if ((states >= 1 && !state1) || (states >= 2 && !state2) || (states >= 3 && !state3))
         throw ValueError(op + ": the rule needs " + std::to_string(states) +
                          " state buffer(s) of the parameters' size, but a null buffer was passed");
     if (backend::optimiser_counts_steps(rule) && hp->t < 1)
@@ -93,7 +96,7 @@ void optimiser_step(int device, Optimiser rule, DType t, std::int64_t n, void* p
         }
         optimiser_kernel<T><<<grid_for(ctx, n), kThreads, 0, ctx.stream>>>(
             rule, n, static_cast<T*>(param), static_cast<const T*>(grad), static_cast<T*>(state1),
-            static_cast<T*>(state2), h, from);
+            static_cast<T*>(state2), static_cast<T*>(state3), h, from);
     });
     FLUXION_CUDA_CHECK_LAUNCH("optimiser_kernel");
 }

@@ -13,10 +13,10 @@
 namespace fluxion::vulkan {
 
 void optimiser_step(int device, Optimiser rule, DType t, std::int64_t n, void* param, const void* grad, void* state1,
-                    void* state2, const OptimiserStep* hp) {
+                    void* state2, void* state3, const OptimiserStep* hp) {
     const int states = backend::optimiser_states(rule);
     if (states < 0) throw ValueError("optimiser_step on Vulkan: unknown rule code " + std::to_string(int(rule)));
-    if ((states >= 1 && !state1) || (states == 2 && !state2))
+    if ((states >= 1 && !state1) || (states >= 2 && !state2) || (states >= 3 && !state3))
         throw ValueError("optimiser_step on Vulkan: the rule needs " + std::to_string(states) +
                          " state buffer(s) of the parameters' size, but a null buffer was passed");
     if (backend::optimiser_counts_steps(rule) && hp->t < 1)
@@ -33,6 +33,7 @@ void optimiser_step(int device, Optimiser rule, DType t, std::int64_t n, void* p
     // Unused state slots are bound to the parameters, which the rule then never reads through them.
     const std::int32_t off2 = launch.buffer(state1 ? state1 : param, bytes, size, true);
     const std::int32_t off3 = launch.buffer(state2 ? state2 : param, bytes, size, true);
+    const std::int32_t off4 = launch.buffer(state3 ? state3 : param, bytes, size, true);
     // The parameter block, from the hyper-parameters; a recording builds it again before each
     // submission (fx::compile advances the step count and follows the learning rate).
     auto block = [=](ParamBlock& p) {
@@ -42,6 +43,7 @@ void optimiser_step(int device, Optimiser rule, DType t, std::int64_t n, void* p
         p.param(off1);
         p.param(off2);
         p.param(off3);
+        p.param(off4);
         const backend::OptimiserConstants k = backend::optimiser_constants(rule, *hp);
         const double values[] = {k.eta,   k.rho, k.beta1, k.beta2,  k.epsilon, k.lower,
                                  k.upper, k.c1,  k.c2,    k.shrink, k.k1,      k.k2};

@@ -7,8 +7,8 @@ types, with zeros and sign changes for the rules that look at signs. Written, pe
 ("Adagrad f32"): W and b flattened after each step.
 
 PyTorch 1.13's optimisers where it has the rule. NAdam follows PyTorch 2 (1.13 counts mu_t twice in
-the momentum's weight, a bug fixed since); AdaBelief and Lion, which PyTorch lacks, follow their papers
-(Optimisers.jl's AdaBelief; Lion's paper), written here with the same tensor operations.
+the momentum's weight, a bug fixed since); AdaBelief, OAdam and Lion, which PyTorch lacks, follow their papers
+(Optimisers.jl's AdaBelief and OAdam; Lion's paper), written here with the same tensor operations.
 """
 import json
 import sys
@@ -73,6 +73,29 @@ class AdaBelief(torch.optim.Optimizer):
                 p.sub_(group["lr"] * (st["m"] / c1) / (st["s"].div(c2).sqrt() + group["eps"]))
 
 
+class OAdam(torch.optim.Optimizer):
+    """Optimistic Adam: d = lr (m / c1) / (sqrt(v / c2) + eps); p -= 2 d - d_prev."""
+
+    def __init__(self, params, lr, betas, eps):
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps))
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            for p in group["params"]:
+                st = self.state[p]
+                if not st:
+                    st.update(t=0, m=torch.zeros_like(p), v=torch.zeros_like(p), d=torch.zeros_like(p))
+                st["t"] += 1
+                c1, c2 = 1 - beta1 ** st["t"], 1 - beta2 ** st["t"]
+                st["m"].mul_(beta1).add_(p.grad, alpha=1 - beta1)
+                st["v"].mul_(beta2).addcmul_(p.grad, p.grad, value=1 - beta2)
+                d = group["lr"] * (st["m"] / c1) / (st["v"].div(c2).sqrt() + group["eps"])
+                p.sub_(2 * d - st["d"])
+                st["d"] = d
+
+
 class Lion(torch.optim.Optimizer):
     """p -= lr sign(b1 m + (1 - b1) g); m = b2 m + (1 - b2) g."""
 
@@ -107,6 +130,8 @@ def run(results, name, make, dtype):
 
 def main(dst):
     rules = {
+        "AMSGrad": lambda p: torch.optim.Adam(p, lr=0.01, betas=(0.8, 0.99), eps=1e-8, amsgrad=True),
+        "OAdam": lambda p: OAdam(p, lr=0.01, betas=(0.5, 0.9), eps=1e-8),
         "AdaGrad": lambda p: torch.optim.Adagrad(p, lr=0.1, eps=1e-8),
         "AdaDelta": lambda p: torch.optim.Adadelta(p, lr=1.0, rho=0.9, eps=1e-6),
         "AdaMax": lambda p: torch.optim.Adamax(p, lr=0.01, betas=(0.8, 0.99), eps=1e-8),

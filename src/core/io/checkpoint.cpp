@@ -26,6 +26,7 @@ void add_optimiser(State& out, const std::vector<ParamState>& params, const Scal
     for (std::size_t i = 0; i < params.size(); ++i) {
         if (params[i].state1.defined()) out.emplace_back(slot(params[i], "state1"), params[i].state1);
         if (params[i].state2.defined()) out.emplace_back(slot(params[i], "state2"), params[i].state2);
+        if (params[i].state3.defined()) out.emplace_back(slot(params[i], "state3"), params[i].state3);
         out.emplace_back(slot(params[i], "step"), scalars.steps[i]);
         out.emplace_back(slot(params[i], "frozen"), scalars.frozen[i]);
         if (params[i].accumulated.defined()) {

@@ -12,6 +12,7 @@ void allocate(ParamState& s, const Tensor& param, int buffers) {
     TensorOptions o{.dtype = param.dtype(), .device = param.device()};
     if (buffers >= 1) s.state1 = zeros(param.shape(), o);
     if (buffers >= 2) s.state2 = zeros(param.shape(), o);
+    if (buffers >= 3) s.state3 = zeros(param.shape(), o);
 }
 
 // The kernel works on contiguous buffers; a strided parameter is updated through a copy.
@@ -19,10 +20,10 @@ void run(Optimiser rule, ParamState& s, Tensor& param, const Tensor& grad, backe
     hp.t = ++s.t;
     Tensor g = grad.contiguous();
     if (param.is_contiguous()) {
-        detail::optimiser_step(rule, param, g, s.state1, s.state2, hp);
+        detail::optimiser_step(rule, param, g, s.state1, s.state2, s.state3, hp);
     } else {
         Tensor p = param.contiguous();
-        detail::optimiser_step(rule, p, g, s.state1, s.state2, hp);
+        detail::optimiser_step(rule, p, g, s.state1, s.state2, s.state3, hp);
         param.copy_(p);
     }
 }
@@ -90,6 +91,16 @@ void AdaBelief::step(ParamState& s, Tensor& p, const Tensor& g) const {
 void Lion::init(ParamState& s, const Tensor& p) const { allocate(s, p, 1); }
 void Lion::step(ParamState& s, Tensor& p, const Tensor& g) const {
     run(Optimiser::lion, s, p, g, {.eta = eta, .beta1 = beta1, .beta2 = beta2});
+}
+
+void AMSGrad::init(ParamState& s, const Tensor& p) const { allocate(s, p, 3); }
+void AMSGrad::step(ParamState& s, Tensor& p, const Tensor& g) const {
+    run(Optimiser::amsgrad, s, p, g, {.eta = eta, .beta1 = beta1, .beta2 = beta2, .epsilon = epsilon});
+}
+
+void OAdam::init(ParamState& s, const Tensor& p) const { allocate(s, p, 3); }
+void OAdam::step(ParamState& s, Tensor& p, const Tensor& g) const {
+    run(Optimiser::oadam, s, p, g, {.eta = eta, .beta1 = beta1, .beta2 = beta2, .epsilon = epsilon});
 }
 
 // state1 is the last gradient kept (zero where its sign flipped), state2 each element's step size.
