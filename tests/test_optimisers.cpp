@@ -166,11 +166,13 @@ void expect_pytorch_steps(const Rule& rule, const std::string& name, const std::
 
 TEST(Optimisers, AMSGradMatchesPyTorch) {
     expect_pytorch_steps(fx::AMSGrad{.eta = 0.01, .beta1 = 0.8, .beta2 = 0.99, .epsilon = 1e-8}, "AMSGrad",
-                         {0.518819047615553, -1.19745015298519, 0.273750017009003, 2.01440959922226, 0.11142912136176, -0.720778496921179, 0.250437722020045, -0.47564857631944});
+                         {0.518819047615553, -1.19745015298519, 0.273750017009003, 2.01440959922226, 0.11142912136176,
+                          -0.720778496921179, 0.250437722020045, -0.47564857631944});
 }
 TEST(Optimisers, OAdamMatchesItsFormulas) {
     expect_pytorch_steps(fx::OAdam{.eta = 0.01, .beta1 = 0.5, .beta2 = 0.9, .epsilon = 1e-8}, "OAdam",
-                         {0.507082495122284, -1.20805860025339, 0.27628533302927, 2.02019340698579, 0.110375752645159, -0.706341127726539, 0.233547549713487, -0.477507814772485});
+                         {0.507082495122284, -1.20805860025339, 0.27628533302927, 2.02019340698579, 0.110375752645159,
+                          -0.706341127726539, 0.233547549713487, -0.477507814772485});
 }
 TEST(Optimisers, AdaGradMatchesPyTorch) {
     expect_pytorch_steps(fx::AdaGrad{.eta = 0.1, .epsilon = 1e-8}, "AdaGrad",
@@ -278,8 +280,8 @@ TEST(Optimisers, ModifiersAfterTheRuleTransformItsUpdate) {
     for (auto t : {fx::DType::f64, fx::DType::f32}) {
         const fx::Dense s = start();
         fx::Dense chained(s.weight.to(t), s.bias.to(t)), adamw(s.weight.to(t), s.bias.to(t));
-        auto opt = fx::setup(fx::OptimiserChain(fx::Adam{.eta = 0.01, .beta1 = 0.8, .beta2 = 0.99}, fx::WeightDecay{1e-3}),
-                             chained);
+        const fx::Adam adam{.eta = 0.01, .beta1 = 0.8, .beta2 = 0.99};
+        auto opt = fx::setup(fx::OptimiserChain(adam, fx::WeightDecay{1e-3}), chained);
         auto opt_w = fx::setup(fx::AdamW{.eta = 0.01, .beta1 = 0.8, .beta2 = 0.99, .lambda = 0.1}, adamw);
         for (int k = 0; k < 50; ++k) {
             fx::update(opt, chained, step_gradient(k, t));
