@@ -55,13 +55,14 @@ inline Batches class_batches(int steps, const fx::Shape& x_shape, int classes) {
     return out;
 }
 
-// Trains copies of `model` for every batch, eagerly and compiled, from the same random state, on
-// `device`; returns the largest relative difference between the two trained models.
-template <class M, class Loss>
-double eager_vs_compiled(const M& model, const Loss& loss, const Batches& data, const fx::Device& device = {}) {
+// Trains copies of `model` for every batch by `rule`, eagerly and compiled, from the same random
+// state, on `device`; returns the largest relative difference between the two trained models.
+template <class M, class Loss, class Rule = fx::Adam>
+double eager_vs_compiled(const M& model, const Loss& loss, const Batches& data, const fx::Device& device = {},
+                         const Rule& rule = fx::Adam{.eta = 1e-3}) {
     M eager = deep_copy(model) | device, compiled = deep_copy(model) | device;
-    auto opt_e = fx::setup(fx::Adam{.eta = 1e-3}, eager);
-    auto opt_c = fx::setup(fx::Adam{.eta = 1e-3}, compiled);
+    auto opt_e = fx::setup(rule, eager);
+    auto opt_c = fx::setup(rule, compiled);
     fx::seed(7);
     std::vector<double> loss_e, loss_c;
     Batches there;

@@ -222,9 +222,9 @@ TEST_F(Backends, Losses) {
     }
 }
 
-// Three steps of a rule on the CPU and on each device from the same model and data: parameters
-// and the optimiser's state (moments, step counts) agree.
-template <class Rule> void expect_steps(const std::string& name, const Rule& rule) {
+// Three steps (or `steps`) of a rule on the CPU and on each device from the same model and data:
+// parameters and the optimiser's state (moments, step counts) agree.
+template <class Rule> void expect_steps(const std::string& name, const Rule& rule, int steps = 3) {
     fx::seed(7);
     const auto model = fx::Chain(fx::Dense(4, 6, fx::tanh), fx::Dense(6, 3));
     const Tensor x = fx::randn({5, 4}), y = fx::randn({5, 3});
@@ -235,7 +235,7 @@ template <class Rule> void expect_steps(const std::string& name, const Rule& rul
             auto opt_cpu = fx::setup(rule, on_cpu);
             auto opt_dev = fx::setup(rule, on_dev);
             const Tensor xc = x.to(dtype), yc = y.to(dtype), xd = xc | dev, yd = yc | dev;
-            for (int step = 0; step < 3; ++step) {
+            for (int step = 0; step < steps; ++step) {
                 auto gc = fx::gradient([&](const auto& m) { return fx::mse(m(xc), yc); }, on_cpu);
                 auto gd = fx::gradient([&](const auto& m) { return fx::mse(m(xd), yd); }, on_dev);
                 fx::update(opt_cpu, on_cpu, std::get<0>(gc));
@@ -248,8 +248,8 @@ template <class Rule> void expect_steps(const std::string& name, const Rule& rul
                 const auto& a = opt_cpu.params[i];
                 const auto& b = opt_dev.params[i];
                 EXPECT_EQ(a.t, b.t) << what;
-                expect_same(std::tuple{a.state1, a.state2}, std::tuple{b.state1, b.state2}, dev, tolerance(dtype),
-                            what + " state of " + a.path);
+                expect_same(std::tuple{a.state1, a.state2, a.state3}, std::tuple{b.state1, b.state2, b.state3}, dev,
+                            tolerance(dtype), what + " state of " + a.path);
             }
         }
     }
@@ -262,11 +262,23 @@ TEST_F(Backends, OptimiserRules) {
     expect_steps("RMSProp", fx::RMSProp{});
     expect_steps("Adam", fx::Adam{.eta = 0.01});
     expect_steps("AdamW", fx::AdamW{.eta = 0.01, .lambda = 0.1});
+    expect_steps("AMSGrad", fx::AMSGrad{.eta = 0.01});
+    expect_steps("OAdam", fx::OAdam{.eta = 0.01});
+    expect_steps("AdaGrad", fx::AdaGrad{});
+    expect_steps("AdaDelta", fx::AdaDelta{});
+    expect_steps("AdaMax", fx::AdaMax{.eta = 0.01});
+    expect_steps("NAdam", fx::NAdam{.eta = 0.01});
+    expect_steps("RAdam", fx::RAdam{.eta = 0.01}, 8);  // rectified from step 6: both branches
+    expect_steps("AdaBelief", fx::AdaBelief{.eta = 0.01});
+    expect_steps("Lion", fx::Lion{.eta = 0.01});
+    expect_steps("Rprop", fx::Rprop{.eta = 0.01});
 }
 
 TEST_F(Backends, OptimiserModifiers) {
     expect_steps("WeightDecay, ClipGrad, Adam", fx::OptimiserChain(fx::WeightDecay{0.01}, fx::ClipGrad{0.05}, fx::Adam{}));
     expect_steps("ClipNorm, Momentum", fx::OptimiserChain(fx::ClipNorm{0.1}, fx::Momentum{}));
+    expect_steps("SignDecay, Lion", fx::OptimiserChain(fx::SignDecay{0.1}, fx::Lion{.eta = 0.01}));
+    expect_steps("Adam, WeightDecay", fx::OptimiserChain(fx::Adam{.eta = 0.01}, fx::WeightDecay{1e-3}));
 }
 
 }  // namespace

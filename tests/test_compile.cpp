@@ -135,6 +135,28 @@ TEST(Compile, EachInputShapeGetsItsOwnPlan) {
     EXPECT_LE(eager_vs_compiled(model, mse_loss, data), kTolerance);  // the last, smaller batch of each epoch
 }
 
+// Each rule's step constants (bias corrections, NAdam's momentum weights, RAdam's rectification)
+// follow the step count on every replay as they do eagerly; Rprop's and AdaDelta's second state too.
+TEST(Compile, EveryRuleTrainsLikeEagerSteps) {
+    const auto check = [](const auto& rule, const char* name) {
+        fx::seed(4);
+        auto model = fx::Chain(fx::Dense(10, 16, fx::relu), fx::Dense(16, 1));
+        EXPECT_LE(eager_vs_compiled(model, mse_loss, regression_batches(20, 32, 10), {}, rule), kTolerance) << name;
+    };
+    check(fx::AMSGrad{}, "AMSGrad");
+    check(fx::OAdam{}, "OAdam");
+    check(fx::AdaGrad{}, "AdaGrad");
+    check(fx::AdaDelta{}, "AdaDelta");
+    check(fx::AdaMax{}, "AdaMax");
+    check(fx::NAdam{}, "NAdam");
+    check(fx::RAdam{}, "RAdam");
+    check(fx::AdaBelief{}, "AdaBelief");
+    check(fx::Lion{}, "Lion");
+    check(fx::Rprop{}, "Rprop");
+    check(fx::OptimiserChain(fx::SignDecay{}, fx::Adam{}), "SignDecay, Adam");
+    check(fx::OptimiserChain(fx::Adam{}, fx::WeightDecay{1e-4}, fx::ClipGrad{1e-3}), "Adam, WeightDecay, ClipGrad");
+}
+
 TEST(Compile, WithoutCacheANewShapeIsAnError) {
     fx::seed(9);
     auto model = fx::Chain(fx::Dense(10, 16, fx::relu), fx::Dense(16, 1));

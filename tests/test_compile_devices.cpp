@@ -33,6 +33,28 @@ TEST(CompileDevices, MlpTrainsLikeEagerSteps) {
     }
 }
 
+// The rules whose constants change with the step count, replayed on each device.
+TEST(CompileDevices, EveryRuleTrainsLikeEagerSteps) {
+    for (const auto& d : fx::testing::other_devices(fx::DType::f32)) {
+        const auto check = [&](const auto& rule, const char* name) {
+            fx::seed(21);
+            auto model = fx::Chain(fx::Dense(10, 16, fx::relu), fx::Dense(16, 1));
+            EXPECT_LE(eager_vs_compiled(model, mse_loss, regression_batches(10, 8, 10), d, rule), kTolerance)
+                << name << " on " << d.str();
+        };
+        check(fx::AMSGrad{}, "AMSGrad");
+        check(fx::OAdam{}, "OAdam");
+        check(fx::AdaGrad{}, "AdaGrad");
+        check(fx::AdaDelta{}, "AdaDelta");
+        check(fx::AdaMax{}, "AdaMax");
+        check(fx::NAdam{}, "NAdam");
+        check(fx::RAdam{}, "RAdam");
+        check(fx::AdaBelief{}, "AdaBelief");
+        check(fx::Lion{}, "Lion");
+        check(fx::Rprop{}, "Rprop");
+    }
+}
+
 TEST(CompileDevices, LeNet5TrainsLikeEagerSteps) {
     for (const auto& d : fx::testing::other_devices(fx::DType::f32)) {
         fx::seed(21);

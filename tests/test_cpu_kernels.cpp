@@ -1294,7 +1294,7 @@ template <class T>
 void expect_step(be::Optimiser rule, const be::OptimiserStep& hp, T p, T g, T s1, T s2, T want_p, T want_s1,
                  T want_s2, double tolerance) {
     const DType t = sizeof(T) == 4 ? DType::f32 : DType::f64;
-    cpu().optimiser_step(0, rule, t, 1, &p, &g, &s1, &s2, &hp);
+    cpu().optimiser_step(0, rule, t, 1, &p, &g, &s1, &s2, nullptr, &hp);
     EXPECT_NEAR(p, want_p, tolerance) << "rule " << int(rule);
     EXPECT_NEAR(s1, want_s1, tolerance) << "rule " << int(rule);
     EXPECT_NEAR(s2, want_s2, tolerance) << "rule " << int(rule);
@@ -1330,13 +1330,15 @@ TEST(CpuOptimiser, LargeBuffersAndMissingState) {
     std::vector<float> p(n, 1.0f), g(n, 2.0f), s1(n, 0.0f), s2(n, 0.0f);
     be::OptimiserStep hp;
     hp.eta = 0.01, hp.beta1 = 0.9, hp.beta2 = 0.999, hp.epsilon = 1e-8, hp.t = 1;
-    cpu().optimiser_step(0, be::Optimiser::adam, DType::f32, n, p.data(), g.data(), s1.data(), s2.data(), &hp);
+    cpu().optimiser_step(0, be::Optimiser::adam, DType::f32, n, p.data(), g.data(), s1.data(), s2.data(), nullptr,
+                         &hp);
     for (int64_t i = 0; i < n; i += 997) EXPECT_NEAR(p[i], 0.99f, 1e-6);  // Adam's first step moves by eta
     const auto step = [&](be::Optimiser rule, void* state1, void* state2) {
-        cpu().optimiser_step(0, rule, DType::f32, n, p.data(), g.data(), state1, state2, &hp);
+        cpu().optimiser_step(0, rule, DType::f32, n, p.data(), g.data(), state1, state2, nullptr, &hp);
     };
     EXPECT_THROW(step(be::Optimiser::adam, s1.data(), nullptr), fluxion::ValueError);
     EXPECT_THROW(step(be::Optimiser::momentum, nullptr, nullptr), fluxion::ValueError);
+    EXPECT_THROW(step(be::Optimiser::amsgrad, s1.data(), s2.data()), fluxion::ValueError);  // no third state
     EXPECT_NEAR(p[0], 0.99f, 1e-6);  // the refused steps changed nothing
 }
 

@@ -207,16 +207,16 @@ std::map<std::string, Tensor> after_steps(const auto& rule, const auto& convert,
     for (const auto& p : opt.params) {
         if (p.state1.defined()) out.emplace("state1 of " + p.path, p.state1);
         if (p.state2.defined()) out.emplace("state2 of " + p.path, p.state2);
+        if (p.state3.defined()) out.emplace("state3 of " + p.path, p.state3);
     }
     return out;
 }
 
 // Every rule's step on half parameters and state, on every other backend against the CPU.
 TEST(HalfModels, OtherBackendsStepEveryRuleAsTheCpuDoes) {
-    const auto check = [](const auto& rule, const std::string& name) {
+    const auto check = [](const auto& rule, const std::string& name, std::size_t states) {
         for (auto [convert, t] : {std::pair{fx::bf16, DType::bf16}, std::pair{fx::f16, DType::f16}}) {
             const auto want = after_steps(rule, convert, t, fx::Device{});
-            const std::size_t states = name == "Descent" ? 0 : name == "Adam" || name == "AdamW" ? 2 : 1;
             EXPECT_EQ(want.size(), 2 + 2 * states) << name << ": weight, bias and their state";
             for (const auto& d : fx::testing::other_devices(t)) {
                 const auto got = after_steps(rule, convert, t, d);
@@ -229,12 +229,22 @@ TEST(HalfModels, OtherBackendsStepEveryRuleAsTheCpuDoes) {
             }
         }
     };
-    check(fx::Descent{}, "Descent");
-    check(fx::Momentum{.eta = 0.05}, "Momentum");
-    check(fx::Nesterov{.eta = 0.05}, "Nesterov");
-    check(fx::RMSProp{.eta = 0.01, .epsilon = 1e-3}, "RMSProp");  // ε as in adam_losses
-    check(fx::Adam{.eta = 0.01, .epsilon = 1e-3}, "Adam");
-    check(fx::AdamW{.eta = 0.01, .lambda = 0.1, .epsilon = 1e-3}, "AdamW");
+    check(fx::Descent{}, "Descent", 0);
+    check(fx::Momentum{.eta = 0.05}, "Momentum", 1);
+    check(fx::Nesterov{.eta = 0.05}, "Nesterov", 1);
+    check(fx::RMSProp{.eta = 0.01, .epsilon = 1e-3}, "RMSProp", 1);  // ε as in adam_losses
+    check(fx::Adam{.eta = 0.01, .epsilon = 1e-3}, "Adam", 2);
+    check(fx::AdamW{.eta = 0.01, .lambda = 0.1, .epsilon = 1e-3}, "AdamW", 2);
+    check(fx::AMSGrad{.eta = 0.01, .epsilon = 1e-3}, "AMSGrad", 3);
+    check(fx::OAdam{.eta = 0.01, .epsilon = 1e-3}, "OAdam", 3);
+    check(fx::AdaGrad{.eta = 0.01, .epsilon = 1e-3}, "AdaGrad", 1);
+    check(fx::AdaDelta{.epsilon = 1e-3}, "AdaDelta", 2);
+    check(fx::AdaMax{.eta = 0.01, .epsilon = 1e-3}, "AdaMax", 2);
+    check(fx::NAdam{.eta = 0.01, .epsilon = 1e-3}, "NAdam", 2);
+    check(fx::RAdam{.eta = 0.01, .epsilon = 1e-3}, "RAdam", 2);
+    check(fx::AdaBelief{.eta = 0.01, .epsilon = 1e-3}, "AdaBelief", 2);
+    check(fx::Lion{.eta = 0.01}, "Lion", 1);
+    check(fx::Rprop{.eta = 0.01}, "Rprop", 2);
 }
 
 TEST(HalfModels, SavingKeepsTheHalfType) {

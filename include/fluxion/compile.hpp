@@ -111,7 +111,10 @@ public:
         held_.clear();
         frozen_.clear();
         for_each_tensor(model, [&](const Tensor& t) { held_.push_back(t); });
-        for (const auto& s : opt.params) held_.push_back(s.state1), held_.push_back(s.state2), frozen_.push_back(s.frozen);
+        for (const auto& s : opt.params) {
+            held_.push_back(s.state1), held_.push_back(s.state2), held_.push_back(s.state3);
+            frozen_.push_back(s.frozen);
+        }
     }
     template <class M, class Rule> bool same(const M& model, const OptimiserState<Rule>& opt) const {
         std::size_t i = 0, k = 0;
@@ -121,6 +124,7 @@ public:
         for (const auto& s : opt.params) {
             check(s.state1);
             check(s.state2);
+            check(s.state3);
             same = same && k < frozen_.size() && frozen_[k++] == s.frozen;
         }
         return same && i == held_.size() && k == frozen_.size();
@@ -150,12 +154,13 @@ class StepSnapshot {
 public:
     template <class M, class Rule> StepSnapshot(const M& model, const OptimiserState<Rule>& opt) {
         for_each_tensor(model, [&](const Tensor& t) { keep(t); });
-        for (const auto& s : opt.params) keep(s.state1), keep(s.state2), steps_.push_back(s.t);
+        for (const auto& s : opt.params) keep(s.state1), keep(s.state2), keep(s.state3), steps_.push_back(s.t);
     }
     template <class M, class Rule> void restore(const M& model, OptimiserState<Rule>& opt) const {
         std::size_t i = 0, k = 0;
         for_each_tensor(model, [&](const Tensor& t) { put_back(t, i++); });
-        for (auto& s : opt.params) put_back(s.state1, i++), put_back(s.state2, i++), s.t = steps_[k++];
+        for (auto& s : opt.params)
+            put_back(s.state1, i++), put_back(s.state2, i++), put_back(s.state3, i++), s.t = steps_[k++];
         generator_.restore();
     }
 

@@ -113,14 +113,14 @@ template <class Rule> OptimiserState<Rule> broadcast(const OptimiserState<Rule>&
     std::vector<Tensor> ts;
     std::vector<std::int64_t> steps;
     for (const ParamState& p : opt.params) {
-        ts.push_back(p.state1), ts.push_back(p.state2);
+        ts.push_back(p.state1), ts.push_back(p.state2), ts.push_back(p.state3);
         steps.push_back(p.t), steps.push_back(p.frozen ? 1 : 0);
     }
     ts.push_back(tensor(steps, Shape{std::int64_t(steps.size())}));
     ts = detail::broadcast(ts, root, default_bucket_bytes, "broadcast");
     steps = ts.back().to_vector<std::int64_t>();
     for (std::size_t i = 0; i < out.params.size(); ++i) {
-        out.params[i].state1 = ts[2 * i], out.params[i].state2 = ts[2 * i + 1];
+        out.params[i].state1 = ts[3 * i], out.params[i].state2 = ts[3 * i + 1], out.params[i].state3 = ts[3 * i + 2];
         out.params[i].t = steps[2 * i], out.params[i].frozen = steps[2 * i + 1] != 0;
     }
     return out;

@@ -101,7 +101,8 @@ template <class Model> LoadReport load(const std::filesystem::path& path, Model&
 
 // ---- training checkpoints: a model and its optimiser state in one file ----
 // Tensors: "model.<name>" for the model's state; for each trainable path, "optimiser.<path>.state1"
-// and ".state2" (the rule's moments, where it keeps them), ".step" (i64) and ".frozen" (bool).
+// to ".state3" (the rule's moments, where it keeps them), ".step" (i64) and ".frozen" (bool), and
+// with AccumGrad ".accumulated" and ".accumulated_steps" (i64).
 // Metadata: the learning rate in effect (fx::adjust changes it) and `extra` (e.g. the epoch).
 // The rule's other hyper-parameters come from the code that calls fx::setup, as with PyTorch.
 // The random generator's state is not saved: reseed (fx::seed) for data order and dropout.

@@ -8,10 +8,12 @@
 //   fx::freeze(opt, "layers.0");  fx::thaw(opt, "layers.0");      // by path prefix
 //   auto opt2 = fx::setup(fx::OptimiserChain(fx::ClipNorm{1.0}, fx::Adam{}), model);
 //
-// A rule (Descent ... AdamW) updates parameters with one fused kernel of the backend
-// (optimiser_step). A modifier (WeightDecay, ClipGrad, ClipNorm) transforms the gradients first;
-// an OptimiserChain lists modifiers in the order they apply and ends with one rule. Only trainable
-// tensors are optimised (FLUXION_TRAINABLE; BatchNorm's running statistics are not).
+// A rule (Descent, Momentum, Nesterov, RMSProp, Adam, AdamW, AMSGrad, OAdam, AdaGrad, AdaDelta, AdaMax,
+// NAdam, RAdam, AdaBelief, Lion, Rprop) updates parameters with one fused kernel of the backend (optimiser_step).
+// A modifier (WeightDecay, SignDecay, ClipGrad, ClipNorm, AccumGrad) transforms the gradients first;
+// an OptimiserChain lists modifiers and one rule in the order they apply (modifiers after the rule
+// transform its update, as in Optimisers.jl). Only trainable tensors are optimised
+// (FLUXION_TRAINABLE; BatchNorm's running statistics are not).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -27,10 +29,12 @@ namespace fluxion {
 
 // What an optimiser keeps for one trainable tensor.
 struct ParamState {
-    std::string path;       // "layers.0.weight"
-    Tensor state1, state2;  // momentum / first and second moments, as the rule needs
-    std::int64_t t = 0;     // steps taken
+    std::string path;                    // "layers.0.weight"
+    Tensor state1, state2, state3;       // the rule's: momentum, moments, ... (as it needs)
+    std::int64_t t = 0;                  // steps taken
     bool frozen = false;
+    Tensor accumulated;                  // AccumGrad: the gradients since the last update, each divided by n
+    std::int64_t accumulated_steps = 0;  // AccumGrad: how many
 };
 
 // ---- rules (each updates a parameter from its gradient) ----
@@ -64,10 +68,64 @@ struct AdamW {  // p *= 1 - η λ, then Adam (PyTorch's AdamW; λ is its weight_
     void init(ParamState& s, const Tensor& param) const;
     void step(ParamState& s, Tensor& param, const Tensor& grad) const;
 };
+struct AMSGrad {  // Adam dividing by the largest second moment so far (PyTorch's Adam(amsgrad=True))
+    double eta = 0.001, beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
+    void init(ParamState& s, const Tensor& param) const;
+    void step(ParamState& s, Tensor& param, const Tensor& grad) const;
+};
+struct OAdam {  // optimistic Adam: p -= 2 Δ - Δ_prev, Δ Adam's update (Optimisers.jl's OAdam)
+    double eta = 0.001, beta1 = 0.5, beta2 = 0.9, epsilon = 1e-8;
+    void init(ParamState& s, const Tensor& param) const;
+    void step(ParamState& s, Tensor& param, const Tensor& grad) const;
+};
+struct AdaGrad {  // a += g²; p -= η g / (√a + ε)  (PyTorch's Adagrad: a starts at 0)
+    double eta = 0.1, epsilon = 1e-8;
+    void init(ParamState& s, const Tensor& param) const;
+    void step(ParamState& s, Tensor& param, const Tensor& grad) const;
+};
+struct AdaDelta {  // PyTorch's Adadelta; η is its lr (Optimisers.jl's AdaDelta has none: η = 1)
+    double eta = 1.0, rho = 0.9, epsilon = 1e-8;
+    void init(ParamState& s, const Tensor& param) const;
+    void step(ParamState& s, Tensor& param, const Tensor& grad) const;
+};
+struct AdaMax {  // Adam with the ∞-norm: u = max(β2 u, |g| + ε); p -= η m / ((1 - β1^t) u)  (PyTorch's Adamax)
+    double eta = 0.001, beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
+    void init(ParamState& s, const Tensor& param) const;
+    void step(ParamState& s, Tensor& param, const Tensor& grad) const;
+};
+struct NAdam {  // Adam with Nesterov momentum (PyTorch 2's NAdam; ψ is its momentum_decay)
+    double eta = 0.001, beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8, psi = 4e-3;
+    void init(ParamState& s, const Tensor& param) const;
+    void step(ParamState& s, Tensor& param, const Tensor& grad) const;
+};
+struct RAdam {  // Adam with the variance rectified, plain momentum for the first steps (PyTorch's RAdam)
+    double eta = 0.001, beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
+    void init(ParamState& s, const Tensor& param) const;
+    void step(ParamState& s, Tensor& param, const Tensor& grad) const;
+};
+struct AdaBelief {  // Adam whose second moment is that of g - m: s = β2 s + (1 - β2)(g - m)² + ε
+    double eta = 0.001, beta1 = 0.9, beta2 = 0.999, epsilon = 1e-16;
+    void init(ParamState& s, const Tensor& param) const;
+    void step(ParamState& s, Tensor& param, const Tensor& grad) const;
+};
+struct Lion {  // p -= η sign(β1 m + (1 - β1) g); m = β2 m + (1 - β2) g  (the paper's formulas)
+    double eta = 0.001, beta1 = 0.9, beta2 = 0.999;
+    void init(ParamState& s, const Tensor& param) const;
+    void step(ParamState& s, Tensor& param, const Tensor& grad) const;
+};
+struct Rprop {  // per-element steps, from η, times ℓ+ while g keeps its sign, ℓ- when it flips, within [Γmin, Γmax]
+    double eta = 1e-3, ell_minus = 0.5, ell_plus = 1.2, gamma_min = 1e-6, gamma_max = 50;  // PyTorch's Rprop
+    void init(ParamState& s, const Tensor& param) const;
+    void step(ParamState& s, Tensor& param, const Tensor& grad) const;
+};
 
 // ---- modifiers (each transforms all gradients of one step; params in the same order) ----
 struct WeightDecay {  // g += λ p (PyTorch's weight_decay of SGD and Adam)
     double lambda = 5e-4;
+    void modify(std::vector<Tensor>& grads, const std::vector<Tensor>& params) const;
+};
+struct SignDecay {  // g += κ sign(p)
+    double kappa = 1e-3;
     void modify(std::vector<Tensor>& grads, const std::vector<Tensor>& params) const;
 };
 struct ClipGrad {  // each element clamped to [-δ, δ]
@@ -79,10 +137,24 @@ struct ClipNorm {  // all gradients scaled by ω / ‖g‖ when their global 2-n
     void modify(std::vector<Tensor>& grads, const std::vector<Tensor>& params) const;
 };
 
+// Sums the gradients of n steps (each divided by n) and passes their mean on every n-th step; the
+// steps between change nothing: the rest of the chain does not run (Optimisers.jl's AccumGrad, for
+// a batch n times larger than memory holds). Its sum is optimiser state, saved in checkpoints. A
+// step either updates or not, which one traced plan cannot replay: fx::compile refuses it and
+// fx::train runs its steps eagerly.
+struct AccumGrad {
+    std::int64_t n = 1;
+    static constexpr bool replayable = false;
+    void init(ParamState& s, const Tensor& param) const;
+    // Keeps the gradients, parameters and states that update now (the n-th of theirs), drops the others.
+    void accumulate(std::vector<Tensor>& grads, std::vector<Tensor>& params, std::vector<ParamState*>& states) const;
+};
+
 namespace detail {
 template <class R> inline constexpr bool is_rule = requires(const R& r, ParamState& s, Tensor& p) { r.step(s, p, p); };
 template <class R>
-inline constexpr bool is_modifier = requires(const R& r, std::vector<Tensor>& g) { r.modify(g, g); };
+inline constexpr bool is_modifier =
+    requires(const R& r, std::vector<Tensor>& g) { r.modify(g, g); } || std::is_same_v<R, AccumGrad>;
 }  // namespace detail
 
 // Whether fx::compile can replay a rule or modifier: true unless the type says
@@ -94,22 +166,27 @@ template <class R> constexpr bool replayable() {
     else return true;
 }
 
-// Modifiers in the order they apply, then one rule.
+// Modifiers and one rule, in the order they apply, as Optimisers.jl's: modifiers before the rule
+// transform the gradients; those after it transform the rule's update Δ (the parameter before its
+// step less after it), which is then subtracted: OptimiserChain(Adam{}, WeightDecay{λ}) is
+// decoupled weight decay, p -= Δ + λ p.
 template <class... Parts> struct OptimiserChain {
-    static_assert(sizeof...(Parts) > 0, "fluxion: OptimiserChain needs at least a rule");
+    static constexpr std::size_t rules = (std::size_t(detail::is_rule<Parts>) + ... + 0);
+    static_assert(rules == 1, "fluxion: an OptimiserChain holds one rule (Descent, Adam, ... : "
+                              "fluxion/optimisers.hpp) among its modifiers");
+    static_assert(((detail::is_rule<Parts> || detail::is_modifier<Parts>) && ...),
+                  "fluxion: an OptimiserChain holds modifiers (WeightDecay, SignDecay, ClipGrad, ClipNorm, "
+                  "AccumGrad) and one rule");
+    static constexpr std::size_t rule_index = [] {
+        constexpr bool is[] = {detail::is_rule<Parts>...};
+        std::size_t i = 0;
+        while (!is[i]) ++i;
+        return i;
+    }();
     std::tuple<Parts...> parts;
-    explicit OptimiserChain(Parts... ps) : parts(std::move(ps)...) {
-        constexpr std::size_t n = sizeof...(Parts);
-        static_assert(detail::is_rule<std::tuple_element_t<n - 1, std::tuple<Parts...>>>,
-                      "fluxion: an OptimiserChain ends with a rule (Descent, Momentum, Nesterov, RMSProp, Adam, AdamW)");
-        [&]<std::size_t... I>(std::index_sequence<I...>) {
-            static_assert((detail::is_modifier<std::tuple_element_t<I, std::tuple<Parts...>>> && ...),
-                          "fluxion: only modifiers (WeightDecay, ClipGrad, ClipNorm) come before the rule of an "
-                          "OptimiserChain");
-        }(std::make_index_sequence<n - 1>());
-    }
-    const auto& rule() const { return std::get<sizeof...(Parts) - 1>(parts); }
-    auto& rule() { return std::get<sizeof...(Parts) - 1>(parts); }
+    explicit OptimiserChain(Parts... ps) : parts(std::move(ps)...) {}
+    const auto& rule() const { return std::get<rule_index>(parts); }
+    auto& rule() { return std::get<rule_index>(parts); }
     static constexpr bool replayable = (fluxion::replayable<Parts>() && ...);
 };
 
@@ -124,14 +201,33 @@ template <class R> auto& final_rule(R& r) {
     if constexpr (requires { r.rule(); }) return r.rule();
     else return r;
 }
+// A rule's update Δ = before - after, and the parameter less Δ, in place (chain.cpp).
+Tensor update_of(const Tensor& before, const Tensor& after);
+void subtract_update(Tensor& param, const Tensor& update);
+
+// One step of a rule, a modifier or a chain; in a chain whose rule is not last, the rule yields its
+// update (grads become Δ) and the chain subtracts what the modifiers after it make of Δ.
 template <class R> void apply(const R& r, std::vector<Tensor>& grads, std::vector<Tensor>& params,
-                              const std::vector<ParamState*>& states) {
+                              std::vector<ParamState*>& states, bool rule_yields_update = false) {
     if constexpr (requires { r.parts; }) {
-        std::apply([&](const auto&... part) { (apply(part, grads, params, states), ...); }, r.parts);
-    } else if constexpr (is_modifier<R>) {
-        r.modify(grads, params);
+        constexpr bool update_after = R::rule_index + 1 < std::tuple_size_v<decltype(r.parts)>;
+        std::apply([&](const auto&... part) { (apply(part, grads, params, states, update_after), ...); }, r.parts);
+        if constexpr (update_after)
+            for (std::size_t i = 0; i < params.size(); ++i) subtract_update(params[i], grads[i]);
+    } else if constexpr (is_rule<R>) {
+        for (std::size_t i = 0; i < params.size(); ++i) {
+            if (!rule_yields_update) {
+                r.step(*states[i], params[i], grads[i]);
+                continue;
+            }
+            Tensor after = params[i].clone();
+            r.step(*states[i], after, grads[i]);
+            grads[i] = update_of(params[i], after);
+        }
+    } else if constexpr (std::is_same_v<R, AccumGrad>) {
+        r.accumulate(grads, params, states);
     } else {
-        for (std::size_t i = 0; i < params.size(); ++i) r.step(*states[i], params[i], grads[i]);
+        if (!grads.empty()) r.modify(grads, params);
     }
 }
 struct Trainable {
@@ -160,11 +256,18 @@ template <class R> void prepare(const R& r, const std::vector<Tensor>& params) {
     else if constexpr (requires { r.prepare(params); })
         r.prepare(params);
 }
+// AccumGrad's sums, one per trainable tensor.
+template <class R> void init_accumulators(const R& r, ParamState& s, const Tensor& param) {
+    if constexpr (requires { r.parts; })
+        std::apply([&](const auto&... part) { (init_accumulators(part, s, param), ...); }, r.parts);
+    else if constexpr (std::is_same_v<R, AccumGrad>)
+        r.init(s, param);
+}
 }  // namespace detail
 
 template <class Rule, class M> OptimiserState<Rule> setup(const Rule& rule, const M& model) {
     static_assert(detail::is_rule<Rule> || requires { rule.rule(); },
-                  "fluxion: setup takes a rule (Descent, Momentum, Nesterov, RMSProp, Adam, AdamW) or an "
+                  "fluxion: setup takes a rule (Descent, Adam, ... : fluxion/optimisers.hpp) or an "
                   "OptimiserChain ending with one");
     OptimiserState<Rule> opt{rule, {}};
     auto params = detail::trainable_of(model);
@@ -172,6 +275,7 @@ template <class Rule, class M> OptimiserState<Rule> setup(const Rule& rule, cons
         ParamState s;
         s.path = params.paths[i];
         detail::final_rule(rule).init(s, params.tensors[i]);
+        detail::init_accumulators(rule, s, params.tensors[i]);
         opt.params.push_back(std::move(s));
     }
     detail::prepare(rule, params.tensors);

@@ -16,7 +16,7 @@
 
 namespace fluxion::backend {
 
-inline constexpr int kAbiVersion = 4;
+inline constexpr int kAbiVersion = 5;
 inline constexpr int kMaxDims = 8;
 
 // One code per line of core/elementwise_formulas.def, the op registry, whose lines say what the
@@ -37,7 +37,11 @@ enum class Reduce : int { sum, mean, max, min, argmax, argmin };  // argmax/argm
 
 enum class Pool : int { max, mean };
 
-enum class Optimiser : int { descent, momentum, nesterov, rmsprop, adam, adamw };
+// The optimisers' update rules, one per FX_OPTIMISER line of the op registry.
+enum class Optimiser : int {
+#define FX_OPTIMISER(name, code, states, m, v, w, p) name = code,
+#include "core/elementwise_formulas.def"
+};
 
 struct Conv2dShape {
     std::int64_t n, c, h, w;        // input  {n, c, h, w}
@@ -53,7 +57,9 @@ struct Pool2dShape {
 
 // Hyper-parameters of one optimiser step; each rule reads the fields it needs.
 struct OptimiserStep {
-    double eta = 0, rho = 0, beta1 = 0, beta2 = 0, epsilon = 0, decay = 0;
+    double eta = 0, rho = 0, beta1 = 0, beta2 = 0, epsilon = 0;
+    double decay = 0;             // AdamW's weight decay λ, NAdam's momentum decay ψ
+    double lower = 0, upper = 0;  // Rprop's bounds on its step sizes
     std::int64_t t = 0;  // 1-based step count (Adam's bias correction)
 };
 
@@ -174,7 +180,7 @@ struct Backend {
 
     // ---- optimisers: one fused step over n parameters; state buffers as the rule needs (else null) ----
     void (*optimiser_step)(int device, Optimiser rule, DType t, std::int64_t n, void* param, const void* grad,
-                           void* state1, void* state2, const OptimiserStep* hp);
+                           void* state1, void* state2, void* state3, const OptimiserStep* hp);
 
     // ---- recorded submissions (optional; null where a backend has none) ----
     // fx::compile replays a plan's device work as one recorded submission where these exist (one

@@ -6,9 +6,9 @@
 namespace fluxion::detail {
 
 void optimiser_step(backend::Optimiser rule, Tensor& param, const Tensor& grad, Tensor& state1, Tensor& state2,
-                    const backend::OptimiserStep& hp) {
+                    Tensor& state3, const backend::OptimiserStep& hp) {
     std::vector<Tensor> args{param, grad};
-    for (const Tensor* s : {&state1, &state2})
+    for (const Tensor* s : {&state1, &state2, &state3})
         if (s->defined()) args.push_back(*s);
     common_device("optimiser step", args);
     for (const auto& t : args) {
@@ -18,7 +18,8 @@ void optimiser_step(backend::Optimiser rule, Tensor& param, const Tensor& grad, 
     }
     backend_of(param).optimiser_step(param.device().index, rule, param.dtype(), param.numel(), param.data_ptr(),
                                      grad.data_ptr(), state1.defined() ? state1.data_ptr() : nullptr,
-                                     state2.defined() ? state2.data_ptr() : nullptr, &hp);
+                                     state2.defined() ? state2.data_ptr() : nullptr,
+                                     state3.defined() ? state3.data_ptr() : nullptr, &hp);
 }
 
 }  // namespace fluxion::detail

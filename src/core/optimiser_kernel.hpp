@@ -8,6 +8,6 @@ namespace fluxion::detail {
 
 // param, grad and the state tensors must share device, dtype and shape; state2 may be empty.
 void optimiser_step(backend::Optimiser rule, Tensor& param, const Tensor& grad, Tensor& state1, Tensor& state2,
-                    const backend::OptimiserStep& hp);
+                    Tensor& state3, const backend::OptimiserStep& hp);
 
 }  // namespace fluxion::detail

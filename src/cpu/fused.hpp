@@ -11,8 +11,8 @@ namespace fluxion::backend::cpu {
 
 // optimiser_step on `count` tensors as one loop over all their elements, shared among the threads
 // (one parallel region instead of one per tensor, as PyTorch's foreach/fused optimisers): tensor i
-// has n[i] elements, hyper-parameters *hp[i] and the buffers ptrs[4i .. 4i + 3] (parameter,
-// gradient, state1, state2; null states where the rule needs none). Bit for bit what `count` calls
+// has n[i] elements, hyper-parameters *hp[i] and the buffers ptrs[5i .. 5i + 4] (parameter,
+// gradient, state1, state2, state3; null states where the rule needs none). Bit for bit what `count` calls
 // of optimiser_step compute.
 void optimiser_steps(Optimiser rule, DType t, std::size_t count, const int64_t* n, const OptimiserStep* const* hp,
                      void* const* ptrs);

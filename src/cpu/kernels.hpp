@@ -122,7 +122,7 @@ void lstm_cell_backward(int device, DType t, int64_t n, int64_t h, const void* g
 
 // ---- optimiser.cpp ----
 void optimiser_step(int device, Optimiser rule, DType t, int64_t n, void* param, const void* grad, void* state1,
-                    void* state2, const OptimiserStep* hp);
+                    void* state2, void* state3, const OptimiserStep* hp);
 
 // ---- widen.cpp: the table's entries for the kernels that compute. f16 and bf16 run the f32 kernel
 // on widened copies and round the results back; every other type goes to the kernel above. ----
@@ -148,7 +148,7 @@ void softmax(int device, bool log, DType t, int64_t outer, int64_t n, int64_t in
 void softmax_backward(int device, bool log, DType t, int64_t outer, int64_t n, int64_t inner, const void* y,
                       const void* gy, void* gx);
 void optimiser_step(int device, Optimiser rule, DType t, int64_t n, void* param, const void* grad, void* state1,
-                    void* state2, const OptimiserStep* hp);
+                    void* state2, void* state3, const OptimiserStep* hp);
 }  // namespace widen
 
 }  // namespace fluxion::backend::cpu

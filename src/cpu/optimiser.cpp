@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 
+#include "core/optimiser_constants.hpp"
 #include "cpu/dispatch.hpp"
 #include "cpu/fused.hpp"
 #include "cpu/kernels.hpp"
@@ -14,65 +15,63 @@ namespace fluxion::backend::cpu {
 namespace {
 
 // Whole names, so that a step builds no string unless it fails (compiled steps allocate nothing).
-const char* const kKernelNames[] = {"optimiser_step descent", "optimiser_step momentum", "optimiser_step nesterov",
-                                    "optimiser_step rmsprop",  "optimiser_step adam",     "optimiser_step adamw"};
+const char* const kKernelNames[] = {
+#define FX_OPTIMISER(name, code, states, m, v, w, p) "optimiser_step " #name,
+#include "core/elementwise_formulas.def"
+};
 
-int states_needed(Optimiser rule) {
-    switch (rule) {
-        case Optimiser::descent: return 0;
-        case Optimiser::momentum:
-        case Optimiser::nesterov:
-        case Optimiser::rmsprop: return 1;
-        case Optimiser::adam:
-        case Optimiser::adamw: return 2;
-    }
-    throw ValueError("optimiser_step: unknown rule code " + std::to_string(int(rule)));
-}
-
-void check(Optimiser rule, const void* state1, const void* state2, const OptimiserStep& hp) {
-    const int states = states_needed(rule);
+void check(Optimiser rule, const void* state1, const void* state2, const void* state3, const OptimiserStep& hp) {
+    const int states = optimiser_states(rule);
+    if (states < 0) throw ValueError("optimiser_step: unknown rule code " + std::to_string(int(rule)));
     const char* kernel = kKernelNames[int(rule)];
-    if ((states >= 1 && !state1) || (states == 2 && !state2))
+    if ((states >= 1 && !state1) || (states >= 2 && !state2) || (states >= 3 && !state3))
         throw ValueError(std::string(kernel) + ": the rule needs " + std::to_string(states) +
                          " state buffer(s) of the parameters' size, but a null buffer was passed");
-    if ((rule == Optimiser::adam || rule == Optimiser::adamw) && hp.t < 1)
+    if (optimiser_counts_steps(rule) && hp.t < 1)
         throw ValueError(std::string(kernel) + ": step count t = " + std::to_string(hp.t) +
-                         " must start at 1 (Adam's bias correction divides by 1 - beta^t)");
+                         " must start at 1 (the bias correction divides by 1 - beta^t)");
 }
 
 template <class T> T fx_sqrt(T x) { return std::sqrt(x); }
+template <class T> T fx_abs(T x) { return std::abs(x); }
 
 // Each rule is one pass over the slice [begin, end) of the buffers, its formulas those of
 // core/elementwise_formulas.def; the step's constants are computed in double and rounded once.
 template <class T>
-void step(Optimiser rule, int64_t begin, int64_t end, T* pp, const T* gp, T* s1p, T* s2p, const OptimiserStep& hp) {
-    const T eta = T(hp.eta), rho = T(hp.rho), epsilon = T(hp.epsilon), beta1 = T(hp.beta1), beta2 = T(hp.beta2);
-    const T c1 = T(1 - std::pow(hp.beta1, double(hp.t))), c2 = T(1 - std::pow(hp.beta2, double(hp.t)));
-    const T shrink = T(1 - hp.eta * hp.decay);
+void step(Optimiser rule, int64_t begin, int64_t end, T* pp, const T* gp, T* s1p, T* s2p, T* s3p,
+          const OptimiserStep& hp) {
+    const OptimiserConstants k = optimiser_constants(rule, hp);
+    const T eta = T(k.eta), rho = T(k.rho), epsilon = T(k.epsilon), beta1 = T(k.beta1), beta2 = T(k.beta2);
+    const T lower = T(k.lower), upper = T(k.upper), c1 = T(k.c1), c2 = T(k.c2), shrink = T(k.shrink);
+    const T k1 = T(k.k1), k2 = T(k.k2);
     switch (rule) {
-#define FX_OPTIMISER(name, code, states, new_m, new_v, new_p)                     \
-    case Optimiser::name:                                                         \
-        for (int64_t i = begin; i < end; ++i) {                                   \
-            const T g = gp[i], p = pp[i];                                         \
-            [[maybe_unused]] const T m0 = (states) >= 1 ? s1p[i] : T(0);          \
-            [[maybe_unused]] const T v0 = (states) >= 2 ? s2p[i] : T(0);          \
-            [[maybe_unused]] const T m = new_m;                                   \
-            [[maybe_unused]] const T v = new_v;                                   \
-            pp[i] = new_p;                                                        \
-            if constexpr ((states) >= 1) s1p[i] = m;                              \
-            if constexpr ((states) >= 2) s2p[i] = v;                              \
-        }                                                                         \
+#define FX_OPTIMISER(name, code, states, new_m, new_v, new_w, new_p)     \
+    case Optimiser::name:                                                \
+        for (int64_t i = begin; i < end; ++i) {                          \
+            const T g = gp[i], p = pp[i];                                \
+            [[maybe_unused]] const T m0 = (states) >= 1 ? s1p[i] : T(0); \
+            [[maybe_unused]] const T v0 = (states) >= 2 ? s2p[i] : T(0); \
+            [[maybe_unused]] const T w0 = (states) >= 3 ? s3p[i] : T(0); \
+            [[maybe_unused]] const T m = new_m;                          \
+            [[maybe_unused]] const T v = new_v;                          \
+            [[maybe_unused]] const T w = new_w;                          \
+            pp[i] = new_p;                                               \
+            if constexpr ((states) >= 1) s1p[i] = m;                     \
+            if constexpr ((states) >= 2) s2p[i] = v;                     \
+            if constexpr ((states) >= 3) s3p[i] = w;                     \
+        }                                                                \
         return;
 #include "core/elementwise_formulas.def"
     }
-    (void)eta, (void)rho, (void)epsilon, (void)beta1, (void)beta2, (void)c1, (void)c2, (void)shrink;
+    (void)eta, (void)rho, (void)epsilon, (void)beta1, (void)beta2, (void)lower, (void)upper, (void)c1, (void)c2,
+        (void)shrink, (void)k1, (void)k2;
 }
 
 }  // namespace
 
 void optimiser_step(int device, Optimiser rule, DType t, int64_t n, void* param, const void* grad, void* state1,
-                    void* state2, const OptimiserStep* hp) {
-    check(rule, state1, state2, *hp);
+                    void* state2, void* state3, const OptimiserStep* hp) {
+    check(rule, state1, state2, state3, *hp);
     const char* kernel = kKernelNames[int(rule)];
     dispatch_float(t, kernel, [&](auto tag) {
         using T = decltype(tag);
@@ -80,7 +79,9 @@ void optimiser_step(int device, Optimiser rule, DType t, int64_t n, void* param,
         const T* g = static_cast<const T*>(grad);
         T* s1 = static_cast<T*>(state1);
         T* s2 = static_cast<T*>(state2);
-        parallel_for(n, n > kParallelMin, [&](int64_t begin, int64_t end) { step(rule, begin, end, p, g, s1, s2, *hp); });
+        T* s3 = static_cast<T*>(state3);
+        parallel_for(n, n > kParallelMin,
+                     [&](int64_t begin, int64_t end) { step(rule, begin, end, p, g, s1, s2, s3, *hp); });
     });
 }
 
@@ -90,7 +91,7 @@ void optimiser_steps(Optimiser rule, DType t, std::size_t count, const int64_t* 
                      void* const* ptrs) {
     int64_t total = 0;
     for (std::size_t i = 0; i < count; ++i) {
-        check(rule, ptrs[4 * i + 2], ptrs[4 * i + 3], *hp[i]);
+        check(rule, ptrs[5 * i + 2], ptrs[5 * i + 3], ptrs[5 * i + 4], *hp[i]);
         total += n[i];
     }
     dispatch_float(t, kKernelNames[int(rule)], [&](auto tag) {
@@ -100,9 +101,9 @@ void optimiser_steps(Optimiser rule, DType t, std::size_t count, const int64_t* 
             for (std::size_t i = 0; i < count && first < end; first += n[i], ++i) {
                 const int64_t lo = std::max(begin, first) - first, hi = std::min(end, first + n[i]) - first;
                 if (lo >= hi) continue;
-                void* const* p = ptrs + 4 * i;
+                void* const* p = ptrs + 5 * i;
                 step(rule, lo, hi, static_cast<T*>(p[0]), static_cast<const T*>(p[1]), static_cast<T*>(p[2]),
-                     static_cast<T*>(p[3]), *hp[i]);
+                     static_cast<T*>(p[3]), static_cast<T*>(p[4]), *hp[i]);
             }
         });
     });

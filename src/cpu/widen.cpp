@@ -251,13 +251,15 @@ void softmax_backward(int device, bool log, DType t, int64_t outer, int64_t n, i
 // computed in f32, so it is rounded once. Steps smaller than half a unit in the last place of a
 // parameter are lost, as in any pure half-precision training: keep f32 master weights for those.
 void optimiser_step(int device, Optimiser rule, DType t, int64_t n, void* param, const void* grad, void* state1,
-                    void* state2, const OptimiserStep* hp) {
-    if (!is_half(t)) return cpu::optimiser_step(device, rule, t, n, param, grad, state1, state2, hp);
-    F32 wp(t, n, param), wg(t, n, grad), ws1(t, state1 ? n : 0, state1), ws2(t, state2 ? n : 0, state2);
-    cpu::optimiser_step(device, rule, DType::f32, n, wp.data(), wg.data(), ws1.data(), ws2.data(), hp);
+                    void* state2, void* state3, const OptimiserStep* hp) {
+    if (!is_half(t)) return cpu::optimiser_step(device, rule, t, n, param, grad, state1, state2, state3, hp);
+    F32 wp(t, n, param), wg(t, n, grad), ws1(t, state1 ? n : 0, state1), ws2(t, state2 ? n : 0, state2),
+        ws3(t, state3 ? n : 0, state3);
+    cpu::optimiser_step(device, rule, DType::f32, n, wp.data(), wg.data(), ws1.data(), ws2.data(), ws3.data(), hp);
     wp.narrow(param);
     if (state1) ws1.narrow(state1);
     if (state2) ws2.narrow(state2);
+    if (state3) ws3.narrow(state3);
 }
 
 }  // namespace fluxion::backend::cpu::widen

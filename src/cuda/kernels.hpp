@@ -81,6 +81,6 @@ void lstm_cell_backward(int device, DType t, std::int64_t n, std::int64_t h, con
 
 // optimiser.cu
 void optimiser_step(int device, Optimiser rule, DType t, std::int64_t n, void* param, const void* grad,
-                    void* state1, void* state2, const OptimiserStep* hp);
+                    void* state1, void* state2, void* state3, const OptimiserStep* hp);
 
 }  // namespace fluxion::cuda

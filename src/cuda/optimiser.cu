@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "core/optimiser_constants.hpp"
 #include "cuda/allocator.hpp"
 #include "cuda/capture.hpp"
 #include "cuda/check.hpp"
@@ -16,92 +17,73 @@ namespace fluxion::cuda {
 
 namespace {
 
-const char* const kRuleNames[] = {"descent", "momentum", "nesterov", "rmsprop", "adam", "adamw"};
+// The step's constants (core/optimiser_constants.hpp), rounded once to the compute type.
+template <class T> struct Hyper { T eta, rho, beta1, beta2, epsilon, lower, upper, c1, c2, shrink, k1, k2; };
 
-// The state buffers a rule reads and writes.
-int states_needed(Optimiser rule) {
-    switch (rule) {
-        case Optimiser::descent: return 0;
-        case Optimiser::momentum:
-        case Optimiser::nesterov:
-        case Optimiser::rmsprop: return 1;
-        case Optimiser::adam:
-        case Optimiser::adamw: return 2;
-    }
-    throw ValueError("optimiser_step: unknown rule code " + std::to_string(static_cast<int>(rule)));
-}
-
-// The step's constants, computed in double and rounded once to the compute type.
-template <class T> struct Hyper {
-    T eta, rho, beta1, beta2, epsilon;
-    T c1, c2;  // 1 - beta1^t, 1 - beta2^t
-    T shrink;  // 1 - eta decay
-};
-
-template <class T> Hyper<T> hyper(const OptimiserStep& hp) {
-    const auto t_steps = static_cast<double>(hp.t);
-    return {T(hp.eta),
-            T(hp.rho),
-            T(hp.beta1),
-            T(hp.beta2),
-            T(hp.epsilon),
-            T(1 - std::pow(hp.beta1, t_steps)),
-            T(1 - std::pow(hp.beta2, t_steps)),
-            T(1 - hp.eta * hp.decay)};
+template <class T> Hyper<T> hyper(Optimiser rule, const OptimiserStep& hp) {
+    const backend::OptimiserConstants k = backend::optimiser_constants(rule, hp);
+    return {T(k.eta),   T(k.rho), T(k.beta1), T(k.beta2),  T(k.epsilon), T(k.lower),
+            T(k.upper), T(k.c1),  T(k.c2),    T(k.shrink), T(k.k1),      T(k.k2)};
 }
 
 template <class T> __device__ T fx_sqrt(T x) { return sqrt(x); }
+template <class T> __device__ T fx_abs(T x) { return fabs(x); }
 
 // The hyper-parameters come by value, or, in a CUDA graph, from device memory (`from`) that an
 // upload captured before the kernel refills at every launch (capture.hpp). The rules' formulas are
 // core/elementwise_formulas.def's.
 template <class S, class C = Compute<S>>
-__global__ void optimiser_kernel(Optimiser rule, std::int64_t n, S* pp, const S* gp, S* s1p, S* s2p,
+__global__ void optimiser_kernel(Optimiser rule, std::int64_t n, S* pp, const S* gp, S* s1p, S* s2p, S* s3p,
                                  Hyper<C> by_value, const Hyper<C>* from) {
     using T = C;  // the formulas' T: S's compute type (f16 and bf16 are stored, not computed in)
     const Hyper<C> h = from ? *from : by_value;
-    const C eta = h.eta, rho = h.rho, beta1 = h.beta1, beta2 = h.beta2, epsilon = h.epsilon, c1 = h.c1, c2 = h.c2,
-            shrink = h.shrink;
+    const C eta = h.eta, rho = h.rho, beta1 = h.beta1, beta2 = h.beta2, epsilon = h.epsilon, lower = h.lower,
+            upper = h.upper, c1 = h.c1, c2 = h.c2, shrink = h.shrink, k1 = h.k1, k2 = h.k2;
     for (std::int64_t i = first_index(); i < n; i += index_step()) {
         const C g = widen(gp[i]), p = widen(pp[i]);
         switch (rule) {
-#define FX_OPTIMISER(name, code, states, new_m, new_v, new_p)         \
+#define FX_OPTIMISER(name, code, states, new_m, new_v, new_w, new_p) \
     case Optimiser::name: {                                           \
         const C m0 = (states) >= 1 ? C(widen(s1p[i])) : C(0);        \
         const C v0 = (states) >= 2 ? C(widen(s2p[i])) : C(0);        \
+        const C w0 = (states) >= 3 ? C(widen(s3p[i])) : C(0);        \
         const C m = new_m;                                            \
         const C v = new_v;                                            \
-        pp[i] = narrow<S>(new_p);                              \
-        if ((states) >= 1) s1p[i] = narrow<S>(m);              \
-        if ((states) >= 2) s2p[i] = narrow<S>(v);              \
-        (void)m0, (void)v0, (void)m, (void)v;                         \
+        const C w = new_w;                                            \
+        pp[i] = narrow<S>(new_p);                                     \
+        if ((states) >= 1) s1p[i] = narrow<S>(m);                     \
+        if ((states) >= 2) s2p[i] = narrow<S>(v);                     \
+        if ((states) >= 3) s3p[i] = narrow<S>(w);                     \
+        (void)m0, (void)v0, (void)w0, (void)m, (void)v, (void)w;      \
         break;                                                        \
     }
 #include "core/elementwise_formulas.def"
         }
     }
-    (void)eta, (void)rho, (void)beta1, (void)beta2, (void)epsilon, (void)c1, (void)c2, (void)shrink;
+    (void)eta, (void)rho, (void)beta1, (void)beta2, (void)epsilon, (void)lower, (void)upper, (void)c1, (void)c2,
+        (void)shrink, (void)k1, (void)k2;
 }
 
 }  // namespace
 
 void optimiser_step(int device, Optimiser rule, DType t, std::int64_t n, void* param, const void* grad,
-                    void* state1, void* state2, const OptimiserStep* hp) {
-    const int states = states_needed(rule);
-    const std::string op = std::string("optimiser_step ") + kRuleNames[static_cast<int>(rule)];
-    if ((states >= 1 && !state1) || (states == 2 && !state2))
+                    void* state1, void* state2, void* state3, const OptimiserStep* hp) {
+    const int states = backend::optimiser_states(rule);
+    if (states < 0) throw ValueError("optimiser_step: unknown rule code " + std::to_string(static_cast<int>(rule)));
+    const std::string op = std::string("optimiser_step ") + backend::optimiser_name(rule);
+    if ((states >= 1 && !state1) || (states >= 2 && !state2) || (states >= 3 && !state3))
         throw ValueError(op + ": the rule needs " + std::to_string(states) +
                          " state buffer(s) of the parameters' size, but a null buffer was passed");
-    if ((rule == Optimiser::adam || rule == Optimiser::adamw) && hp->t < 1)
+    if (backend::optimiser_counts_steps(rule) && hp->t < 1)
         throw ValueError(op + ": step count t = " + std::to_string(hp->t) +
-                         " must start at 1 (Adam's bias correction divides by 1 - beta^t)");
+                         " must start at 1 (the bias correction divides by 1 - beta^t)");
     if (n <= 0) return;
     Context& ctx = activate(device);
     Recording* recording = capturing(device);
     dispatch_floating(t, op.c_str(), [&](auto tag) {
         using T = decltype(tag);
         using C = Compute<T>;
-        const Hyper<C> h = hyper<C>(*hp);
+        const Hyper<C> h = hyper<C>(rule, *hp);
         Hyper<C>* from = nullptr;
         if (recording) {  // the step count and learning rate change between launches: read *hp again each time
             auto* host = static_cast<Hyper<C>*>(recording_pinned(*recording, sizeof(Hyper<C>)));
@@ -110,11 +92,11 @@ void optimiser_step(int device, Optimiser rule, DType t, std::int64_t n, void* p
             from = static_cast<Hyper<C>*>(allocate(device, sizeof(Hyper<C>)));
             recording->kept.push_back(from);
             FLUXION_CUDA_CHECK(cudaMemcpyAsync(from, host, sizeof(Hyper<C>), cudaMemcpyHostToDevice, ctx.stream));
-            recording->on_run.push_back([host, hp] { *host = hyper<C>(*hp); });
+            recording->on_run.push_back([host, rule, hp] { *host = hyper<C>(rule, *hp); });
         }
         optimiser_kernel<T><<<grid_for(ctx, n), kThreads, 0, ctx.stream>>>(
             rule, n, static_cast<T*>(param), static_cast<const T*>(grad), static_cast<T*>(state1),
-            static_cast<T*>(state2), h, from);
+            static_cast<T*>(state2), static_cast<T*>(state3), h, from);
     });
     FLUXION_CUDA_CHECK_LAUNCH("optimiser_kernel");
 }

@@ -80,6 +80,6 @@ void pool2d_backward(int device, Pool op, DType t, const Pool2dShape* s, const v
 
 // optimiser.cpp
 void optimiser_step(int device, Optimiser rule, DType t, std::int64_t n, void* param, const void* grad,
-                    void* state1, void* state2, const OptimiserStep* hp);
+                    void* state1, void* state2, void* state3, const OptimiserStep* hp);
 
 }  // namespace fluxion::vulkan

@@ -1,9 +1,10 @@
 // optimiser.cpp — one fused optimiser step over n parameters (shader optimiser.comp); the update
-// rules are the CPU backend's (src/cpu/optimiser.cpp).
-#include <cmath>
+// rules are the op registry's (core/elementwise_formulas.def), the step's constants
+// core/optimiser_constants.hpp's.
 #include <cstring>
 #include <string>
 
+#include "core/optimiser_constants.hpp"
 #include "fluxion/error.hpp"
 #include "vulkan/capabilities.hpp"
 #include "vulkan/kernels.hpp"
@@ -12,15 +13,15 @@
 namespace fluxion::vulkan {
 
 void optimiser_step(int device, Optimiser rule, DType t, std::int64_t n, void* param, const void* grad, void* state1,
-                    void* state2, const OptimiserStep* hp) {
-    const int states = rule == Optimiser::descent ? 0 : (rule == Optimiser::adam || rule == Optimiser::adamw) ? 2 : 1;
-    if ((states >= 1 && !state1) || (states == 2 && !state2))
+                    void* state2, void* state3, const OptimiserStep* hp) {
+    const int states = backend::optimiser_states(rule);
+    if (states < 0) throw ValueError("optimiser_step on Vulkan: unknown rule code " + std::to_string(int(rule)));
+    if ((states >= 1 && !state1) || (states >= 2 && !state2) || (states >= 3 && !state3))
         throw ValueError("optimiser_step on Vulkan: the rule needs " + std::to_string(states) +
                          " state buffer(s) of the parameters' size, but a null buffer was passed");
-    const bool adam = rule == Optimiser::adam || rule == Optimiser::adamw;
-    if (adam && hp->t < 1)
+    if (backend::optimiser_counts_steps(rule) && hp->t < 1)
         throw ValueError("optimiser_step on Vulkan: step count t = " + std::to_string(hp->t) +
-                         " must start at 1 (Adam's bias correction divides by 1 - beta^t)");
+                         " must start at 1 (the bias correction divides by 1 - beta^t)");
     if (n <= 0) return;
     Launch launch(device, "optimiser_step");
     require(launch.ctx(), backend::Op::optimiser_step, t, "optimiser_step");
@@ -32,6 +33,7 @@ void optimiser_step(int device, Optimiser rule, DType t, std::int64_t n, void* p
     // Unused state slots are bound to the parameters, which the rule then never reads through them.
     const std::int32_t off2 = launch.buffer(state1 ? state1 : param, bytes, size, true);
     const std::int32_t off3 = launch.buffer(state2 ? state2 : param, bytes, size, true);
+    const std::int32_t off4 = launch.buffer(state3 ? state3 : param, bytes, size, true);
     // The parameter block, from the hyper-parameters; a recording builds it again before each
     // submission (fx::compile advances the step count and follows the learning rate).
     auto block = [=](ParamBlock& p) {
@@ -41,14 +43,10 @@ void optimiser_step(int device, Optimiser rule, DType t, std::int64_t n, void* p
         p.param(off1);
         p.param(off2);
         p.param(off3);
-        const double values[] = {hp->eta,
-                                 hp->rho,
-                                 hp->beta1,
-                                 hp->beta2,
-                                 hp->epsilon,
-                                 adam ? 1 - std::pow(hp->beta1, double(hp->t)) : 1.0,
-                                 adam ? 1 - std::pow(hp->beta2, double(hp->t)) : 1.0,
-                                 rule == Optimiser::adamw ? 1 - hp->eta * hp->decay : 1.0};
+        p.param(off4);
+        const backend::OptimiserConstants k = backend::optimiser_constants(rule, *hp);
+        const double values[] = {k.eta,   k.rho, k.beta1, k.beta2,  k.epsilon, k.lower,
+                                 k.upper, k.c1,  k.c2,    k.shrink, k.k1,      k.k2};
         for (double v : values) {
             if (t == DType::f64) p.param(v);
             else p.param(float(v));

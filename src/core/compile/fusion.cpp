@@ -168,7 +168,7 @@ private:
             if (!o || o->rule != first->rule || o->t != first->t) break;
             sizes.push_back(o->n);
             hps.push_back(o->hp);
-            for (std::size_t k = 0; k < 4; ++k) args.push_back(ref(j, k));
+            for (std::size_t k = 0; k < 5; ++k) args.push_back(ref(j, k));
         }
         if (j - i < 2) {
             args.clear();

@@ -189,13 +189,13 @@ template <int S> struct Recording {
 
     // The hyper-parameters live in the recorder (then the plan): a replay sets the step count first.
     static void optimiser_step(int d, Optimiser rule, DType t, I n, void* param, const void* grad, void* s1, void* s2,
-                               const OptimiserStep* hp) {
-        real()->optimiser_step(d, rule, t, n, param, grad, s1, s2, hp);
+                               void* s3, const OptimiserStep* hp) {
+        real()->optimiser_step(d, rule, t, n, param, grad, s1, s2, s3, hp);
         const OptimiserStep* kept = rec().keep(*hp);
         rec().record(
-            S, {param, grad, s1, s2},
+            S, {param, grad, s1, s2, s3},
             [R = real(), d, rule, t, n, kept](void* const* p) {
-                R->optimiser_step(d, rule, t, n, p[0], p[1], p[2], p[3], kept);
+                R->optimiser_step(d, rule, t, n, p[0], p[1], p[2], p[3], p[4], kept);
             },
             described(OptimiserCall{rule, t, n, kept}));
     }

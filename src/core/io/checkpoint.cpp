@@ -16,14 +16,23 @@ constexpr const char* kExtra = "extra.";               // metadata: the caller's
 
 std::string slot(const ParamState& p, const char* field) { return "optimiser." + p.path + "." + field; }
 
-// The optimiser's tensors under their checkpoint names; `steps` and `frozen` are CPU scalars.
-void add_optimiser(State& out, const std::vector<ParamState>& params, const std::vector<Tensor>& steps,
-                   const std::vector<Tensor>& frozen) {
+// The optimiser's CPU scalars of each trainable tensor, for writing or to be read into.
+struct Scalars {
+    std::vector<Tensor> steps, frozen, accumulated_steps;
+};
+
+// The optimiser's tensors under their checkpoint names.
+void add_optimiser(State& out, const std::vector<ParamState>& params, const Scalars& scalars) {
     for (std::size_t i = 0; i < params.size(); ++i) {
         if (params[i].state1.defined()) out.emplace_back(slot(params[i], "state1"), params[i].state1);
         if (params[i].state2.defined()) out.emplace_back(slot(params[i], "state2"), params[i].state2);
-        out.emplace_back(slot(params[i], "step"), steps[i]);
-        out.emplace_back(slot(params[i], "frozen"), frozen[i]);
+        if (params[i].state3.defined()) out.emplace_back(slot(params[i], "state3"), params[i].state3);
+        out.emplace_back(slot(params[i], "step"), scalars.steps[i]);
+        out.emplace_back(slot(params[i], "frozen"), scalars.frozen[i]);
+        if (params[i].accumulated.defined()) {
+            out.emplace_back(slot(params[i], "accumulated"), params[i].accumulated);
+            out.emplace_back(slot(params[i], "accumulated_steps"), scalars.accumulated_steps[i]);
+        }
     }
 }
 
@@ -43,13 +52,14 @@ std::string exact_text(double x) {
 
 void write_checkpoint(const std::filesystem::path& path, const State& model, const std::vector<ParamState>& params,
                       double eta, const std::map<std::string, std::string>& extra) {
-    std::vector<Tensor> steps, frozen;
+    Scalars scalars;
     for (const auto& p : params) {
-        steps.push_back(tensor(std::vector<std::int64_t>{p.t}, Shape{}));
-        frozen.push_back(tensor(std::vector<bool>{p.frozen}, Shape{}));
+        scalars.steps.push_back(tensor(std::vector<std::int64_t>{p.t}, Shape{}));
+        scalars.frozen.push_back(tensor(std::vector<bool>{p.frozen}, Shape{}));
+        scalars.accumulated_steps.push_back(tensor(std::vector<std::int64_t>{p.accumulated_steps}, Shape{}));
     }
     State all = with_prefix(model);
-    add_optimiser(all, params, steps, frozen);
+    add_optimiser(all, params, scalars);
     std::map<std::string, std::string> metadata{{kMarker, "1"}, {kEta, exact_text(eta)}};
     for (const auto& [key, value] : extra) metadata[kExtra + key] = value;
     write_state(path, all, std::move(metadata), "save_checkpoint");
@@ -57,13 +67,14 @@ void write_checkpoint(const std::filesystem::path& path, const State& model, con
 
 std::map<std::string, std::string> read_checkpoint(const std::filesystem::path& path, const State& model,
                                                    std::vector<ParamState>& params, double& eta) {
-    std::vector<Tensor> steps, frozen;
+    Scalars scalars;
     for (std::size_t i = 0; i < params.size(); ++i) {
-        steps.push_back(empty({}, {.dtype = DType::i64}));
-        frozen.push_back(empty({}, {.dtype = DType::boolean}));
+        scalars.steps.push_back(empty({}, {.dtype = DType::i64}));
+        scalars.frozen.push_back(empty({}, {.dtype = DType::boolean}));
+        scalars.accumulated_steps.push_back(empty({}, {.dtype = DType::i64}));
     }
     State all = with_prefix(model);
-    add_optimiser(all, params, steps, frozen);
+    add_optimiser(all, params, scalars);
 
     double saved_eta = 0;
     std::map<std::string, std::string> extra;
@@ -84,8 +95,11 @@ std::map<std::string, std::string> read_checkpoint(const std::filesystem::path& 
     const ReadTarget checkpoint{"load_checkpoint", "model and optimiser",
                                 "Set up the optimiser with the rule the run was saved with, for the model that was saved "
                                 "(fx::setup(rule, model)), then load the checkpoint."};
-    std::map<std::string, std::size_t> step_slots;
-    for (std::size_t i = 0; i < params.size(); ++i) step_slots.emplace(slot(params[i], "step"), i);
+    std::map<std::string, std::size_t> step_slots;  // the counts, which must not be negative
+    for (std::size_t i = 0; i < params.size(); ++i) {
+        step_slots.emplace(slot(params[i], "step"), i);
+        if (params[i].accumulated.defined()) step_slots.emplace(slot(params[i], "accumulated_steps"), i);
+    }
     auto check_values = [&](const std::string& name, std::span<const std::byte> bytes) {
         if (!step_slots.count(name) || bytes.size() != sizeof(std::int64_t)) return;
         std::int64_t t = 0;
@@ -97,8 +111,10 @@ std::map<std::string, std::string> read_checkpoint(const std::filesystem::path& 
     read_into(path, all, {.strict = true}, checkpoint, check_metadata, check_values);
 
     for (std::size_t i = 0; i < params.size(); ++i) {
-        params[i].t = *steps[i].data<std::int64_t>();
-        params[i].frozen = *frozen[i].data<bool>();
+        params[i].t = *scalars.steps[i].data<std::int64_t>();
+        params[i].frozen = *scalars.frozen[i].data<bool>();
+        if (params[i].accumulated.defined())
+            params[i].accumulated_steps = *scalars.accumulated_steps[i].data<std::int64_t>();
     }
     eta = saved_eta;
     return extra;

@@ -8,6 +8,31 @@ void WeightDecay::modify(std::vector<Tensor>& grads, const std::vector<Tensor>& 
     for (std::size_t i = 0; i < grads.size(); ++i) grads[i] = grads[i] + params[i] * lambda;
 }
 
+void SignDecay::modify(std::vector<Tensor>& grads, const std::vector<Tensor>& params) const {
+    for (std::size_t i = 0; i < grads.size(); ++i) grads[i] = grads[i] + sign(params[i]) * kappa;
+}
+
+void AccumGrad::init(ParamState& s, const Tensor& param) const {
+    if (n < 1) throw ValueError("AccumGrad: n = " + std::to_string(n) + "; it must accumulate at least one gradient");
+    s.accumulated = zeros(param.shape(), {.dtype = param.dtype(), .device = param.device()});
+    s.accumulated_steps = 0;
+}
+
+void AccumGrad::accumulate(std::vector<Tensor>& grads, std::vector<Tensor>& params,
+                           std::vector<ParamState*>& states) const {
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < grads.size(); ++i) {
+        ParamState& s = *states[i];
+        const Tensor share = grads[i] / double(n);
+        s.accumulated = s.accumulated_steps == 0 ? share : s.accumulated + share;
+        if (++s.accumulated_steps < n) continue;
+        s.accumulated_steps = 0;
+        grads[kept] = s.accumulated, params[kept] = params[i], states[kept] = states[i];
+        ++kept;
+    }
+    grads.resize(kept), params.resize(kept), states.resize(kept);
+}
+
 void ClipGrad::modify(std::vector<Tensor>& grads, const std::vector<Tensor>&) const {
     for (auto& g : grads) g = clamp(g, -delta, delta);
 }

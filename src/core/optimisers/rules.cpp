@@ -12,6 +12,7 @@ void allocate(ParamState& s, const Tensor& param, int buffers) {
     TensorOptions o{.dtype = param.dtype(), .device = param.device()};
     if (buffers >= 1) s.state1 = zeros(param.shape(), o);
     if (buffers >= 2) s.state2 = zeros(param.shape(), o);
+    if (buffers >= 3) s.state3 = zeros(param.shape(), o);
 }
 
 // The kernel works on contiguous buffers; a strided parameter is updated through a copy.
@@ -19,10 +20,10 @@ void run(Optimiser rule, ParamState& s, Tensor& param, const Tensor& grad, backe
     hp.t = ++s.t;
     Tensor g = grad.contiguous();
     if (param.is_contiguous()) {
-        detail::optimiser_step(rule, param, g, s.state1, s.state2, hp);
+        detail::optimiser_step(rule, param, g, s.state1, s.state2, s.state3, hp);
     } else {
         Tensor p = param.contiguous();
-        detail::optimiser_step(rule, p, g, s.state1, s.state2, hp);
+        detail::optimiser_step(rule, p, g, s.state1, s.state2, s.state3, hp);
         param.copy_(p);
     }
 }
@@ -55,6 +56,61 @@ void Adam::step(ParamState& s, Tensor& p, const Tensor& g) const {
 void AdamW::init(ParamState& s, const Tensor& p) const { allocate(s, p, 2); }
 void AdamW::step(ParamState& s, Tensor& p, const Tensor& g) const {
     run(Optimiser::adamw, s, p, g, {.eta = eta, .beta1 = beta1, .beta2 = beta2, .epsilon = epsilon, .decay = lambda});
+}
+
+void AdaGrad::init(ParamState& s, const Tensor& p) const { allocate(s, p, 1); }
+void AdaGrad::step(ParamState& s, Tensor& p, const Tensor& g) const {
+    run(Optimiser::adagrad, s, p, g, {.eta = eta, .epsilon = epsilon});
+}
+
+void AdaDelta::init(ParamState& s, const Tensor& p) const { allocate(s, p, 2); }
+void AdaDelta::step(ParamState& s, Tensor& p, const Tensor& g) const {
+    run(Optimiser::adadelta, s, p, g, {.eta = eta, .rho = rho, .epsilon = epsilon});
+}
+
+void AdaMax::init(ParamState& s, const Tensor& p) const { allocate(s, p, 2); }
+void AdaMax::step(ParamState& s, Tensor& p, const Tensor& g) const {
+    run(Optimiser::adamax, s, p, g, {.eta = eta, .beta1 = beta1, .beta2 = beta2, .epsilon = epsilon});
+}
+
+void NAdam::init(ParamState& s, const Tensor& p) const { allocate(s, p, 2); }
+void NAdam::step(ParamState& s, Tensor& p, const Tensor& g) const {
+    run(Optimiser::nadam, s, p, g, {.eta = eta, .beta1 = beta1, .beta2 = beta2, .epsilon = epsilon, .decay = psi});
+}
+
+void RAdam::init(ParamState& s, const Tensor& p) const { allocate(s, p, 2); }
+void RAdam::step(ParamState& s, Tensor& p, const Tensor& g) const {
+    run(Optimiser::radam, s, p, g, {.eta = eta, .beta1 = beta1, .beta2 = beta2, .epsilon = epsilon});
+}
+
+void AdaBelief::init(ParamState& s, const Tensor& p) const { allocate(s, p, 2); }
+void AdaBelief::step(ParamState& s, Tensor& p, const Tensor& g) const {
+    run(Optimiser::adabelief, s, p, g, {.eta = eta, .beta1 = beta1, .beta2 = beta2, .epsilon = epsilon});
+}
+
+void Lion::init(ParamState& s, const Tensor& p) const { allocate(s, p, 1); }
+void Lion::step(ParamState& s, Tensor& p, const Tensor& g) const {
+    run(Optimiser::lion, s, p, g, {.eta = eta, .beta1 = beta1, .beta2 = beta2});
+}
+
+void AMSGrad::init(ParamState& s, const Tensor& p) const { allocate(s, p, 3); }
+void AMSGrad::step(ParamState& s, Tensor& p, const Tensor& g) const {
+    run(Optimiser::amsgrad, s, p, g, {.eta = eta, .beta1 = beta1, .beta2 = beta2, .epsilon = epsilon});
+}
+
+void OAdam::init(ParamState& s, const Tensor& p) const { allocate(s, p, 3); }
+void OAdam::step(ParamState& s, Tensor& p, const Tensor& g) const {
+    run(Optimiser::oadam, s, p, g, {.eta = eta, .beta1 = beta1, .beta2 = beta2, .epsilon = epsilon});
+}
+
+// state1 is the last gradient kept (zero where its sign flipped), state2 each element's step size.
+void Rprop::init(ParamState& s, const Tensor& p) const {
+    allocate(s, p, 1);
+    s.state2 = full(p.shape(), eta, {.dtype = p.dtype(), .device = p.device()});
+}
+void Rprop::step(ParamState& s, Tensor& p, const Tensor& g) const {
+    run(Optimiser::rprop, s, p, g,
+        {.eta = eta, .beta1 = ell_minus, .beta2 = ell_plus, .lower = gamma_min, .upper = gamma_max});
 }
 
 }  // namespace fluxion

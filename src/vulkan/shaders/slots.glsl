@@ -1,9 +1,9 @@
-// slots.glsl — the storage buffers of a shader: slot Sk (k = 0..3) at binding k + 1 when Sk_T is
+// slots.glsl — the storage buffers of a shader: slot Sk (k = 0..4) at binding k + 1 when Sk_T is
 // defined. LOADk(i) reads element i as stored (8-bit types as uint; f16 and bf16, whether in
 // uint16_t or packed in words, as float; u16 as uint), STOREk(i, v) writes it (bool slots store
 // v != 0, f16 and bf16 round to nearest even). A shader defines Sk_QUAL as readonly for the slots
 // it only reads, which tells synchronization validation (and the driver) that they are not written.
-// (Generated once by hand from one pattern; keep the four blocks alike.)
+// (Generated once by hand from one pattern; keep the five blocks alike.)
 
 #ifdef S0_T
 #ifndef S0_QUAL
@@ -110,5 +110,32 @@ layout(std430, binding = 4) S3_QUAL buffer Slot3 { uint s3[]; };
 layout(std430, binding = 4) S3_QUAL buffer Slot3 { S3_T s3[]; };
 #define LOAD3(i) s3[i]
 #define STORE3(i, v) s3[i] = S3_T(v)
+#endif
+#endif
+
+#ifdef S4_T
+#ifndef S4_QUAL
+#define S4_QUAL
+#endif
+#if S4_BYTE
+layout(std430, binding = 5) S4_QUAL buffer Slot4 { uint s4[]; };
+#define LOAD4(i) BYTE_AT(s4, i)
+#if S4_BOOL
+#define STORE4(i, v) SET_BYTE(s4, i, ((v) != 0 ? 1u : 0u))
+#else
+#define STORE4(i, v) SET_BYTE(s4, i, uint(v))
+#endif
+#elif S4_16BIT
+layout(std430, binding = 5) S4_QUAL buffer Slot4 { uint16_t s4[]; };
+#define LOAD4(i) S4_FROM_BITS(uint(s4[i]))
+#define STORE4(i, v) s4[i] = uint16_t(S4_TO_BITS(S4_T(v)))
+#elif S4_PACKED
+layout(std430, binding = 5) S4_QUAL buffer Slot4 { uint s4[]; };
+#define LOAD4(i) S4_FROM_BITS(HALF_AT(s4, i))
+#define STORE4(i, v) SET_HALF(s4, i, S4_TO_BITS(S4_T(v)))
+#else
+layout(std430, binding = 5) S4_QUAL buffer Slot4 { S4_T s4[]; };
+#define LOAD4(i) s4[i]
+#define STORE4(i, v) s4[i] = S4_T(v)
 #endif
 #endif
