@@ -245,3 +245,18 @@ TEST(Schedules, ACheckpointResumesTheScheduleExactly) {
     EXPECT_EQ(opt.rule.eta, opt_unbroken.rule.eta);
     EXPECT_EQ(opt.rule.beta1, opt_unbroken.rule.beta1);
 }
+
+// The warm-up and cosine examples/vision_transformer wrote by hand before (step s = t - 1 of `steps`),
+// composed as the example now does.
+TEST(Schedules, AShiftedTriangleThenACosineIsALinearWarmUpAndCosineDecay) {
+    const double eta = 2e-3;
+    const std::int64_t steps = 1000, warmup = 50;
+    const fx::Schedule s = fx::Sequence(
+        {{fx::Shifted{fx::Triangle{.l0 = 0, .l1 = eta, .period = 2 * warmup}, 2}, warmup},
+         {fx::CosAnneal{.l0 = eta, .l1 = 0, .period = steps - warmup, .restart = false}, steps - warmup}});
+    for (std::int64_t step = 0; step < steps; ++step) {
+        const double by_hand = step < warmup ? eta * double(step + 1) / double(warmup)
+                                             : eta * 0.5 * (1 + std::cos(pi * double(step - warmup) / double(steps - warmup)));
+        EXPECT_NEAR(s(step + 1), by_hand, 1e-15) << step;
+    }
+}
