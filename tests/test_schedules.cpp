@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <numbers>
 #include <sstream>
@@ -13,6 +14,7 @@
 
 #include "compile_cases.hpp"
 #include "fluxion/fluxion.hpp"
+#include "other_devices.hpp"
 #include "test_io_support.hpp"
 #include "torch_reference.hpp"
 
@@ -21,6 +23,7 @@ namespace {
 using namespace compile_cases;
 using std::numbers::pi;
 constexpr int kSteps = 40;  // torch_schedules.py's N
+constexpr double kTolerance = 1e-5;  // eager against compiled on another device, as test_compile_devices
 
 std::vector<double> first_steps(const fx::Schedule& s, int n = kSteps) {
     std::vector<double> v;
@@ -79,6 +82,7 @@ TEST(Schedules, TrianglesAreCyclicLR) {
 
 // ---- against ParameterSchedulers.jl's formulas ----
 TEST(Schedules, DecayFormulas) {
+    expect_formula(fx::Exp{.start = 0.5, .decay = 0.97}, [](double t) { return 0.5 * std::pow(0.97, t - 1); });
     expect_formula(fx::Inv{.start = 0.5, .decay = 0.1, .degree = 2},
                    [](double t) { return 0.5 / std::pow(1 + (t - 1) * 0.1, 2); });
     expect_formula(fx::Poly{.start = 2, .degree = 3, .max_iter = 200},
@@ -92,6 +96,10 @@ TEST(Schedules, WaveFormulas) {
     auto sine = [](double t, double period) { return std::abs(std::sin(pi * (t - 1) / period)); };
     // l0 > l1: the wave is the same (amplitude |l0 - l1| above the smaller).
     expect_formula(fx::Triangle{.l0 = 0.5, .l1 = 0.1, .period = 10}, [&](double t) { return 0.4 * tri(t, 10) + 0.1; });
+    expect_formula(fx::TriangleDecay2{.l0 = 0.1, .l1 = 0.5, .period = 10},
+                   [&](double t) { return 0.4 * tri(t, 10) / std::pow(2, std::floor((t - 1) / 10)) + 0.1; });
+    expect_formula(fx::TriangleExp{.l0 = 0.1, .l1 = 0.5, .period = 10, .decay = 0.97},
+                   [&](double t) { return 0.4 * tri(t, 10) * std::pow(0.97, t - 1) + 0.1; });
     expect_formula(fx::Sin{.l0 = 0.1, .l1 = 0.5, .period = 10}, [&](double t) { return 0.4 * sine(t, 10) + 0.1; });
     expect_formula(fx::SinDecay2{.l0 = 0.1, .l1 = 0.5, .period = 10},
                    [&](double t) { return 0.4 * sine(t, 10) / std::pow(2, std::floor((t - 1) / 10)) + 0.1; });
@@ -223,6 +231,21 @@ TEST(Schedules, TrainFollowsThemEagerAndCompiledAlike) {
     EXPECT_DOUBLE_EQ(opt.rule.beta1, 0.9 * std::pow(0.5, 4));  // t = 30: four step sizes of 7 passed
 }
 
+TEST(Schedules, CompiledStepsFollowThemOnEveryOtherDevice) {
+    for (const auto& d : fx::testing::other_devices(fx::DType::f32)) {
+        fx::seed(24);
+        auto model = fx::Chain(fx::Dense(10, 16, fx::relu), fx::Dense(16, 1)) | d;
+        Batches data;
+        for (const auto& [x, y] : regression_batches(6, 8, 10)) data.emplace_back(x | d, y | d);
+        auto eager = deep_copy(model);
+        auto opt = scheduled_adam(model), opt_e = scheduled_adam(eager);
+        fx::train(mse_loss, model, data, opt, {.epochs = 2, .progress = false});
+        fx::train(mse_loss, eager, data, opt_e, {.epochs = 2, .progress = false, .compile = false});
+        EXPECT_LE(max_difference(model, eager), kTolerance) << d.str();
+        EXPECT_DOUBLE_EQ(opt.rule.beta1, 0.45) << d.str();
+    }
+}
+
 TEST(Schedules, ACheckpointResumesTheScheduleExactly) {
     io_test::ScratchDir dir;
     fx::seed(5);
@@ -259,4 +282,10 @@ TEST(Schedules, AShiftedTriangleThenACosineIsALinearWarmUpAndCosineDecay) {
                                              : eta * 0.5 * (1 + std::cos(pi * double(step - warmup) / double(steps - warmup)));
         EXPECT_NEAR(s(step + 1), by_hand, 1e-15) << step;
     }
+}
+
+int main(int argc, char** argv) {
+    setenv("FLUXION_PLUGIN_PATH", FLUXION_TEST_PLUGIN_DIR, 0);
+    ::testing::InitGoogleTest(&argc, argv);
+    return RUN_ALL_TESTS();
 }
