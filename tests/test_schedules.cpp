@@ -22,7 +22,7 @@ namespace {
 
 using namespace compile_cases;
 using std::numbers::pi;
-constexpr int kSteps = 40;  // torch_schedules.py's N
+constexpr int kSteps = 40;           // torch_schedules.py's N
 constexpr double kTolerance = 1e-5;  // eager against compiled on another device, as test_compile_devices
 
 std::vector<double> first_steps(const fx::Schedule& s, int n = kSteps) {
@@ -44,7 +44,8 @@ void expect_torch(const char* name, const fx::Schedule& s) {
 
 // A formula of t checked at t = 1 .. 200.
 void expect_formula(const fx::Schedule& s, const std::function<double(double)>& f) {
-    for (int t = 1; t <= 200; ++t) EXPECT_NEAR(s(t), f(t), 1e-12 * std::max(1.0, std::abs(f(t)))) << fx::repr(s) << " t = " << t;
+    for (int t = 1; t <= 200; ++t)
+        EXPECT_NEAR(s(t), f(t), 1e-12 * std::max(1.0, std::abs(f(t)))) << fx::repr(s) << " t = " << t;
 }
 
 std::string message_of(const std::function<void()>& f) {
@@ -87,8 +88,9 @@ TEST(Schedules, DecayFormulas) {
                    [](double t) { return 0.5 / std::pow(1 + (t - 1) * 0.1, 2); });
     expect_formula(fx::Poly{.start = 2, .degree = 3, .max_iter = 200},
                    [](double t) { return 2 * std::pow(1 - (t - 1) / 200, 3); });
-    expect_formula(fx::Step{.start = 1, .decay = 0.5, .step_sizes = {2, 3}},
-                   [](double t) { return t <= 2 ? 1.0 : t <= 5 ? 0.5 : 0.25; });
+    expect_formula(fx::Step{.start = 1, .decay = 0.5, .step_sizes = {2, 3}}, [](double t) {
+        return t <= 2 ? 1.0 : t <= 5 ? 0.5 : 0.25;
+    });
 }
 
 TEST(Schedules, WaveFormulas) {
@@ -118,9 +120,9 @@ TEST(Schedules, OneCycleRisesThenFalls) {
         return (0.1 - 1e-6) * (1 + std::cos(pi * (t - 26) / 75)) / 2 + 1e-6;
     };
     for (int t = 1; t <= 100; ++t) EXPECT_NEAR(s(t), f(t), 1e-15) << t;
-    EXPECT_NEAR(s(1), 0.004, 1e-15);   // startval = maxval / 25
-    EXPECT_NEAR(s(26), 0.1, 1e-15);    // maxval after the warm-up
-    EXPECT_GT(s(100), 1e-6);           // endval = maxval / 1e5 is approached
+    EXPECT_NEAR(s(1), 0.004, 1e-15);  // startval = maxval / 25
+    EXPECT_NEAR(s(26), 0.1, 1e-15);   // maxval after the warm-up
+    EXPECT_GT(s(100), 1e-6);          // endval = maxval / 1e5 is approached
     EXPECT_LT(s(100), 1e-4);
     const fx::OneCycle given{.nsteps = 10, .maxval = 1, .startval = 0.5, .endval = 0.25, .percent_start = 0.5};
     EXPECT_DOUBLE_EQ(given(1), 0.5);
@@ -175,14 +177,19 @@ TEST(Schedules, BadArgumentsAreValueErrors) {
               "CosAnneal: period must be at least 1, got 0");
     EXPECT_EQ(message_of([] { fx::Exp{}(0); }), "Exp: the step t counts from 1, got 0");
     EXPECT_EQ(message_of([] { fx::Triangle{}(-3); }), "Triangle: the step t counts from 1, got -3");
-    EXPECT_EQ(message_of([] { fx::Step{.step_sizes = {2, -1}}(1); }),
+    EXPECT_EQ(message_of([] {
+                  fx::Step{.step_sizes = {2, -1}}(1);
+              }),
               "Step: each of step_sizes must be at least 1, got -1");
     EXPECT_EQ(message_of([] { fx::Poly{.max_iter = 5}(6); }), "Poly: the step t = 6 is past max_iter = 5");
     EXPECT_EQ(message_of([] { fx::OneCycle{.nsteps = 10}(11); }), "OneCycle: the step t = 11 is past nsteps = 10");
     EXPECT_EQ(message_of([] { fx::OneCycle{.nsteps = 10, .percent_start = 1}(1); }),
               "OneCycle: percent_start must be in (0, 1), got 1");
     EXPECT_EQ(message_of([] { fx::Loop{1.0, 0}(1); }), "Loop: period must be at least 1, got 0");
-    EXPECT_EQ(message_of([] { fx::Sequence({{1.0, 0}})(1); }), "Sequence: each stage's steps must be at least 1, got 0");
+    EXPECT_EQ(message_of([] {
+                  fx::Sequence({{1.0, 0}})(1);
+              }),
+              "Sequence: each stage's steps must be at least 1, got 0");
     EXPECT_EQ(message_of([] { fx::Shifted{fx::Exp{}, -2}(1); }), "Exp: the step t counts from 1, got -2");
 }
 
@@ -227,7 +234,7 @@ TEST(Schedules, TrainFollowsThemEagerAndCompiledAlike) {
     ASSERT_EQ(compiled_history.size(), eager_history.size());
     for (std::size_t i = 0; i < eager_history.size(); ++i) EXPECT_FLOAT_EQ(compiled_history[i], eager_history[i]);
     EXPECT_EQ(max_difference(model, eager), 0);
-    EXPECT_GT(max_difference(model, unscheduled), 1e-4);  // the schedule made a difference
+    EXPECT_GT(max_difference(model, unscheduled), 1e-4);       // the schedule made a difference
     EXPECT_DOUBLE_EQ(opt.rule.beta1, 0.9 * std::pow(0.5, 4));  // t = 30: four step sizes of 7 passed
 }
 
@@ -274,12 +281,13 @@ TEST(Schedules, ACheckpointResumesTheScheduleExactly) {
 TEST(Schedules, AShiftedTriangleThenACosineIsALinearWarmUpAndCosineDecay) {
     const double eta = 2e-3;
     const std::int64_t steps = 1000, warmup = 50;
-    const fx::Schedule s = fx::Sequence(
-        {{fx::Shifted{fx::Triangle{.l0 = 0, .l1 = eta, .period = 2 * warmup}, 2}, warmup},
-         {fx::CosAnneal{.l0 = eta, .l1 = 0, .period = steps - warmup, .restart = false}, steps - warmup}});
+    const fx::Schedule s =
+        fx::Sequence({{fx::Shifted{fx::Triangle{.l0 = 0, .l1 = eta, .period = 2 * warmup}, 2}, warmup},
+                      {fx::CosAnneal{.l0 = eta, .l1 = 0, .period = steps - warmup, .restart = false}, steps - warmup}});
     for (std::int64_t step = 0; step < steps; ++step) {
-        const double by_hand = step < warmup ? eta * double(step + 1) / double(warmup)
-                                             : eta * 0.5 * (1 + std::cos(pi * double(step - warmup) / double(steps - warmup)));
+        const double by_hand = step < warmup
+                                   ? eta * double(step + 1) / double(warmup)
+                                   : eta * 0.5 * (1 + std::cos(pi * double(step - warmup) / double(steps - warmup)));
         EXPECT_NEAR(s(step + 1), by_hand, 1e-15) << step;
     }
 }

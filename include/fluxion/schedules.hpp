@@ -123,9 +123,9 @@ class Schedule {
 public:
     Schedule(double value);  // NOLINT(google-explicit-constructor): a number is a constant schedule
     template <class S>
-        requires(!std::is_same_v<S, Schedule>) && requires(const S& s, std::int64_t t) {
-            { s(t) } -> std::convertible_to<double>;
-        }
+    requires(!std::is_same_v<S, Schedule>) && requires(const S& s, std::int64_t t) {
+        { s(t) } -> std::convertible_to<double>;
+    }
     Schedule(S s)  // NOLINT(google-explicit-constructor)
         : impl_(std::make_shared<const Model<S>>(std::move(s))) {}
     double operator()(std::int64_t t) const { return impl_->at(t); }
@@ -197,13 +197,12 @@ template <class S> void Schedule::Model<S>::print(std::ostream& os) const {
 
 // ---- driving an optimiser's hyper-parameter ----
 // Every later update first sets `field` of opt's rule (an OptimiserChain's last) to s(t).
-template <class Rule, class R> void schedule(OptimiserState<Rule>& opt, double R::* field, Schedule s) {
+template <class Rule, class R> void schedule(OptimiserState<Rule>& opt, double R::*field, Schedule s) {
     using Final = std::remove_cvref_t<decltype(detail::final_rule(opt.rule))>;
     static_assert(std::is_same_v<Final, R>,
                   "fluxion: schedule a field of the optimiser's rule (an OptimiserChain's last), e.g. &fx::Adam::eta");
-    opt.schedules.push_back([field, s = std::move(s)](Rule& rule, std::int64_t t) {
-        detail::final_rule(rule).*field = s(t);
-    });
+    opt.schedules.push_back(
+        [field, s = std::move(s)](Rule& rule, std::int64_t t) { detail::final_rule(rule).*field = s(t); });
 }
 
 }  // namespace fluxion

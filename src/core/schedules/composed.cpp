@@ -32,10 +32,13 @@ double Shifted::operator()(std::int64_t t) const {
     return schedule(t - 1 + offset);
 }
 
-std::ostream& operator<<(std::ostream& os, const Constant& s) { return os << "Constant(" << detail::shortest(s.value) << ')'; }
+std::ostream& operator<<(std::ostream& os, const Constant& s) {
+    return os << "Constant(" << detail::shortest(s.value) << ')';
+}
 std::ostream& operator<<(std::ostream& os, const Sequence& s) {
     os << "Sequence(";
-    for (std::size_t i = 0; i < s.stages.size(); ++i) os << (i ? ", " : "") << s.stages[i].first << " => " << s.stages[i].second;
+    for (std::size_t i = 0; i < s.stages.size(); ++i)
+        os << (i ? ", " : "") << s.stages[i].first << " => " << s.stages[i].second;
     return os << ')';
 }
 std::ostream& operator<<(std::ostream& os, const Loop& s) { return os << "Loop(" << s.f << ", " << s.period << ')'; }

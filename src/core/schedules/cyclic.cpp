@@ -25,6 +25,11 @@ void check(const char* name, std::int64_t t, std::int64_t period) {
     detail::check_positive(name, "period", period);
 }
 
+template <class Wave> std::ostream& print_wave(std::ostream& os, const char* name, const Wave& s) {
+    detail::FieldPrinter(os, name)("l0", s.l0)("l1", s.l1)("period", s.period);
+    return os;
+}
+
 }  // namespace
 
 double Triangle::operator()(std::int64_t t) const {
@@ -75,16 +80,10 @@ double OneCycle::operator()(std::int64_t t) const {
     return CosAnneal{.l0 = maxval, .l1 = end, .period = warmdown, .restart = false}(t - warmup);
 }
 
-#define FLUXION_PRINT_WAVE(Name)                                                           \
-    std::ostream& operator<<(std::ostream& os, const Name& s) {                            \
-        detail::FieldPrinter(os, #Name)("l0", s.l0)("l1", s.l1)("period", s.period);       \
-        return os;                                                                         \
-    }
-FLUXION_PRINT_WAVE(Triangle)
-FLUXION_PRINT_WAVE(TriangleDecay2)
-FLUXION_PRINT_WAVE(Sin)
-FLUXION_PRINT_WAVE(SinDecay2)
-#undef FLUXION_PRINT_WAVE
+std::ostream& operator<<(std::ostream& os, const Triangle& s) { return print_wave(os, "Triangle", s); }
+std::ostream& operator<<(std::ostream& os, const TriangleDecay2& s) { return print_wave(os, "TriangleDecay2", s); }
+std::ostream& operator<<(std::ostream& os, const Sin& s) { return print_wave(os, "Sin", s); }
+std::ostream& operator<<(std::ostream& os, const SinDecay2& s) { return print_wave(os, "SinDecay2", s); }
 std::ostream& operator<<(std::ostream& os, const TriangleExp& s) {
     detail::FieldPrinter(os, "TriangleExp")("l0", s.l0)("l1", s.l1)("period", s.period)("decay", s.decay);
     return os;
@@ -98,8 +97,8 @@ std::ostream& operator<<(std::ostream& os, const CosAnneal& s) {
     return os;
 }
 std::ostream& operator<<(std::ostream& os, const OneCycle& s) {
-    detail::FieldPrinter(os, "OneCycle")("nsteps", s.nsteps)("maxval", s.maxval)(
-        "startval", s.startval.value_or(s.maxval / 25))("endval", s.endval.value_or(s.maxval / 1e5))(
+    const double start = s.startval.value_or(s.maxval / 25), end = s.endval.value_or(s.maxval / 1e5);
+    detail::FieldPrinter(os, "OneCycle")("nsteps", s.nsteps)("maxval", s.maxval)("startval", start)("endval", end)(
         "percent_start", s.percent_start);
     return os;
 }

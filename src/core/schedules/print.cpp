@@ -17,8 +17,7 @@ std::string shortest(double v) {
 }
 
 void check_step(const char* schedule, std::int64_t t) {
-    if (t < 1)
-        throw ValueError(std::string(schedule) + ": the step t counts from 1, got " + std::to_string(t));
+    if (t < 1) throw ValueError(std::string(schedule) + ": the step t counts from 1, got " + std::to_string(t));
 }
 
 void check_positive(const char* schedule, const char* field, std::int64_t value) {
