@@ -12,7 +12,7 @@
 // Decay:   Step     start · decay^i, i the number of step_sizes passed (one size: every step_size steps,
 //                   PyTorch's StepLR; several: at their running sums, then constant)
 //          Exp      start · decay^(t-1)                          (PyTorch's ExponentialLR)
-//          Poly     start · (1 - (t-1)/max_iter)^degree          (t ≤ max_iter)
+//          Poly     start · (1 - (t-1)/max_iter)^degree          (t ≤ max_iter; PyTorch's PolynomialLR)
 //          Inv      start / (1 + (t-1)·decay)^degree
 // Cyclic (amplitude |l0 - l1| above min(l0, l1), `period` steps per cycle):
 //          Triangle, TriangleDecay2 (amplitude halved each cycle), TriangleExp (amplitude · decay^(t-1))
@@ -23,7 +23,8 @@
 //          OneCycle   a cosine from startval up to maxval over ceil(percent_start·nsteps) steps, then
 //                     down to endval over the rest (t ≤ nsteps)
 // Composed: Constant, Sequence (each schedule for its number of steps, from its own t = 1; the last
-//          continues), Loop (f(mod1(t, period))), Shifted (s(t - 1 + offset)).
+//          continues), Loop (f(mod1(t, period))), Shifted (s(t - 1 + offset)). A callable of your own
+//          (t -> double) is a schedule too; it prints as λ.
 // A bad argument (a period or step size < 1, t < 1, t past Poly's max_iter or OneCycle's nsteps)
 // throws fx::ValueError when the schedule is evaluated.
 //
