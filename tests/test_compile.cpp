@@ -514,6 +514,23 @@ TEST(CompileAllocations, MlpReplaysAllocateNothing) {
     EXPECT_EQ(forwards.ours, 0);
 }
 
+// A schedule of η and β1 (fluxion/schedules.hpp) is followed by every replay without allocating.
+TEST(CompileAllocations, ScheduledReplaysAllocateNothing) {
+    fx::seed(5);
+    auto model = fx::Chain(fx::Dense(100, 200, fx::relu), fx::Dense(200, 1));
+    auto opt = fx::setup(fx::Adam{}, model);
+    fx::schedule(opt, &fx::Adam::eta,
+                 fx::Sequence({{fx::Triangle{.l0 = 0, .l1 = 1e-3, .period = 20}, 10},
+                               {fx::CosAnneal{.l0 = 1e-3, .l1 = 0, .period = 100}, 100}}));
+    fx::schedule(opt, &fx::Adam::beta1, fx::Step{.start = 0.9, .decay = 0.9, .step_sizes = {50}});
+    Tensor x = fx::randn({128, 100}), y = fx::randn({128, 1});
+    auto step = fx::compile(mse_loss, model, opt);
+    auto steps = allocations_in(1000, [&] { step(x, y); });
+    report("scheduled MLP step", 1000, steps, step.stats(x, y));
+    EXPECT_EQ(steps.ours, 0) << steps.ours_from;
+    EXPECT_DOUBLE_EQ(opt.rule.beta1, 0.9 * std::pow(0.9, 20));  // t = 1002: 20 step sizes of 50 passed
+}
+
 TEST(CompileAllocations, BatchNormAndDropoutReplaysAllocateNothing) {
     fx::seed(6);
     auto model = norm_dropout_mlp();

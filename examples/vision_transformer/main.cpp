@@ -26,7 +26,6 @@
 #include <exception>
 #include <filesystem>
 #include <iostream>
-#include <numbers>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -195,18 +194,15 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }
 
 // Linear warm-up over the first 5% of the steps (at least one), then a cosine decay to zero: Adam's
-// first steps, with moments estimated from a handful of gradients, do not get the full rate.
-struct Schedule {
-    double eta;
-    std::int64_t steps, warmup;
-
-    Schedule(double eta, std::int64_t steps) : eta(eta), steps(steps), warmup(std::max<std::int64_t>(1, steps / 20)) {}
-    double operator()(std::int64_t step) const {  // the rate of step 0, 1, ..., steps - 1
-        if (step < warmup) return eta * double(step + 1) / double(warmup);
-        const double progress = double(step - warmup) / double(std::max<std::int64_t>(1, steps - warmup));
-        return eta * 0.5 * (1 + std::cos(std::numbers::pi * progress));
-    }
-};
+// first steps, with moments estimated from a handful of gradients, do not get the full rate. The
+// warm-up is the rising half of a triangle, shifted by one step so that the first rate is not 0.
+fx::Schedule warmup_then_cosine(double eta, std::int64_t steps) {
+    const std::int64_t warmup = std::max<std::int64_t>(1, steps / 20);
+    return fx::Sequence({{fx::Shifted{fx::Triangle{.l0 = 0, .l1 = eta, .period = 2 * warmup}, 2}, warmup},
+                         {fx::CosAnneal{.l0 = eta, .l1 = 0, .period = std::max<std::int64_t>(1, steps - warmup),
+                                        .restart = false},
+                          std::max<std::int64_t>(1, steps - warmup)}});
+}
 
 template <class Data> double accuracy(const VisionTransformer& model, const fx::DataLoader<Data>& test) {
     fx::NoGrad no_grad;
@@ -253,19 +249,17 @@ int run(const Options& o, const fx::Device& dev) {
         return loss.item();
     };
     const auto steps_per_epoch = static_cast<std::int64_t>(train_loader.size());
-    const Schedule schedule(o.eta, steps_per_epoch * o.epochs);
-    std::printf("AdamW, η = %g after a linear warm-up over %lld of the %lld steps, then a cosine decay to 0\n", o.eta,
-                static_cast<long long>(schedule.warmup), static_cast<long long>(schedule.steps));
+    const fx::Schedule schedule = warmup_then_cosine(o.eta, steps_per_epoch * o.epochs);
+    fx::schedule(opt, &fx::AdamW::eta, schedule);  // followed by every step, compiled or eager
+    std::cout << "AdamW, η of " << steps_per_epoch * o.epochs << " steps: " << schedule << "\n";
 
     fx::Progress progress({.epochs = o.epochs, .steps = steps_per_epoch, .unit = "images", .terminal_only = true});
     double final_accuracy = 0, total = 0;
-    std::int64_t step_index = 0;
     for (int epoch = 1; epoch <= o.epochs; ++epoch) {
         const auto start = std::chrono::steady_clock::now();
         double loss_sum = 0;
         std::size_t steps = 0;
         for (auto [x, y] : train_loader | dev) {
-            fx::adjust(opt, schedule(step_index++));
             const double loss = train_step(x, y);
             loss_sum += loss;
             progress.step(epoch, ++steps, loss, x.shape(0));

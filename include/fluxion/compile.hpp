@@ -18,8 +18,9 @@
 // A trace fixes what the step decided on the host:
 //  - train/test mode (trainmode/testmode before compiling; compile once per mode);
 //  - values read on the host inside the loss function (a branch on a tensor's value);
-//  - optimiser hyper-parameters, except the learning rate (fx::adjust is followed) and the step
-//    count (Adam's bias correction advances at every replay).
+//  - the hyper-parameters of the optimiser's modifiers (WeightDecay's λ, ClipNorm's ω); its rule's
+//    (η, β1, ..., as fx::adjust or a schedule, fx::schedule, set them) are taken anew at every
+//    replay, and its step count advances (Adam's bias correction).
 // Random numbers (Dropout) are drawn at every replay from the generator eager code uses, so a
 // compiled run draws the same numbers as an eager one. A model tensor replaced by the user (or a new
 // optimiser state, or a frozen/thawed parameter) is noticed at the next call: every plan is dropped
@@ -93,7 +94,10 @@ public:
     static double read(const Tensor& t);   // a one-element CPU tensor's value, without running a kernel
     const Tensor& output(int plan) const;  // a view of the output's buffer
     std::size_t optimiser_steps(int plan) const;
-    void set_optimiser_step(int plan, std::size_t k, std::int64_t t, double eta);
+    // Every optimiser kernel of the plan takes the hyper-parameters (all but t) that `step` passes to
+    // the one kernel it runs, on a probe tensor, while no kernel runs (the rule's current values).
+    void take_hyperparameters(int plan, const std::function<void(Tensor& probe)>& step);
+    void set_optimiser_step(int plan, std::size_t k, std::int64_t t);
     CompileStats stats(int plan) const;
     void clear();
     // DeviceError unless every input is on `device` (the model's).
@@ -193,12 +197,17 @@ std::string optimiser_mismatch(const CompiledPlans& plans, int plan, const Optim
            std::to_string(active) + " trainable tensors; a compiled step updates each parameter once";
 }
 
-// Before a replay's update: each trainable tensor's step count advances, the learning rate is the rule's now.
+// Before a replay's update: the schedules are followed, the rule's hyper-parameters are its own now,
+// and each trainable tensor's step count advances.
 template <class Rule> void advance_optimiser_steps(CompiledPlans& plans, int plan, OptimiserState<Rule>& opt) {
+    follow_schedules(opt);
+    plans.take_hyperparameters(plan, [&opt](Tensor& probe) {
+        ParamState scratch;
+        final_rule(opt.rule).step(scratch, probe, probe);
+    });
     std::size_t k = 0;
-    const double eta = final_rule(opt.rule).eta;
     for (auto& s : opt.params)
-        if (!s.frozen) plans.set_optimiser_step(plan, k++, ++s.t, eta);
+        if (!s.frozen) plans.set_optimiser_step(plan, k++, ++s.t);
 }
 
 // After a trace that was refused (the traced step itself ran, eagerly, and counts): ValueError, or

@@ -17,6 +17,7 @@
 #include "fluxion/mixed_precision.hpp"
 #include "fluxion/ops.hpp"
 #include "fluxion/optimisers.hpp"
+#include "fluxion/schedules.hpp"
 #include "fluxion/progress.hpp"
 #include "fluxion/state.hpp"
 #include "fluxion/tensor.hpp"

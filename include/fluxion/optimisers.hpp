@@ -5,6 +5,7 @@
 //   auto [loss, grads] = fx::withgradient(lossfn, model);
 //   fx::update(opt, model, grads);                                // one step, in place
 //   fx::adjust(opt, 1e-4);                                        // a new learning rate
+//   fx::schedule(opt, &fx::Adam::eta, fx::Exp{.start = 1e-3, .decay = 0.99});   // fluxion/schedules.hpp
 //   fx::freeze(opt, "layers.0");  fx::thaw(opt, "layers.0");      // by path prefix
 //   auto opt2 = fx::setup(fx::OptimiserChain(fx::ClipNorm{1.0}, fx::Adam{}), model);
 //
@@ -15,7 +16,9 @@
 // transform its update, as in Optimisers.jl). Only trainable tensors are optimised
 // (FLUXION_TRAINABLE; BatchNorm's running statistics are not).
 #pragma once
+#include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -194,6 +197,8 @@ template <class... Parts> struct OptimiserChain {
 template <class Rule> struct OptimiserState {
     Rule rule;
     std::vector<ParamState> params;
+    // fx::schedule's (fluxion/schedules.hpp): each sets a hyper-parameter of the rule for step t.
+    std::vector<std::function<void(Rule&, std::int64_t)>> schedules;
 };
 
 namespace detail {
@@ -241,6 +246,13 @@ template <class M> Trainable trainable_of(const M& model) {
     });
     return t;
 }
+// Before a step: the scheduled hyper-parameters take their values at t = 1 + the steps taken.
+template <class Rule> void follow_schedules(OptimiserState<Rule>& opt) {
+    if (opt.schedules.empty()) return;
+    std::int64_t taken = 0;
+    for (const auto& s : opt.params) taken = std::max(taken, s.t);
+    for (const auto& set : opt.schedules) set(opt.rule, taken + 1);
+}
 // Throws unless params and grads match the optimiser's paths, shapes and devices.
 void check_update(const std::vector<ParamState>& states, const Trainable& params, const Trainable& grads);
 // Matches path == prefix or a path below it ("layers.0" matches "layers.0.weight"); ValueError if none.
@@ -269,7 +281,7 @@ template <class Rule, class M> OptimiserState<Rule> setup(const Rule& rule, cons
     static_assert(detail::is_rule<Rule> || requires { rule.rule(); },
                   "fluxion: setup takes a rule (Descent, Adam, ... : fluxion/optimisers.hpp) or an "
                   "OptimiserChain ending with one");
-    OptimiserState<Rule> opt{rule, {}};
+    OptimiserState<Rule> opt{rule, {}, {}};
     auto params = detail::trainable_of(model);
     for (std::size_t i = 0; i < params.paths.size(); ++i) {
         ParamState s;
@@ -288,6 +300,7 @@ template <class Rule, class M> void update(OptimiserState<Rule>& opt, M& model, 
     auto params = detail::trainable_of(model);
     auto gs = detail::trainable_of(grads);
     detail::check_update(opt.params, params, gs);
+    detail::follow_schedules(opt);
     NoGrad no_grad;
     std::vector<Tensor> p, g;
     std::vector<ParamState*> states;
@@ -300,6 +313,7 @@ template <class Rule, class M> void update(OptimiserState<Rule>& opt, M& model, 
     detail::apply(opt.rule, g, p, states);
 }
 
+// A new learning rate (a schedule of eta, fx::schedule, sets it again at the next step).
 template <class Rule> void adjust(OptimiserState<Rule>& opt, double eta) { detail::final_rule(opt.rule).eta = eta; }
 template <class Rule> void freeze(OptimiserState<Rule>& opt, const std::string& prefix) {
     detail::set_frozen(opt.params, prefix, true);

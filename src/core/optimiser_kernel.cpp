@@ -4,9 +4,28 @@
 #include "core/dispatch.hpp"
 
 namespace fluxion::detail {
+namespace {
+thread_local backend::OptimiserStep* capturing = nullptr;
+thread_local bool captured = false;
+}  // namespace
+
+bool capture_optimiser_step(backend::OptimiserStep& hp, const std::function<void()>& run) {
+    capturing = &hp;
+    captured = false;
+    struct Restore {
+        ~Restore() { capturing = nullptr; }
+    } restore;
+    run();
+    return captured;
+}
 
 void optimiser_step(backend::Optimiser rule, Tensor& param, const Tensor& grad, Tensor& state1, Tensor& state2,
                     Tensor& state3, const backend::OptimiserStep& hp) {
+    if (capturing) {
+        *capturing = hp;
+        captured = true;
+        return;
+    }
     std::vector<Tensor> args{param, grad};
     for (const Tensor* s : {&state1, &state2, &state3})
         if (s->defined()) args.push_back(*s);

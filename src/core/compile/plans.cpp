@@ -10,6 +10,7 @@
 #include "core/compile/fusion.hpp"
 #include "core/compile/recorder.hpp"
 #include "core/dispatch.hpp"
+#include "core/optimiser_kernel.hpp"
 #include "core/registry.hpp"
 #include "core/tensor_impl.hpp"
 #include "fluxion/compile.hpp"
@@ -214,10 +215,11 @@ struct CompiledPlans::Impl {
     std::string what;
     bool cache, fuse;
     std::vector<std::unique_ptr<Plan>> plans;
+    Tensor probe;  // take_hyperparameters' (no kernel runs on it)
 };
 
 CompiledPlans::CompiledPlans(std::string what, bool cache, bool fuse)
-    : impl_(std::make_unique<Impl>(Impl{std::move(what), cache, fuse, {}})) {}
+    : impl_(std::make_unique<Impl>(Impl{std::move(what), cache, fuse, {}, zeros({1})})) {}
 CompiledPlans::~CompiledPlans() = default;
 CompiledPlans::CompiledPlans(CompiledPlans&&) noexcept = default;
 CompiledPlans& CompiledPlans::operator=(CompiledPlans&&) noexcept = default;
@@ -339,10 +341,18 @@ std::size_t CompiledPlans::optimiser_steps(int p) const {
     return impl_->plans[static_cast<std::size_t>(p)]->optimiser_steps.size();
 }
 
-void CompiledPlans::set_optimiser_step(int p, std::size_t k, std::int64_t t, double eta) {
-    auto& hp = *impl_->plans[static_cast<std::size_t>(p)]->optimiser_steps[k];
-    hp.t = t;
-    hp.eta = eta;
+void CompiledPlans::take_hyperparameters(int p, const std::function<void(Tensor&)>& step) {
+    backend::OptimiserStep now;
+    if (!capture_optimiser_step(now, [&] { step(impl_->probe); })) return;
+    for (auto& hp : impl_->plans[static_cast<std::size_t>(p)]->optimiser_steps) {
+        const std::int64_t t = hp->t;
+        *hp = now;
+        hp->t = t;
+    }
+}
+
+void CompiledPlans::set_optimiser_step(int p, std::size_t k, std::int64_t t) {
+    impl_->plans[static_cast<std::size_t>(p)]->optimiser_steps[k]->t = t;
 }
 
 CompileStats CompiledPlans::stats(int p) const {
