@@ -1,6 +1,6 @@
-// test_layers_image.cpp — GroupNorm and InstanceNorm: outputs and the
+// test_layers_image.cpp — GroupNorm, InstanceNorm, PixelShuffle and Upsample: outputs and the
 // gradients of a checksum of them against PyTorch (tests/reference/torch_layers_image.py) in f64,
-// f32 against f64, finite differences, and every other device against the CPU.
+// f32 against f64, finite differences, every other device against the CPU, and compiled steps.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -182,6 +182,90 @@ TEST(InstanceNorm, DefaultsAreFluxsAndPyTorchs) {
     EXPECT_NEAR(v[4], 0, 0);
     EXPECT_THROW(in(fx::ones({2, 4})), fx::ShapeError);  // one value per channel
     EXPECT_THROW(in(fx::ones({2, 3, 2, 2})), fx::ShapeError);
+}
+
+// ---- PixelShuffle ----
+
+TEST(PixelShuffle, MatchesPyTorchWithGradients) {
+    expect_case(fx::PixelShuffle(2), wave({2, 8, 3, 4}, 0.37, 0.1), "pixelshuffle", {2, 2, 6, 8}, 2.23446434729,
+                {0.0998334166, -0.985177782, 0.452886285});
+    EXPECT_EQ(shown(fx::PixelShuffle(2)), "PixelShuffle(2)");
+}
+
+TEST(PixelShuffle, MovesChannelsIntoBlocksInPyTorchsOrder) {
+    // Channel c·r² + i·r + j lands at row offset i, column offset j.
+    Tensor x = fx::arange(0, 8, 1).reshape({8, 1, 1});
+    EXPECT_EQ(fx::PixelShuffle(2)(x).to_vector<float>(), (std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7}));
+    EXPECT_EQ(fx::PixelShuffle(2)(x).shape(), (fx::Shape{2, 2, 2}));
+    EXPECT_THROW(fx::PixelShuffle(3)(x), fx::ShapeError);
+    EXPECT_THROW(fx::PixelShuffle(0), fx::ValueError);
+}
+
+// ---- Upsample ----
+
+using fx::UpsampleMode;
+
+TEST(Upsample, NearestMatchesPyTorchWithGradients) {
+    expect_case(fx::Upsample(UpsampleMode::nearest, {.scale = {2}}), small, "nearest_scale", {2, 3, 8, 10},
+                -5.58213267844, {0.295520207, 0.295520207, 0.651833771});
+    expect_case(fx::Upsample(UpsampleMode::nearest, {.size = {7, 3}}), small, "nearest_size", {2, 3, 7, 3},
+                -4.55007508434, {0.295520207, 0.651833771, 0.999167945});
+}
+
+TEST(Upsample, BilinearMatchesPyTorchWithGradients) {
+    expect_case(fx::Upsample(UpsampleMode::bilinear, {.scale = {2}}), small, "bilinear_scale", {2, 3, 8, 10},
+                -4.58845322225, {0.295520207, 0.384598598, 0.56275538});
+    expect_case(fx::Upsample(UpsampleMode::bilinear, {.scale = {1.5}}), small, "bilinear_scale_fraction",
+                {2, 3, 6, 7}, -4.38765570405, {0.295520207, 0.473676989, 0.69321155});
+    expect_case(fx::Upsample(UpsampleMode::bilinear, {.size = {7, 9}, .align_corners = true}), small,
+                "bilinear_size_aligned", {2, 3, 7, 9}, -0.492132727454, {0.295520207, 0.473676989, 0.651833771});
+    expect_case(fx::Upsample(UpsampleMode::bilinear, {.size = {3, 11}}), small, "bilinear_size", {2, 3, 3, 11},
+                0.344373875526, {0.364845731, 0.408557656, 0.517837467});
+    expect_case(fx::Upsample(UpsampleMode::bilinear, {.size = {1, 8}, .align_corners = true}), small,
+                "bilinear_one_row_aligned", {2, 3, 1, 8}, -1.69084789181, {0.295520207, 0.499127958, 0.687300438});
+}
+
+TEST(Upsample, PrintsAsFluxAndRefusesBadArguments) {
+    EXPECT_EQ(shown(fx::Upsample(UpsampleMode::nearest, {.scale = {2}})), "Upsample(:nearest, scale = 2)");
+    EXPECT_EQ(shown(fx::Upsample(UpsampleMode::bilinear, {.scale = {2, 3}})), "Upsample(:bilinear, scale = (2, 3))");
+    EXPECT_EQ(shown(fx::Upsample(UpsampleMode::bilinear, {.size = {7, 9}, .align_corners = true})),
+              "Upsample(:bilinear, size = (7, 9), align_corners=true)");
+    EXPECT_THROW(fx::Upsample(UpsampleMode::nearest, {}), fx::ValueError);
+    EXPECT_THROW(fx::Upsample(UpsampleMode::nearest, {.scale = {2}, .size = {4, 4}}), fx::ValueError);
+    EXPECT_THROW(fx::Upsample(UpsampleMode::nearest, {.scale = {2}, .align_corners = true}), fx::ValueError);
+    EXPECT_THROW(fx::Upsample(UpsampleMode::bilinear, {.scale = {-1}}), fx::ValueError);
+    EXPECT_THROW(fx::Upsample(UpsampleMode::bilinear, {.size = {4}}), fx::ValueError);
+    EXPECT_THROW(fx::Upsample(UpsampleMode::nearest, {.scale = {2}})(fx::ones({4, 4})), fx::ShapeError);
+    // One image {C, H, W} is resized as a batch of one.
+    auto up = fx::Upsample(UpsampleMode::bilinear, {.scale = {2}});
+    expect_close(up(small.select(0, 1)), up(small).select(0, 1), 1e-12, "one image");
+}
+
+// ---- together, compiled ----
+
+// A decoder block of the layers here: fx::compile replays it with the same parameters as eager steps.
+TEST(ImageLayers, CompiledStepsMatchEagerSteps) {
+    fx::seed(26);
+    auto model = fx::Chain(fx::Conv({3, 3}, 2, 8, {.pad = 1}), fx::GroupNorm(8, 2, fx::relu),
+                           fx::PixelShuffle(2), fx::InstanceNorm(2, {.affine = true}),
+                           fx::Upsample(UpsampleMode::bilinear, {.scale = {2}}),
+                           fx::Upsample(UpsampleMode::nearest, {.size = {5, 7}}));
+    auto eager = fx::fmap([](const Tensor& t) { return t.clone(); }, model);
+    auto lossfn = [](const auto& m, const Tensor& x, const Tensor& y) { return fx::mean(fx::square(m(x) - y)); };
+    auto opt = fx::setup(fx::Adam{.eta = 1e-2}, model);
+    auto eager_opt = fx::setup(fx::Adam{.eta = 1e-2}, eager);
+    auto step = fx::compile(lossfn, model, opt);  // no fall_back: must replay
+    Tensor x = fx::randn({2, 2, 3, 4}), y = fx::randn({2, 2, 5, 7});
+    for (int i = 0; i < 3; ++i) {
+        const float loss = step(x, y);
+        auto [l, grads] = fx::withgradient([&](const decltype(eager)& m) { return lossfn(m, x, y); }, eager);
+        fx::update(eager_opt, eager, grads);
+        EXPECT_NEAR(loss, l.item(), 1e-5) << "step " << i;
+    }
+    EXPECT_GT(step.stats(x, y).kernels, 0u);
+    auto a = fx::state(model), b = fx::state(eager);
+    ASSERT_EQ(a.size(), b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) expect_close(a[i].second, b[i].second, 1e-5, a[i].first);
 }
 
 }  // namespace

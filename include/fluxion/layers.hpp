@@ -23,3 +23,4 @@
 #include "fluxion/layers/recurrent.hpp"
 #include "fluxion/layers/rrelu.hpp"
 #include "fluxion/layers/show.hpp"
+#include "fluxion/layers/upsample.hpp"

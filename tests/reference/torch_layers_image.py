@@ -61,6 +61,19 @@ def main(dst):
     report("instancenorm_tracked", tracked, x * 2, running_mean=tracked.running_mean,
            running_var=tracked.running_var)
 
+    report("pixelshuffle", lambda v: F.pixel_shuffle(v, 2), wave([2, 8, 3, 4], 0.37, 0.1))
+
+    u = wave([2, 3, 4, 5], 0.41, 0.3)
+    report("nearest_scale", lambda v: F.interpolate(v, scale_factor=2, mode="nearest"), u)
+    report("nearest_size", lambda v: F.interpolate(v, size=(7, 3), mode="nearest"), u)
+    report("bilinear_scale", lambda v: F.interpolate(v, scale_factor=2, mode="bilinear"), u)
+    report("bilinear_scale_fraction", lambda v: F.interpolate(v, scale_factor=1.5, mode="bilinear"), u)
+    report("bilinear_size_aligned",
+           lambda v: F.interpolate(v, size=(7, 9), mode="bilinear", align_corners=True), u)
+    report("bilinear_size", lambda v: F.interpolate(v, size=(3, 11), mode="bilinear"), u)
+    report("bilinear_one_row_aligned",
+           lambda v: F.interpolate(v, size=(1, 8), mode="bilinear", align_corners=True), u)
+
     with open(dst, "w") as f:
         json.dump(results, f)
 
