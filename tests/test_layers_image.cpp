@@ -1,4 +1,5 @@
-// test_layers_image.cpp — GroupNorm, InstanceNorm, PixelShuffle and Upsample: outputs and the
+// test_layers_image.cpp — GroupNorm, InstanceNorm, PixelShuffle, Upsample, and the 1-d Conv, MaxPool
+// and MeanPool: outputs and the
 // gradients of a checksum of them against PyTorch (tests/reference/torch_layers_image.py) in f64,
 // f32 against f64, finite differences, every other device against the CPU, and compiled steps.
 #include <gtest/gtest.h>
@@ -241,6 +242,57 @@ TEST(Upsample, PrintsAsFluxAndRefusesBadArguments) {
     expect_close(up(small.select(0, 1)), up(small).select(0, 1), 1e-12, "one image");
 }
 
+// ---- 1-d Conv and pooling ----
+
+const Tensor sequence = wave({2, 4, 9}, 0.37, 0.1);
+
+fx::Conv reference_conv(fx::Conv conv, const fx::Shape& weight) {
+    conv.weight = wave(weight, 0.23, 0.5);  // f64, as the script's
+    conv.bias = wave({weight[0]}, 1.1, 0.2);
+    return conv;
+}
+
+TEST(Conv1d, MatchesPyTorchWithGradients) {
+    auto conv = fx::Conv(std::array{3}, 4, 6, {.stride = 2, .pad = 1, .dilation = 2, .groups = 2});
+    EXPECT_EQ(conv.weight.shape(), (fx::Shape{6, 2, 3}));  // PyTorch's Conv1d layout
+    expect_case(reference_conv(conv, {6, 2, 3}), sequence, "conv1d", {2, 6, 4}, -1.94227460082,
+                {-0.319869477, -0.581847552, -0.383352421});
+    auto same = fx::Conv(std::array{4}, 4, 3, {.pad = fx::SamePad()});
+    expect_case(reference_conv(same, {3, 4, 4}), sequence, "conv1d_same", {2, 3, 9}, 0.536504940289,
+                {1.72407953, 2.24919756, 2.43311964});
+}
+
+TEST(Conv1d, PrintsAsFluxAndTakesOneSequence) {
+    EXPECT_EQ(shown(fx::Conv(std::array{3}, 4, 6, fx::relu, {.stride = 2, .pad = 1, .dilation = 2, .groups = 2})),
+              "Conv((3,), 4 => 6, relu, pad=1, stride=2, dilation=2, groups=2)  # 42 parameters");
+    EXPECT_EQ(shown(fx::Conv(std::array{4}, 4, 3, {.pad = fx::SamePad()})), "Conv((4,), 4 => 3, pad=(1, 2))  # 51 parameters");
+    auto conv = reference::f64(reference_conv(fx::Conv(std::array{3}, 4, 6, {.pad = 1}), {6, 4, 3}));
+    expect_close(conv(sequence.select(0, 1)), conv(sequence).select(0, 1), 1e-12, "one sequence");
+    EXPECT_THROW(fx::Conv(std::array{3}, 4, 6, {.stride = {1, 2}}), fx::ValueError);
+    EXPECT_THROW(fx::Conv(std::array{3}, 4, 6, {.pad = {1, 2}}), fx::ValueError);
+    try {
+        conv(fx::ones({2, 5, 9}, {.dtype = fx::DType::f64}));
+        FAIL() << "no ShapeError";
+    } catch (const fx::ShapeError& e) {
+        EXPECT_NE(std::string(e.what()).find("Conv((3,), 4 => 6, pad=1): input has 5 channels, expected 4"),
+                  std::string::npos)
+            << e.what();
+    }
+    EXPECT_THROW(conv(fx::ones({2, 4, 3, 3}, {.dtype = fx::DType::f64})), fx::ShapeError);
+}
+
+TEST(Pool1d, MatchesPyTorchWithGradients) {
+    expect_case(fx::MaxPool(std::array{3}, {.stride = 2, .pad = 1}), sequence, "maxpool1d", {2, 4, 5},
+                -5.93839041655, {0.452886285, 0.935616002, 0.999957646});
+    expect_case(fx::MeanPool(std::array{3}, {.stride = 2, .pad = 1}), sequence, "meanpool1d", {2, 4, 5},
+                -6.25359951777, {0.184239901, 0.711048469, 0.954844454});
+    EXPECT_EQ(shown(fx::MaxPool(std::array{3}, {.stride = 2, .pad = 1})), "MaxPool((3,), pad=1, stride=2)");
+    EXPECT_EQ(shown(fx::MeanPool(std::array{2})), "MeanPool((2,))");
+    EXPECT_EQ(fx::MaxPool(std::array{2})(sequence.select(0, 0)).shape(), (fx::Shape{4, 4}));
+    EXPECT_THROW(fx::MaxPool(std::array{2}, {.stride = fx::Size2(1, 2)}), fx::ValueError);
+    EXPECT_THROW(fx::MaxPool(std::array{2})(fx::ones({1, 2, 3, 4})), fx::ShapeError);
+}
+
 // ---- together, compiled ----
 
 // A decoder block of the layers here: fx::compile replays it with the same parameters as eager steps.
@@ -249,7 +301,10 @@ TEST(ImageLayers, CompiledStepsMatchEagerSteps) {
     auto model = fx::Chain(fx::Conv({3, 3}, 2, 8, {.pad = 1}), fx::GroupNorm(8, 2, fx::relu),
                            fx::PixelShuffle(2), fx::InstanceNorm(2, {.affine = true}),
                            fx::Upsample(UpsampleMode::bilinear, {.scale = {2}}),
-                           fx::Upsample(UpsampleMode::nearest, {.size = {5, 7}}));
+                           fx::Upsample(UpsampleMode::nearest, {.size = {5, 7}}),
+                           [](const Tensor& v) { return v.reshape({2, 10, 7}); }, fx::Conv(std::array{3}, 10, 10, {.pad = 1}),
+                           fx::MaxPool(std::array{2}, {.stride = 1}), fx::MeanPool(std::array{2}, {.stride = 1, .pad = 1}),
+                           [](const Tensor& v) { return v.reshape({2, 2, 5, 7}); });
     auto eager = fx::fmap([](const Tensor& t) { return t.clone(); }, model);
     auto lossfn = [](const auto& m, const Tensor& x, const Tensor& y) { return fx::mean(fx::square(m(x) - y)); };
     auto opt = fx::setup(fx::Adam{.eta = 1e-2}, model);

@@ -74,6 +74,22 @@ def main(dst):
     report("bilinear_one_row_aligned",
            lambda v: F.interpolate(v, size=(1, 8), mode="bilinear", align_corners=True), u)
 
+    # 1-d layers on sequences {N, C, L}.
+    seq = wave([2, 4, 9], 0.37, 0.1)
+    conv = nn.Conv1d(4, 6, 3, stride=2, padding=1, dilation=2, groups=2)
+    with torch.no_grad():
+        conv.weight.copy_(wave([6, 2, 3], 0.23, 0.5))
+        conv.bias.copy_(wave([6], 1.1, 0.2))
+    report("conv1d", conv, seq, [("weight", conv.weight), ("bias", conv.bias)])
+    # SamePad with an even kernel: total padding 3, PyTorch's "same" puts the extra zero at the end.
+    same = nn.Conv1d(4, 3, 4)
+    with torch.no_grad():
+        same.weight.copy_(wave([3, 4, 4], 0.23, 0.5))
+        same.bias.copy_(wave([3], 1.1, 0.2))
+    report("conv1d_same", lambda v: same(F.pad(v, (1, 2))), seq, [("weight", same.weight), ("bias", same.bias)])
+    report("maxpool1d", lambda v: F.max_pool1d(v, 3, stride=2, padding=1), seq)
+    report("meanpool1d", lambda v: F.avg_pool1d(v, 3, stride=2, padding=1), seq)
+
     with open(dst, "w") as f:
         json.dump(results, f)
 
