@@ -4,8 +4,11 @@
 // f32 against f64, finite differences, every other device against the CPU, and compiled steps.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <sstream>
 
 #include "fluxion/fluxion.hpp"
@@ -291,6 +294,39 @@ TEST(Pool1d, MatchesPyTorchWithGradients) {
     EXPECT_EQ(fx::MaxPool(std::array{2})(sequence.select(0, 0)).shape(), (fx::Shape{4, 4}));
     EXPECT_THROW(fx::MaxPool(std::array{2}, {.stride = fx::Size2(1, 2)}), fx::ValueError);
     EXPECT_THROW(fx::MaxPool(std::array{2})(fx::ones({1, 2, 3, 4})), fx::ShapeError);
+}
+
+// ---- PyTorch's state_dicts ----
+
+// tests/interop/torch_image_layers.py writes nn.GroupNorm's, nn.InstanceNorm2d's and nn.Conv1d's
+// state_dicts; fx::load reads them into the layers here, which then give PyTorch's outputs.
+TEST(ImageLayers, PyTorchStateDictsLoad) {
+    if (!fx_test::torch_importable()) GTEST_SKIP() << "PyTorch is not importable by /usr/bin/python3";
+    const auto dir = std::filesystem::temp_directory_path() / ("fluxion-image-layers-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    ASSERT_EQ(std::system(("/usr/bin/python3 " FLUXION_SOURCE_DIR "/tests/interop/torch_image_layers.py '" +
+                           dir.string() + "'").c_str()),
+              0);
+    auto gn = reference::f64(fx::GroupNorm(6, 3));
+    fx::load(dir / "groupnorm.safetensors", gn);
+    reference::expect_matches_in(torch_image(), gn(image), "groupnorm", {2, 6, 5, 4}, -3.0653415286,
+                                 {0.383487642, 0.802826134, 1.14936027});
+    // PyTorch also keeps num_batches_tracked, which InstanceNorm (as BatchNorm) has no use for.
+    auto in = reference::f64(fx::InstanceNorm(6, {.momentum = 0.3, .affine = true, .track_stats = true}));
+    auto report = fx::load(dir / "instancenorm.safetensors", in, {.strict = false});
+    EXPECT_TRUE(report.missing.empty() && report.mismatched.empty());
+    EXPECT_EQ(report.unexpected, (std::vector<std::string>{"num_batches_tracked"}));
+    auto trained = reference::f64(fx::InstanceNorm(6, {.momentum = 0.3, .track_stats = true}));
+    fx::trainmode(trained);
+    (void)trained(image);  // the script's training step, here
+    expect_close(in.running_mean, trained.running_mean, 1e-12, "running_mean");
+    expect_close(in.running_var, trained.running_var, 1e-12, "running_var");
+    expect_close(in.weight, wave({6}, 0.31, 1.0), 1e-15, "weight");
+    auto conv = reference::f64(fx::Conv(std::array{3}, 4, 6, {.stride = 2, .pad = 1, .dilation = 2, .groups = 2}));
+    fx::load(dir / "conv1d.safetensors", conv);
+    reference::expect_matches_in(torch_image(), conv(sequence), "conv1d", {2, 6, 4}, -1.94227460082,
+                                 {-0.319869477, -0.581847552, -0.383352421});
+    std::filesystem::remove_all(dir);
 }
 
 // ---- together, compiled ----
