@@ -3,7 +3,6 @@
 // gradients of a checksum of them against PyTorch (tests/reference/torch_layers_image.py) in f64,
 // f32 against f64, finite differences, every other device against the CPU, and compiled steps.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cmath>
@@ -61,9 +60,8 @@ template <class L> Tensor bias_of(const L& l) {
 // digits) and, where PyTorch runs, every value and the gradients of the checksum with respect to x,
 // weight and bias against the script's case `name`; then f32 against f64, finite differences, and
 // every other device against the CPU.
-template <class L>
-void expect_case(const L& layer, const Tensor& x, const std::string& name, const fx::Shape& shape, double sum,
-                 const std::vector<double>& first) {
+template <class L> void expect_case(const L& layer, const Tensor& x, const std::string& name, const fx::Shape& shape,
+                                    double sum, const std::vector<double>& first) {
     const L l64 = reference::f64(layer);
     reference::expect_matches_in(torch_image(), l64(x), name, shape, sum, first);
     auto loss = [](const L& m, const Tensor& v) { return checksum(m(v)); };
@@ -107,8 +105,8 @@ const Tensor small = wave({2, 3, 4, 5}, 0.41, 0.3);
 TEST(GroupNorm, MatchesPyTorchWithGradients) {
     expect_case(with_affine(fx::GroupNorm(6, 3)), image, "groupnorm", {2, 6, 5, 4}, -3.0653415286,
                 {0.383487642, 0.802826134, 1.14936027});
-    expect_case(fx::GroupNorm(6, 2, {.epsilon = 0.5, .affine = false}), wave({3, 6}, 0.53, 0.2),
-                "groupnorm_vectors", {3, 6}, -2.04036718688, {-0.527256608, 0.0789747206, 0.448281888});
+    expect_case(fx::GroupNorm(6, 2, {.epsilon = 0.5, .affine = false}), wave({3, 6}, 0.53, 0.2), "groupnorm_vectors",
+                {3, 6}, -2.04036718688, {-0.527256608, 0.0789747206, 0.448281888});
 }
 
 TEST(GroupNorm, PrintsAsFluxAndNamesItsWeightsAsPyTorch) {
@@ -141,15 +139,15 @@ TEST(GroupNorm, BadArgumentsAndInputsNameTheLayer) {
 // ---- InstanceNorm ----
 
 TEST(InstanceNorm, MatchesPyTorchWithGradients) {
-    expect_case(with_affine(fx::InstanceNorm(6, {.affine = true})), image, "instancenorm", {2, 6, 5, 4},
-                -2.53378909886, {0.431842753, 0.870156241, 1.23237099});
+    expect_case(with_affine(fx::InstanceNorm(6, {.affine = true})), image, "instancenorm", {2, 6, 5, 4}, -2.53378909886,
+                {0.431842753, 0.870156241, 1.23237099});
 }
 
 TEST(InstanceNorm, RunningStatisticsMatchPyTorch) {
     auto in = reference::f64(fx::InstanceNorm(6, {.momentum = 0.3, .track_stats = true}));
     fx::trainmode(in);
     (void)in(image);
-    auto kept_mean = std::vector<double>{0.026651265273,  0.0411703469864,  0.0094590260194,
+    auto kept_mean = std::vector<double>{0.026651265273,   0.0411703469864,  0.0094590260194,
                                          -0.0328738858219, -0.0382925355677, -0.000712292456689};
     auto kept_var = std::vector<double>{0.851559735587, 0.868029709471, 0.841176108336,
                                         0.857754994721, 0.864204878052, 0.839688088222};
@@ -163,8 +161,8 @@ TEST(InstanceNorm, RunningStatisticsMatchPyTorch) {
         fx_test::expect_kept(kept_var, script.at("running_var"), 1e-11, "running_var");
     }
     fx::testmode(in);
-    reference::expect_matches_in(torch_image(), in(image * 2.0), "instancenorm_tracked", {2, 6, 5, 4},
-                                 -5.42333995535, {0.18748869, 0.952661679, 1.58498751});
+    reference::expect_matches_in(torch_image(), in(image * 2.0), "instancenorm_tracked", {2, 6, 5, 4}, -5.42333995535,
+                                 {0.18748869, 0.952661679, 1.58498751});
     EXPECT_EQ(shown(in), "InstanceNorm(6, momentum=0.3, track_stats=true)  # 0 parameters, plus 12 non-trainable");
     auto st = fx::state(in);
     ASSERT_EQ(st.size(), 2u);
@@ -177,7 +175,8 @@ TEST(InstanceNorm, DefaultsAreFluxsAndPyTorchs) {
     EXPECT_FALSE(in.weight.defined());
     EXPECT_FALSE(in.running_mean.defined());
     EXPECT_EQ(shown(in), "InstanceNorm(4)");
-    EXPECT_EQ(shown(fx::InstanceNorm(4, fx::relu, {.affine = true})), "InstanceNorm(4, relu, affine=true)  # 8 parameters");
+    EXPECT_EQ(shown(fx::InstanceNorm(4, fx::relu, {.affine = true})),
+              "InstanceNorm(4, relu, affine=true)  # 8 parameters");
     // Outside a gradient, too, each instance is normalised by its own statistics.
     Tensor y = in(fx::tensor({1, 3, 10, 30, 5, 5, -2, 2}, {4, 2, 1}));  // one image {C, H, W}
     auto v = values(y);
@@ -219,8 +218,8 @@ TEST(Upsample, NearestMatchesPyTorchWithGradients) {
 TEST(Upsample, BilinearMatchesPyTorchWithGradients) {
     expect_case(fx::Upsample(UpsampleMode::bilinear, {.scale = {2}}), small, "bilinear_scale", {2, 3, 8, 10},
                 -4.58845322225, {0.295520207, 0.384598598, 0.56275538});
-    expect_case(fx::Upsample(UpsampleMode::bilinear, {.scale = {1.5}}), small, "bilinear_scale_fraction",
-                {2, 3, 6, 7}, -4.38765570405, {0.295520207, 0.473676989, 0.69321155});
+    expect_case(fx::Upsample(UpsampleMode::bilinear, {.scale = {1.5}}), small, "bilinear_scale_fraction", {2, 3, 6, 7},
+                -4.38765570405, {0.295520207, 0.473676989, 0.69321155});
     expect_case(fx::Upsample(UpsampleMode::bilinear, {.size = {7, 9}, .align_corners = true}), small,
                 "bilinear_size_aligned", {2, 3, 7, 9}, -0.492132727454, {0.295520207, 0.473676989, 0.651833771});
     expect_case(fx::Upsample(UpsampleMode::bilinear, {.size = {3, 11}}), small, "bilinear_size", {2, 3, 3, 11},
@@ -268,7 +267,8 @@ TEST(Conv1d, MatchesPyTorchWithGradients) {
 TEST(Conv1d, PrintsAsFluxAndTakesOneSequence) {
     EXPECT_EQ(shown(fx::Conv(std::array{3}, 4, 6, fx::relu, {.stride = 2, .pad = 1, .dilation = 2, .groups = 2})),
               "Conv((3,), 4 => 6, relu, pad=1, stride=2, dilation=2, groups=2)  # 42 parameters");
-    EXPECT_EQ(shown(fx::Conv(std::array{4}, 4, 3, {.pad = fx::SamePad()})), "Conv((4,), 4 => 3, pad=(1, 2))  # 51 parameters");
+    EXPECT_EQ(shown(fx::Conv(std::array{4}, 4, 3, {.pad = fx::SamePad()})),
+              "Conv((4,), 4 => 3, pad=(1, 2))  # 51 parameters");
     auto conv = reference::f64(reference_conv(fx::Conv(std::array{3}, 4, 6, {.pad = 1}), {6, 4, 3}));
     expect_close(conv(sequence.select(0, 1)), conv(sequence).select(0, 1), 1e-12, "one sequence");
     EXPECT_THROW(fx::Conv(std::array{3}, 4, 6, {.stride = {1, 2}}), fx::ValueError);
@@ -285,10 +285,10 @@ TEST(Conv1d, PrintsAsFluxAndTakesOneSequence) {
 }
 
 TEST(Pool1d, MatchesPyTorchWithGradients) {
-    expect_case(fx::MaxPool(std::array{3}, {.stride = 2, .pad = 1}), sequence, "maxpool1d", {2, 4, 5},
-                -5.93839041655, {0.452886285, 0.935616002, 0.999957646});
-    expect_case(fx::MeanPool(std::array{3}, {.stride = 2, .pad = 1}), sequence, "meanpool1d", {2, 4, 5},
-                -6.25359951777, {0.184239901, 0.711048469, 0.954844454});
+    expect_case(fx::MaxPool(std::array{3}, {.stride = 2, .pad = 1}), sequence, "maxpool1d", {2, 4, 5}, -5.93839041655,
+                {0.452886285, 0.935616002, 0.999957646});
+    expect_case(fx::MeanPool(std::array{3}, {.stride = 2, .pad = 1}), sequence, "meanpool1d", {2, 4, 5}, -6.25359951777,
+                {0.184239901, 0.711048469, 0.954844454});
     EXPECT_EQ(shown(fx::MaxPool(std::array{3}, {.stride = 2, .pad = 1})), "MaxPool((3,), pad=1, stride=2)");
     EXPECT_EQ(shown(fx::MeanPool(std::array{2})), "MeanPool((2,))");
     EXPECT_EQ(fx::MaxPool(std::array{2})(sequence.select(0, 0)).shape(), (fx::Shape{4, 4}));
@@ -304,8 +304,9 @@ TEST(ImageLayers, PyTorchStateDictsLoad) {
     if (!fx_test::torch_importable()) GTEST_SKIP() << "PyTorch is not importable by /usr/bin/python3";
     const auto dir = std::filesystem::temp_directory_path() / ("fluxion-image-layers-" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir);
-    ASSERT_EQ(std::system(("/usr/bin/python3 " FLUXION_SOURCE_DIR "/tests/interop/torch_image_layers.py '" +
-                           dir.string() + "'").c_str()),
+    ASSERT_EQ(std::system(
+                  ("/usr/bin/python3 " FLUXION_SOURCE_DIR "/tests/interop/torch_image_layers.py '" + dir.string() + "'")
+                      .c_str()),
               0);
     auto gn = reference::f64(fx::GroupNorm(6, 3));
     fx::load(dir / "groupnorm.safetensors", gn);
@@ -334,13 +335,18 @@ TEST(ImageLayers, PyTorchStateDictsLoad) {
 // A decoder block of the layers here: fx::compile replays it with the same parameters as eager steps.
 TEST(ImageLayers, CompiledStepsMatchEagerSteps) {
     fx::seed(26);
-    auto model = fx::Chain(fx::Conv({3, 3}, 2, 8, {.pad = 1}), fx::GroupNorm(8, 2, fx::relu),
-                           fx::PixelShuffle(2), fx::InstanceNorm(2, {.affine = true}),
-                           fx::Upsample(UpsampleMode::bilinear, {.scale = {2}}),
-                           fx::Upsample(UpsampleMode::nearest, {.size = {5, 7}}),
-                           [](const Tensor& v) { return v.reshape({2, 10, 7}); }, fx::Conv(std::array{3}, 10, 10, {.pad = 1}),
-                           fx::MaxPool(std::array{2}, {.stride = 1}), fx::MeanPool(std::array{2}, {.stride = 1, .pad = 1}),
-                           [](const Tensor& v) { return v.reshape({2, 2, 5, 7}); });
+    auto model = fx::Chain(
+        fx::Conv({3, 3}, 2, 8, {.pad = 1}), fx::GroupNorm(8, 2, fx::relu), fx::PixelShuffle(2),
+        fx::InstanceNorm(2, {.affine = true}), fx::Upsample(UpsampleMode::bilinear, {.scale = {2}}),
+        fx::Upsample(UpsampleMode::nearest, {.size = {5, 7}}),
+        [](const Tensor& v) {
+            return v.reshape({2, 10, 7});
+        },
+        fx::Conv(std::array{3}, 10, 10, {.pad = 1}), fx::MaxPool(std::array{2}, {.stride = 1}),
+        fx::MeanPool(std::array{2}, {.stride = 1, .pad = 1}),
+        [](const Tensor& v) {
+            return v.reshape({2, 2, 5, 7});
+        });
     auto eager = fx::fmap([](const Tensor& t) { return t.clone(); }, model);
     auto lossfn = [](const auto& m, const Tensor& x, const Tensor& y) { return fx::mean(fx::square(m(x) - y)); };
     auto opt = fx::setup(fx::Adam{.eta = 1e-2}, model);

@@ -7,8 +7,8 @@
 //   fx::ConvTranspose({4, 4}, 32, 16, fx::relu, {.stride = 2, .pad = 1})  // weight {32, 16, 4, 4}
 //
 // Weights use PyTorch's layouts (docs/ARCHITECTURE.md, "Conventions"): Conv {out, in/groups, kh,
-// kw} (1-d: {out, in/groups, k}, as Conv1d), ConvTranspose {in, out/groups, kh, kw}. Weights are Glorot uniform and biases zeros by
-// default, as in Flux.
+// kw} (1-d: {out, in/groups, k}, as Conv1d), ConvTranspose {in, out/groups, kh, kw}. Weights are
+// Glorot uniform and biases zeros by default, as in Flux.
 #pragma once
 #include <array>
 #include <concepts>

@@ -80,8 +80,7 @@ Upsample::Upsample(UpsampleMode mode, const UpsampleOptions& o)
     : mode_(mode), scale_(o.scale), size_(o.size), align_corners_(o.align_corners) {
     if (scale_.size() == 1) scale_.push_back(scale_[0]);
     const std::string layer = mode == UpsampleMode::nearest ? "Upsample(:nearest)" : "Upsample(:bilinear)";
-    if (scale_.empty() == size_.empty())
-        throw ValueError(layer + ": give either scale or size, not both or neither");
+    if (scale_.empty() == size_.empty()) throw ValueError(layer + ": give either scale or size, not both or neither");
     if (!o.scale.empty() && (scale_.size() != 2 || scale_[0] <= 0 || scale_[1] <= 0))
         throw ValueError(layer + ": scale must be one or two positive numbers");
     if (!size_.empty() && (size_.size() != 2 || size_[0] < 1 || size_[1] < 1))
@@ -95,8 +94,7 @@ std::string Upsample::describe() const {
     if (!scale_.empty())
         s += scale_[0] == scale_[1] ? "scale = " + number(scale_[0])
                                     : "scale = (" + number(scale_[0]) + ", " + number(scale_[1]) + ")";
-    else
-        s += "size = (" + std::to_string(size_[0]) + ", " + std::to_string(size_[1]) + ")";
+    else s += "size = (" + std::to_string(size_[0]) + ", " + std::to_string(size_[1]) + ")";
     if (align_corners_) s += ", align_corners=true";
     return s + ")";
 }
@@ -106,8 +104,7 @@ Tensor Upsample::operator()(const Tensor& x) const {
     std::int64_t out[2];
     for (int a = 0; a < 2; ++a) {
         out[a] = size_.empty() ? static_cast<std::int64_t>(std::floor(double(x.shape(a - 2)) * scale_[a])) : size_[a];
-        if (out[a] < 1)
-            throw ShapeError(describe() + ": input " + to_string(x.shape()) + " would become empty");
+        if (out[a] < 1) throw ShapeError(describe() + ": input " + to_string(x.shape()) + " would become empty");
     }
     auto scale = [&](int a) { return scale_.empty() ? 0.0 : scale_[a]; };
     return detail::in_context(*this, [&] {
