@@ -24,3 +24,4 @@
 #include "fluxion/layers/rrelu.hpp"
 #include "fluxion/layers/scale.hpp"
 #include "fluxion/layers/show.hpp"
+#include "fluxion/layers/upsample.hpp"

@@ -1,13 +1,17 @@
-// fluxion/layers/conv.hpp — 2-d convolution and its transpose on images {C, H, W} or {N, C, H, W}.
+// fluxion/layers/conv.hpp — 2-d convolution and its transpose on images {C, H, W} or {N, C, H, W},
+// and 1-d convolution on sequences {C, L} or {N, C, L}.
 //
 //   fx::Conv({5, 5}, 1, 16, fx::relu)                        // weight {16, 1, 5, 5}, bias {16}
 //   fx::Conv({3, 3}, 16, 32, fx::relu, {.stride = 2, .pad = fx::SamePad()})
+//   fx::Conv(std::array{3}, 2, 4, {.pad = 1})                // 1-d, Flux's Conv((3,), 2 => 4): weight {4, 2, 3}
 //   fx::ConvTranspose({4, 4}, 32, 16, fx::relu, {.stride = 2, .pad = 1})  // weight {32, 16, 4, 4}
 //
 // Weights use PyTorch's layouts (docs/ARCHITECTURE.md, "Conventions"): Conv {out, in/groups, kh,
-// kw}, ConvTranspose {in, out/groups, kh, kw}. Weights are Glorot uniform and biases zeros by
-// default, as in Flux.
+// kw} (1-d: {out, in/groups, k}, as Conv1d), ConvTranspose {in, out/groups, kh, kw}. Weights are
+// Glorot uniform and biases zeros by default, as in Flux.
 #pragma once
+#include <array>
+#include <concepts>
 #include <cstdint>
 #include <string>
 
@@ -71,11 +75,25 @@ public:
 
     Conv(Size2 kernel, std::int64_t in, std::int64_t out, Activation activation = {}, const ConvOptions& options = {});
     Conv(Size2 kernel, std::int64_t in, std::int64_t out, const ConvOptions& options);
+    // 1-d (a weight {out, in/groups, k}), viewed as 2-d with a height of 1. Its options take one
+    // stride, dilation and padding each (`.pad = 1`, or SamePad()).
+    template <std::integral I>
+    Conv(std::array<I, 1> kernel, std::int64_t in, std::int64_t out, Activation activation = {},
+         const ConvOptions& options = {})
+        : Conv(std::int64_t(kernel[0]), in, out, std::move(activation), options, OneD{}) {}
+    template <std::integral I>
+    Conv(std::array<I, 1> kernel, std::int64_t in, std::int64_t out, const ConvOptions& options)
+        : Conv(kernel, in, out, {}, options) {}
 
-    Tensor operator()(const Tensor& x) const;  // {in, H, W} or {N, in, H, W}
+    Tensor operator()(const Tensor& x) const;  // {in, H, W} or {N, in, H, W}; 1-d: {in, L} or {N, in, L}
     std::int64_t in_channels() const { return weight.shape(1) * groups; }
     std::int64_t out_channels() const { return weight.shape(0); }
-    std::string describe() const;  // "Conv((3, 3), 1 => 16, relu, pad=1, stride=2)"
+    std::string describe() const;  // "Conv((3, 3), 1 => 16, relu, pad=1, stride=2)", "Conv((3,), 2 => 4)"
+
+private:
+    struct OneD {};
+    Conv(std::int64_t kernel, std::int64_t in, std::int64_t out, Activation activation, const ConvOptions& options,
+         OneD);
 };
 
 class ConvTranspose {

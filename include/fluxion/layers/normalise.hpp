@@ -1,8 +1,17 @@
-// fluxion/layers/normalise.hpp — BatchNorm and LayerNorm, with PyTorch's conventions.
+// fluxion/layers/normalise.hpp — BatchNorm, LayerNorm, GroupNorm and InstanceNorm, with PyTorch's
+// conventions and weight names.
 //
 //   fx::BatchNorm(16)                 // over {N, 16}, {N, 16, H, W}, or one sample {16} / {16, H, W}
 //   fx::BatchNorm(16, fx::relu, {.momentum = 0.1})
 //   fx::LayerNorm(64)                 // over the last axis; LayerNorm({8, 8}) over the last two
+//   fx::GroupNorm(32, 4)              // 32 channels in 4 groups (Flux's order; PyTorch's GroupNorm(4, 32))
+//   fx::InstanceNorm(16)              // each channel of each sample; affine and track_stats off by default
+//
+// GroupNorm normalises each sample over each group of channels and its spatial values, InstanceNorm
+// each channel of each sample over its spatial values (biased variance, in training and testing:
+// neither depends on the batch). With track_stats, InstanceNorm also keeps running statistics as
+// BatchNorm does (the batch's mean of the per-instance ones) and uses them while testing. Both take
+// {N, C}, {N, C, H, W} or one sample {C} / {C, H, W}, as BatchNorm.
 //
 // BatchNorm while training normalises with the batch's mean and biased variance and updates the
 // running statistics: running = (1 - momentum)·running + momentum·batch, with the unbiased variance
@@ -65,8 +74,61 @@ private:
     Shape shape_;
 };
 
+struct GroupNormOptions {
+    double epsilon = 1e-5;
+    bool affine = true;  // learn weight (ones) and bias (zeros), one per channel
+};
+
+class GroupNorm {
+public:
+    Tensor weight, bias;  // {C}, undefined without affine
+    Activation activation;
+    double epsilon;
+
+    GroupNorm(std::int64_t channels, std::int64_t groups, Activation activation = {},
+              const GroupNormOptions& options = {});
+    GroupNorm(std::int64_t channels, std::int64_t groups, const GroupNormOptions& options);
+
+    Tensor operator()(const Tensor& x) const;
+    std::int64_t channels() const { return channels_; }
+    std::int64_t groups() const { return groups_; }
+    std::string describe() const;  // "GroupNorm(32, 4)"
+
+private:
+    std::int64_t channels_, groups_;
+};
+
+struct InstanceNormOptions {
+    double momentum = 0.1;
+    double epsilon = 1e-5;
+    bool affine = false;       // learn weight (ones) and bias (zeros), one per channel
+    bool track_stats = false;  // keep running statistics and use them while testing
+};
+
+class InstanceNorm {
+public:
+    Tensor weight, bias;               // {C}, undefined without affine
+    Tensor running_mean, running_var;  // {C}, undefined without track_stats
+    Activation activation;
+    double momentum, epsilon;
+    Mode mode = Mode::automatic;
+
+    explicit InstanceNorm(std::int64_t channels, Activation activation = {}, const InstanceNormOptions& options = {});
+    InstanceNorm(std::int64_t channels, const InstanceNormOptions& options);
+
+    Tensor operator()(const Tensor& x) const;
+    std::int64_t channels() const { return channels_; }
+    std::string describe() const;  // "InstanceNorm(16, affine=true)"
+
+private:
+    std::int64_t channels_;
+};
+
 }  // namespace fluxion
 
 FLUXION_FUNCTOR(fluxion::BatchNorm, weight, bias, running_mean, running_var);
 FLUXION_TRAINABLE(fluxion::BatchNorm, weight, bias);
 FLUXION_FUNCTOR(fluxion::LayerNorm, weight, bias);
+FLUXION_FUNCTOR(fluxion::GroupNorm, weight, bias);
+FLUXION_FUNCTOR(fluxion::InstanceNorm, weight, bias, running_mean, running_var);
+FLUXION_TRAINABLE(fluxion::InstanceNorm, weight, bias);

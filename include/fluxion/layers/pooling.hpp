@@ -1,10 +1,14 @@
-// fluxion/layers/pooling.hpp — pooling over the spatial axes of images {C, H, W} or {N, C, H, W}.
+// fluxion/layers/pooling.hpp — pooling over the spatial axes of images {C, H, W} or {N, C, H, W},
+// and MaxPool / MeanPool over sequences {C, L} or {N, C, L} (viewed as images of height 1).
 //
 //   fx::MaxPool({2, 2})                         // window 2×2, stride = window
+//   fx::MaxPool(std::array{2})                  // 1-d, Flux's MaxPool((2,)); options take one stride and pad
 //   fx::MeanPool({3, 3}, {.stride = 1, .pad = 1})
 //   fx::GlobalMeanPool()                        // {N, C, H, W} -> {N, C, 1, 1}
 //   fx::AdaptiveMeanPool({7, 7})                // {N, C, H, W} -> {N, C, 7, 7}
 #pragma once
+#include <array>
+#include <concepts>
 #include <optional>
 #include <string>
 
@@ -18,20 +22,42 @@ struct PoolOptions {
     Size2 pad = 0;                // zeros on both sides of each axis; at most half the window
 };
 
+namespace detail {
+// A 1-d window k and its options as those of a 2-d pooling {1, k}.
+Size2 one_d_window(std::int64_t k, const PoolOptions& options);
+PoolOptions one_d_pool(std::int64_t k, const PoolOptions& options);
+}  // namespace detail
+
 class MaxPool {
 public:
-    Size2 window, stride, pad;
+    Size2 window, stride, pad;  // 1-d: a height of 1 and no padding of it
     explicit MaxPool(Size2 window, const PoolOptions& options = {});
+    template <std::integral I>
+    explicit MaxPool(std::array<I, 1> window, const PoolOptions& options = {})
+        : MaxPool(detail::one_d_window(std::int64_t(window[0]), options), detail::one_d_pool(std::int64_t(window[0]), options)) {
+        one_d_ = true;
+    }
     Tensor operator()(const Tensor& x) const;
-    std::string describe() const;  // "MaxPool((2, 2))", "MaxPool((3, 3), pad=1, stride=2)"
+    std::string describe() const;  // "MaxPool((2, 2))", "MaxPool((3, 3), pad=1, stride=2)", "MaxPool((2,))"
+
+private:
+    bool one_d_ = false;
 };
 
 class MeanPool {
 public:
-    Size2 window, stride, pad;
+    Size2 window, stride, pad;  // 1-d: a height of 1 and no padding of it
     explicit MeanPool(Size2 window, const PoolOptions& options = {});
+    template <std::integral I>
+    explicit MeanPool(std::array<I, 1> window, const PoolOptions& options = {})
+        : MeanPool(detail::one_d_window(std::int64_t(window[0]), options), detail::one_d_pool(std::int64_t(window[0]), options)) {
+        one_d_ = true;
+    }
     Tensor operator()(const Tensor& x) const;  // padded cells count as zeros in the mean
     std::string describe() const;
+
+private:
+    bool one_d_ = false;
 };
 
 class GlobalMeanPool {

@@ -37,9 +37,27 @@ std::string pad_text(std::int64_t t, std::int64_t b, std::int64_t l, std::int64_
            std::to_string(r) + ")";
 }
 
+// The options of a 1-d Conv with kernel k as those of a 2-d one with kernel {1, k}.
+ConvOptions one_d(const ConvOptions& o, std::int64_t kernel, std::int64_t in, std::int64_t out) {
+    std::string name = "Conv((" + std::to_string(kernel) + ",), " + sizes(in, out) + ")";
+    if (o.stride.h != o.stride.w || o.dilation.h != o.dilation.w)
+        throw ValueError(name + ": a 1-d convolution takes one stride and one dilation");
+    if (!o.pad.same() && (o.pad.top() != o.pad.bottom() || o.pad.top() != o.pad.left() || o.pad.left() != o.pad.right()))
+        throw ValueError(name + ": a 1-d convolution takes one padding (both ends), or SamePad()");
+    ConvOptions flat = o;
+    flat.stride = {1, o.stride.w}, flat.dilation = {1, o.dilation.w};
+    if (!o.pad.same()) flat.pad = Pad(0, 0, o.pad.left(), o.pad.right());
+    return flat;
+}
+
 }  // namespace
 
 // ---- Conv ----
+
+Conv::Conv(std::int64_t kernel, std::int64_t in, std::int64_t out, Activation act, const ConvOptions& o, OneD)
+    : Conv(Size2(1, kernel), in, out, std::move(act), one_d(o, kernel, in, out)) {
+    weight = weight.squeeze(2);
+}
 
 Conv::Conv(Size2 kernel, std::int64_t in, std::int64_t out, const ConvOptions& o) : Conv(kernel, in, out, {}, o) {}
 
@@ -59,28 +77,40 @@ Conv::Conv(Size2 kernel, std::int64_t in, std::int64_t out, Activation act, cons
 }
 
 std::string Conv::describe() const {
-    std::string s = "Conv(" + detail::tuple_text({weight.shape(2), weight.shape(3)}) + ", " +
-                    sizes(in_channels(), out_channels());
+    const bool one_d = weight.ndim() == 3;
+    std::string s = "Conv(";
+    if (one_d) s.append("(").append(std::to_string(weight.shape(2))).append(",)");
+    else s += detail::tuple_text({weight.shape(2), weight.shape(3)});
+    s += ", " + sizes(in_channels(), out_channels());
     if (!activation.is_identity()) s += ", " + activation.name();
-    s += pad_text(pad_top, pad_bottom, pad_left, pad_right);
-    s += detail::option_text("stride", stride, 1) + detail::option_text("dilation", dilation, 1);
+    if (one_d) {
+        s += pad_left == pad_right ? detail::option_text("pad", pad_left, 0)
+                                   : ", pad=(" + std::to_string(pad_left) + ", " + std::to_string(pad_right) + ")";
+        s += detail::option_text("stride", stride.w, 1) + detail::option_text("dilation", dilation.w, 1);
+    } else {
+        s += pad_text(pad_top, pad_bottom, pad_left, pad_right);
+        s += detail::option_text("stride", stride, 1) + detail::option_text("dilation", dilation, 1);
+    }
     if (groups != 1) s += ", groups=" + std::to_string(groups);
     if (!bias.defined()) s += "; bias=false";
     return s + ")";
 }
 
 Tensor Conv::operator()(const Tensor& x) const {
-    Tensor xb = detail::as_image_batch(describe(), x, in_channels());
+    const bool one_d = weight.ndim() == 3;
+    Tensor xb = one_d ? detail::as_sequence_batch(describe(), x, in_channels())
+                      : detail::as_image_batch(describe(), x, in_channels());
     return detail::in_context(*this, [&] {
+        const Tensor w = one_d ? weight.unsqueeze(2) : weight;
         bool symmetric = pad_top == pad_bottom && pad_left == pad_right;
         Tensor input = symmetric ? xb : pad_zeros(xb, pad_top, pad_bottom, pad_left, pad_right);
         Conv2dOptions o{.stride = {stride.h, stride.w},
                         .padding = symmetric ? std::vector<std::int64_t>{pad_top, pad_left} : std::vector<std::int64_t>{0, 0},
                         .dilation = {dilation.h, dilation.w},
                         .groups = groups};
-        Tensor y = conv2d(input, weight, o);
+        Tensor y = conv2d(input, w, o);
         if (bias.defined()) y = y + bias.reshape({1, out_channels(), 1, 1});
-        return detail::like_input(x, activation(y));
+        return one_d ? detail::like_sequence(x, activation(y)) : detail::like_input(x, activation(y));
     });
 }
 

@@ -15,6 +15,18 @@ Tensor as_image_batch(const std::string& layer, const Tensor& x, std::int64_t ch
     return x.ndim() == 3 ? x.unsqueeze(0) : x;
 }
 
+Tensor as_sequence_batch(const std::string& layer, const Tensor& x, std::int64_t channels) {
+    if (!x.defined()) throw ValueError(layer + ": the input is an empty tensor");
+    std::string c = channels < 0 ? "C" : std::to_string(channels);
+    std::string expected = "{" + c + ", L} (one sequence) or {N, " + c + ", L} (a batch)";
+    if (x.ndim() != 2 && x.ndim() != 3)
+        throw ShapeError(layer + ": input has shape " + to_string(x.shape()) + "; expected " + expected);
+    if (channels >= 0 && x.shape(-2) != channels)
+        throw ShapeError(layer + ": input has " + std::to_string(x.shape(-2)) + " channels, expected " +
+                         std::to_string(channels) + " (input shape " + to_string(x.shape()) + "; expected " + expected + ")");
+    return (x.ndim() == 2 ? x.unsqueeze(0) : x).unsqueeze(2);
+}
+
 std::string tuple_text(const Size2& s) {
     std::string t = "(";
     t.append(std::to_string(s.h)).append(", ").append(std::to_string(s.w)).append(")");

@@ -1,5 +1,6 @@
 // image.hpp — what the image layers share: one image {C, H, W} or a batch {N, C, H, W}, checked
-// with messages that name the layer, and tuple-style text for sizes ("(3, 3)").
+// with messages that name the layer, and tuple-style text for sizes ("(3, 3)"); the 1-d layers view
+// one sequence {C, L} or a batch {N, C, L} as images of height 1.
 #pragma once
 #include <string>
 
@@ -13,6 +14,15 @@ namespace fluxion::detail {
 Tensor as_image_batch(const std::string& layer, const Tensor& x, std::int64_t channels);
 // y back to one image when x was one.
 inline Tensor like_input(const Tensor& x, const Tensor& y) { return x.ndim() == 3 ? y.squeeze(0) : y; }
+
+// x as a batch of images of height 1 {N, C, 1, L}; ShapeError naming `layer` unless x is {C, L} or
+// {N, C, L} with `channels` channels (any number when channels < 0).
+Tensor as_sequence_batch(const std::string& layer, const Tensor& x, std::int64_t channels);
+// y {N, C, 1, L'} back to x's layout.
+inline Tensor like_sequence(const Tensor& x, const Tensor& y) {
+    Tensor s = y.squeeze(2);
+    return x.ndim() == 2 ? s.squeeze(0) : s;
+}
 
 std::string tuple_text(const Size2& s);  // "(3, 3)"
 // ", name=v" when v differs from `unless`: "stride=2", "stride=(2, 1)"

@@ -1,5 +1,5 @@
-// normalise.cpp — BatchNorm and LayerNorm written with differentiable ops; BatchNorm's running
-// statistics are updated in place outside the tape.
+// normalise.cpp — BatchNorm, LayerNorm, GroupNorm and InstanceNorm written with differentiable ops;
+// running statistics are updated in place outside the tape.
 #include "fluxion/layers/normalise.hpp"
 
 #include <sstream>
@@ -42,6 +42,36 @@ Tensor normalised(const Tensor& x, std::int64_t features, double epsilon) {
                           });
 }
 
+// Checks x is {C}, {N, C}, {C, H, W} or {N, C, H, W} with `channels` channels and returns its
+// channel axis.
+int channel_axis(const std::string& layer, const Tensor& x, std::int64_t channels) {
+    if (!x.defined()) throw ValueError(layer + ": the input is an empty tensor");
+    std::string c = std::to_string(channels);
+    std::string expected = "{" + c + "}, {N, " + c + "}, {" + c + ", H, W} or {N, " + c + ", H, W}";
+    if (x.ndim() < 1 || x.ndim() > 4)
+        throw ShapeError(layer + ": input has shape " + to_string(x.shape()) + "; expected " + expected);
+    int axis = x.ndim() % 2 == 1 ? 0 : 1;  // {C}, {C, H, W} are one sample
+    if (x.shape(axis) != channels)
+        throw ShapeError(layer + ": input has " + std::to_string(x.shape(axis)) + " channels, expected " + c +
+                         " (input shape " + to_string(x.shape()) + "; expected " + expected + ")");
+    return axis;
+}
+
+// x normalised over each group of `groups` runs of channels (and their spatial values) of each
+// sample: x viewed as {N·groups, rest} goes through `normalised`.
+Tensor group_normalised(const Tensor& x, int axis, std::int64_t groups, double epsilon) {
+    std::int64_t samples = axis == 0 ? 1 : x.shape(0);
+    std::int64_t rest = x.numel() / (samples * groups);
+    return normalised(x.reshape({samples * groups, rest}), rest, epsilon).reshape(x.shape());
+}
+
+// The {C} weight or statistic broadcast along x's channel axis.
+Tensor per_channel(const Tensor& t, const Tensor& x, int axis) {
+    Shape shape(x.ndim(), 1);
+    shape[axis] = t.numel();
+    return t.reshape(shape);
+}
+
 std::string number(double v) {
     std::ostringstream s;
     s << v;
@@ -74,15 +104,7 @@ std::string BatchNorm::describe() const {
 }
 
 Tensor BatchNorm::operator()(const Tensor& x) const {
-    if (!x.defined()) throw ValueError(describe() + ": the input is an empty tensor");
-    std::string c = std::to_string(channels_);
-    std::string expected = "{" + c + "}, {N, " + c + "}, {" + c + ", H, W} or {N, " + c + ", H, W}";
-    if (x.ndim() < 1 || x.ndim() > 4)
-        throw ShapeError(describe() + ": input has shape " + to_string(x.shape()) + "; expected " + expected);
-    int axis = x.ndim() % 2 == 1 ? 0 : 1;  // {C}, {C, H, W} are one sample
-    if (x.shape(axis) != channels_)
-        throw ShapeError(describe() + ": input has " + std::to_string(x.shape(axis)) + " channels, expected " + c +
-                         " (input shape " + to_string(x.shape()) + "; expected " + expected + ")");
+    int axis = channel_axis(describe(), x, channels_);
     Shape stat_shape(x.ndim(), 1);
     stat_shape[axis] = channels_;
     std::vector<int> axes;
@@ -152,6 +174,88 @@ Tensor LayerNorm::operator()(const Tensor& x) const {
     return detail::in_context(*this, [&] {
         Tensor y = normalised(x, numel(shape_), epsilon);
         if (weight.defined()) y = y * weight + bias;
+        return activation(y);
+    });
+}
+
+// ---- GroupNorm ----
+
+GroupNorm::GroupNorm(std::int64_t channels, std::int64_t groups, const GroupNormOptions& o)
+    : GroupNorm(channels, groups, {}, o) {}
+
+GroupNorm::GroupNorm(std::int64_t channels, std::int64_t groups, Activation act, const GroupNormOptions& o)
+    : activation(std::move(act)), epsilon(o.epsilon), channels_(channels), groups_(groups) {
+    if (channels < 1 || groups < 1 || channels % groups != 0 || o.epsilon < 0)
+        throw ValueError("GroupNorm(" + std::to_string(channels) + ", " + std::to_string(groups) +
+                         "): channels and groups must be positive, channels divisible by groups, and epsilon >= 0");
+    if (o.affine) weight = ones({channels}), bias = zeros({channels});
+}
+
+std::string GroupNorm::describe() const {
+    std::string s = "GroupNorm(" + std::to_string(channels_) + ", " + std::to_string(groups_);
+    if (!activation.is_identity()) s += ", " + activation.name();
+    if (epsilon != 1e-5) s += ", epsilon=" + number(epsilon);
+    if (!weight.defined()) s += ", affine=false";
+    return s + ")";
+}
+
+Tensor GroupNorm::operator()(const Tensor& x) const {
+    int axis = channel_axis(describe(), x, channels_);
+    return detail::in_context(*this, [&] {
+        Tensor y = group_normalised(x, axis, groups_, epsilon);
+        if (weight.defined()) y = y * per_channel(weight, x, axis) + per_channel(bias, x, axis);
+        return activation(y);
+    });
+}
+
+// ---- InstanceNorm ----
+
+InstanceNorm::InstanceNorm(std::int64_t channels, const InstanceNormOptions& o) : InstanceNorm(channels, {}, o) {}
+
+InstanceNorm::InstanceNorm(std::int64_t channels, Activation act, const InstanceNormOptions& o)
+    : activation(std::move(act)), momentum(o.momentum), epsilon(o.epsilon), channels_(channels) {
+    if (channels < 1) throw ValueError("InstanceNorm(" + std::to_string(channels) + "): channels must be positive");
+    if (o.momentum < 0 || o.momentum > 1 || o.epsilon < 0)
+        throw ValueError("InstanceNorm(" + std::to_string(channels) + "): momentum must be in [0, 1] and epsilon >= 0");
+    if (o.affine) weight = ones({channels}), bias = zeros({channels});
+    if (o.track_stats) running_mean = zeros({channels}), running_var = ones({channels});
+}
+
+std::string InstanceNorm::describe() const {
+    std::string s = "InstanceNorm(" + std::to_string(channels_);
+    if (!activation.is_identity()) s += ", " + activation.name();
+    if (momentum != 0.1) s += ", momentum=" + number(momentum);
+    if (epsilon != 1e-5) s += ", epsilon=" + number(epsilon);
+    if (weight.defined()) s += ", affine=true";
+    if (running_mean.defined()) s += ", track_stats=true";
+    return s + ")";
+}
+
+Tensor InstanceNorm::operator()(const Tensor& x) const {
+    int axis = channel_axis(describe(), x, channels_);
+    bool instance_stats = training(mode) || !running_mean.defined();
+    std::int64_t samples = axis == 0 ? 1 : x.shape(0), count = x.numel() / (samples * channels_);
+    if (instance_stats && count < 2)
+        throw ShapeError(describe() + ": normalising needs more than one spatial value per channel, got input " +
+                         to_string(x.shape()));
+    return detail::in_context(*this, [&] {
+        Tensor y;
+        if (instance_stats) {
+            y = group_normalised(x, axis, channels_, epsilon);
+            if (running_mean.defined() && training(mode)) {
+                // PyTorch's update: the batch's mean of each instance's mean and unbiased variance.
+                NoGrad no_grad;
+                Tensor rows = x.reshape({samples, channels_, count});
+                Tensor mu = mean(rows, 2, true);
+                Tensor unbiased = mean(square(rows - mu), 2) * (double(count) / double(count - 1));
+                Tensor rm = running_mean, rv = running_var;  // handles on the layer's storage
+                rm.copy_((rm * (1 - momentum) + mean(mu.reshape({samples, channels_}), 0) * momentum).to(rm.dtype()));
+                rv.copy_((rv * (1 - momentum) + mean(unbiased, 0) * momentum).to(rv.dtype()));
+            }
+        } else {
+            y = (x - per_channel(running_mean, x, axis)) / sqrt(per_channel(running_var, x, axis) + epsilon);
+        }
+        if (weight.defined()) y = y * per_channel(weight, x, axis) + per_channel(bias, x, axis);
         return activation(y);
     });
 }

@@ -13,34 +13,53 @@ void check_window(const std::string& layer, Size2 window, Size2 stride, Size2 pa
         throw ValueError(layer + ": window and stride must be >= 1 and padding >= 0");
 }
 
-std::string pool_text(const char* name, Size2 window, Size2 stride, Size2 pad) {
+std::string pool_text(const char* name, Size2 window, Size2 stride, Size2 pad, bool one_d) {
+    if (one_d)
+        return std::string(name) + "((" + std::to_string(window.w) + ",)" + detail::option_text("pad", pad.w, 0) +
+               detail::option_text("stride", stride.w, window.w) + ")";
     return std::string(name) + "(" + detail::tuple_text(window) + detail::option_text("pad", pad, 0) +
            detail::option_text("stride", stride, window) + ")";
 }
 
-template <class L, class Op> Tensor pool(const L& layer, const Tensor& x, Op op) {
-    Tensor xb = detail::as_image_batch(layer.describe(), x, -1);
+template <class L, class Op> Tensor pool(const L& layer, const Tensor& x, bool one_d, Op op) {
+    Tensor xb = one_d ? detail::as_sequence_batch(layer.describe(), x, -1) : detail::as_image_batch(layer.describe(), x, -1);
     return detail::in_context(layer, [&] {
         Pool2dOptions o{.window = {layer.window.h, layer.window.w},
                         .stride = {layer.stride.h, layer.stride.w},
                         .padding = {layer.pad.h, layer.pad.w}};
-        return detail::like_input(x, op(xb, o));
+        Tensor y = op(xb, o);
+        return one_d ? detail::like_sequence(x, y) : detail::like_input(x, y);
     });
 }
 
 }  // namespace
 
+namespace detail {
+
+Size2 one_d_window(std::int64_t k, const PoolOptions& o) {
+    const Size2 stride = o.stride.value_or(k);
+    if (stride.h != stride.w || o.pad.h != o.pad.w)
+        throw ValueError("pooling with window (" + std::to_string(k) + ",): a 1-d pooling takes one stride and one pad");
+    return {1, k};
+}
+
+PoolOptions one_d_pool(std::int64_t k, const PoolOptions& o) {
+    return {.stride = Size2(1, o.stride.value_or(k).w), .pad = Size2(0, o.pad.w)};
+}
+
+}  // namespace detail
+
 MaxPool::MaxPool(Size2 w, const PoolOptions& o) : window(w), stride(o.stride.value_or(w)), pad(o.pad) {
     check_window(describe(), window, stride, pad);
 }
-std::string MaxPool::describe() const { return pool_text("MaxPool", window, stride, pad); }
-Tensor MaxPool::operator()(const Tensor& x) const { return pool(*this, x, maxpool2d); }
+std::string MaxPool::describe() const { return pool_text("MaxPool", window, stride, pad, one_d_); }
+Tensor MaxPool::operator()(const Tensor& x) const { return pool(*this, x, one_d_, maxpool2d); }
 
 MeanPool::MeanPool(Size2 w, const PoolOptions& o) : window(w), stride(o.stride.value_or(w)), pad(o.pad) {
     check_window(describe(), window, stride, pad);
 }
-std::string MeanPool::describe() const { return pool_text("MeanPool", window, stride, pad); }
-Tensor MeanPool::operator()(const Tensor& x) const { return pool(*this, x, meanpool2d); }
+std::string MeanPool::describe() const { return pool_text("MeanPool", window, stride, pad, one_d_); }
+Tensor MeanPool::operator()(const Tensor& x) const { return pool(*this, x, one_d_, meanpool2d); }
 
 Tensor GlobalMeanPool::operator()(const Tensor& x) const {
     detail::as_image_batch(describe(), x, -1);

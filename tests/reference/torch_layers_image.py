@@ -1,0 +1,98 @@
+"""Reference values for test_layers_image.cpp, from PyTorch.
+
+Run by the tests through tests/torch_reference.hpp; by hand: /usr/bin/python3 torch_layers_image.py out.json
+Inputs and weights follow `wave`, as in torch_layers.py. Written, for each case: the output's shape and
+values, the checksum sum(y * cos(0.7 i)) over the flattened output, its first three values (the
+numbers the tests keep for machines without PyTorch), and the gradients of that checksum with respect
+to the input and the layer's weights; for the InstanceNorm with running statistics, those after one
+training step and the output of the layer testing.
+"""
+import json
+import sys
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+torch.set_default_dtype(torch.float64)
+results = {}
+
+
+def wave(shape, a, b):
+    """sin(a * i + b) over the flattened index i, reshaped."""
+    n = 1
+    for d in shape:
+        n *= d
+    return torch.sin(a * torch.arange(n, dtype=torch.float64) + b).reshape(shape)
+
+
+def report(name, f, x, params=(), **extra):
+    x = x.clone().requires_grad_(True)
+    y = f(x)
+    flat = y.reshape(-1)
+    w = torch.cos(0.7 * torch.arange(flat.numel(), dtype=torch.float64))
+    checksum = (flat * w).sum()
+    checksum.backward()
+    results[name] = {"shape": list(y.shape), "out": flat.tolist(), "checksum": float(checksum),
+                     "first": flat[:3].tolist(), "grad_x": x.grad.reshape(-1).tolist(),
+                     **{"grad_" + k: p.grad.reshape(-1).tolist() for k, p in params},
+                     **{k: v.tolist() for k, v in extra.items()}}
+
+
+def affine(layer, channels):
+    with torch.no_grad():
+        layer.weight.copy_(wave([channels], 0.31, 1.0))
+        layer.bias.copy_(wave([channels], 0.17, 0.4))
+    return layer
+
+
+def main(dst):
+    x = wave([2, 6, 5, 4], 0.37, 0.1)
+    gn = affine(nn.GroupNorm(3, 6), 6)
+    report("groupnorm", gn, x, [("weight", gn.weight), ("bias", gn.bias)])
+    report("groupnorm_vectors", nn.GroupNorm(2, 6, eps=0.5, affine=False), wave([3, 6], 0.53, 0.2))
+
+    inorm = affine(nn.InstanceNorm2d(6, affine=True), 6)
+    report("instancenorm", inorm, x, [("weight", inorm.weight), ("bias", inorm.bias)])
+    tracked = nn.InstanceNorm2d(6, momentum=0.3, track_running_stats=True)
+    tracked.train()
+    tracked(x)
+    tracked.eval()
+    report("instancenorm_tracked", tracked, x * 2, running_mean=tracked.running_mean,
+           running_var=tracked.running_var)
+
+    report("pixelshuffle", lambda v: F.pixel_shuffle(v, 2), wave([2, 8, 3, 4], 0.37, 0.1))
+
+    u = wave([2, 3, 4, 5], 0.41, 0.3)
+    report("nearest_scale", lambda v: F.interpolate(v, scale_factor=2, mode="nearest"), u)
+    report("nearest_size", lambda v: F.interpolate(v, size=(7, 3), mode="nearest"), u)
+    report("bilinear_scale", lambda v: F.interpolate(v, scale_factor=2, mode="bilinear"), u)
+    report("bilinear_scale_fraction", lambda v: F.interpolate(v, scale_factor=1.5, mode="bilinear"), u)
+    report("bilinear_size_aligned",
+           lambda v: F.interpolate(v, size=(7, 9), mode="bilinear", align_corners=True), u)
+    report("bilinear_size", lambda v: F.interpolate(v, size=(3, 11), mode="bilinear"), u)
+    report("bilinear_one_row_aligned",
+           lambda v: F.interpolate(v, size=(1, 8), mode="bilinear", align_corners=True), u)
+
+    # 1-d layers on sequences {N, C, L}.
+    seq = wave([2, 4, 9], 0.37, 0.1)
+    conv = nn.Conv1d(4, 6, 3, stride=2, padding=1, dilation=2, groups=2)
+    with torch.no_grad():
+        conv.weight.copy_(wave([6, 2, 3], 0.23, 0.5))
+        conv.bias.copy_(wave([6], 1.1, 0.2))
+    report("conv1d", conv, seq, [("weight", conv.weight), ("bias", conv.bias)])
+    # SamePad with an even kernel: total padding 3, PyTorch's "same" puts the extra zero at the end.
+    same = nn.Conv1d(4, 3, 4)
+    with torch.no_grad():
+        same.weight.copy_(wave([3, 4, 4], 0.23, 0.5))
+        same.bias.copy_(wave([3], 1.1, 0.2))
+    report("conv1d_same", lambda v: same(F.pad(v, (1, 2))), seq, [("weight", same.weight), ("bias", same.bias)])
+    report("maxpool1d", lambda v: F.max_pool1d(v, 3, stride=2, padding=1), seq)
+    report("meanpool1d", lambda v: F.avg_pool1d(v, 3, stride=2, padding=1), seq)
+
+    with open(dst, "w") as f:
+        json.dump(results, f)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

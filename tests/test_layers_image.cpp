@@ -1,0 +1,374 @@
+// test_layers_image.cpp — GroupNorm, InstanceNorm, PixelShuffle, Upsample, and the 1-d Conv, MaxPool
+// and MeanPool: outputs and the
+// gradients of a checksum of them against PyTorch (tests/reference/torch_layers_image.py) in f64,
+// f32 against f64, finite differences, every other device against the CPU, and compiled steps.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+
+#include "fluxion/fluxion.hpp"
+#include "gradcheck.hpp"
+#include "layer_reference.hpp"
+#include "other_devices.hpp"
+
+namespace fx = fluxion;
+using fx::Tensor;
+using reference::wave;
+
+namespace {
+
+const fx_test::TorchResults& torch_image() {
+    static const fx_test::TorchResults results = fx_test::run_torch_script(
+        FLUXION_SOURCE_DIR "/tests/reference/torch_layers_image.py", "", "torch_layers_image");
+    return results;
+}
+
+template <class T> std::string shown(const T& x) {
+    std::ostringstream s;
+    s << x;
+    return s.str();
+}
+
+// Σ y_i·cos(0.7 i) over the flattened y: every output element weighs in the gradients differently.
+Tensor checksum(const Tensor& y) {
+    Tensor flat = y.reshape({-1});
+    return fx::sum(flat * fx::cos(fx::arange(0, double(flat.numel()), 1, {.dtype = y.dtype()}) * 0.7).to(y.device()));
+}
+
+std::vector<double> values(const Tensor& t) { return t.to_vector<double>(); }
+
+void expect_close(const Tensor& got, const Tensor& want, double tol, const std::string& what) {
+    ASSERT_EQ(got.shape(), want.shape()) << what;
+    auto g = values(got), w = values(want);
+    for (std::size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(g[i], w[i], tol * (1 + std::abs(w[i]))) << what << " " << i;
+}
+
+template <class L> Tensor weight_of(const L& l) {
+    if constexpr (requires { l.weight; }) return l.weight;
+    return {};
+}
+template <class L> Tensor bias_of(const L& l) {
+    if constexpr (requires { l.bias; }) return l.bias;
+    return {};
+}
+
+// The layer on x: its output's shape, checksum and first values as kept here (12 and 9 significant
+// digits) and, where PyTorch runs, every value and the gradients of the checksum with respect to x,
+// weight and bias against the script's case `name`; then f32 against f64, finite differences, and
+// every other device against the CPU.
+template <class L> void expect_case(const L& layer, const Tensor& x, const std::string& name, const fx::Shape& shape,
+                                    double sum, const std::vector<double>& first) {
+    const L l64 = reference::f64(layer);
+    reference::expect_matches_in(torch_image(), l64(x), name, shape, sum, first);
+    auto loss = [](const L& m, const Tensor& v) { return checksum(m(v)); };
+    auto [gl, gx] = fx::gradient(loss, l64, x);
+    if (fx_test::ran(torch_image())) {
+        const auto& script = torch_image().results.at(name);
+        fx_test::expect_close(values(gx), script.at("grad_x"), 1e-11, 1e-12, name + " gradient of x");
+        if (weight_of(gl).defined()) {
+            fx_test::expect_close(values(weight_of(gl)), script.at("grad_weight"), 1e-11, 1e-12, name + " weight");
+            fx_test::expect_close(values(bias_of(gl)), script.at("grad_bias"), 1e-11, 1e-12, name + " bias");
+        }
+    }
+    // f32, and finite differences (gradcheck works in f64).
+    const L l32 = fx::fmap([](const Tensor& t) { return t.to(fx::DType::f32); }, layer);
+    const Tensor x32 = x.to(fx::DType::f32);
+    expect_close(l32(x32), l64(x), 1e-5, name + " in f32");
+    auto [g32l, g32x] = fx::gradient(loss, l32, x32);
+    expect_close(g32x, gx, 1e-4, name + " gradient of x in f32");
+    EXPECT_TRUE(fx::testing::gradcheck(loss, layer, x)) << name;
+    for (const auto& dev : fx::testing::other_devices(fx::DType::f32)) {
+        const L ld = l32 | dev;
+        auto [gdl, gdx] = fx::gradient(loss, ld, x32 | dev);
+        expect_close(ld(x32 | dev), l32(x32), 1e-5, name + " on " + dev.str());
+        expect_close(gdx, g32x, 1e-4, name + " gradient of x on " + dev.str());
+        if (weight_of(gl).defined())
+            expect_close(weight_of(gdl), weight_of(g32l), 1e-4, name + " weight gradient on " + dev.str());
+    }
+}
+
+template <class L> L with_affine(L layer) {
+    layer.weight = wave({layer.channels()}, 0.31, 1.0);  // f64, as the script's
+    layer.bias = wave({layer.channels()}, 0.17, 0.4);
+    return layer;
+}
+
+const Tensor image = wave({2, 6, 5, 4}, 0.37, 0.1);
+const Tensor small = wave({2, 3, 4, 5}, 0.41, 0.3);
+
+// ---- GroupNorm ----
+
+TEST(GroupNorm, MatchesPyTorchWithGradients) {
+    expect_case(with_affine(fx::GroupNorm(6, 3)), image, "groupnorm", {2, 6, 5, 4}, -3.0653415286,
+                {0.383487642, 0.802826134, 1.14936027});
+    expect_case(fx::GroupNorm(6, 2, {.epsilon = 0.5, .affine = false}), wave({3, 6}, 0.53, 0.2), "groupnorm_vectors",
+                {3, 6}, -2.04036718688, {-0.527256608, 0.0789747206, 0.448281888});
+}
+
+TEST(GroupNorm, PrintsAsFluxAndNamesItsWeightsAsPyTorch) {
+    EXPECT_EQ(shown(fx::GroupNorm(32, 4)), "GroupNorm(32, 4)  # 64 parameters");
+    EXPECT_EQ(shown(fx::GroupNorm(6, 2, fx::relu, {.epsilon = 0.5, .affine = false})),
+              "GroupNorm(6, 2, relu, epsilon=0.5, affine=false)");
+    auto st = fx::state(fx::GroupNorm(6, 3));
+    ASSERT_EQ(st.size(), 2u);
+    EXPECT_EQ(st[0].first, "weight");
+    EXPECT_EQ(st[1].first, "bias");
+}
+
+TEST(GroupNorm, OneSampleIsNormalisedAsABatchOfOne) {
+    auto gn = reference::f64(with_affine(fx::GroupNorm(6, 3)));
+    expect_close(gn(image.select(0, 1)), gn(image).select(0, 1), 1e-12, "one sample");
+}
+
+TEST(GroupNorm, BadArgumentsAndInputsNameTheLayer) {
+    EXPECT_THROW(fx::GroupNorm(6, 4), fx::ValueError);
+    EXPECT_THROW(fx::GroupNorm(6, 0), fx::ValueError);
+    try {
+        fx::GroupNorm(6, 3)(fx::ones({2, 5, 3, 3}));
+        FAIL() << "no ShapeError";
+    } catch (const fx::ShapeError& e) {
+        EXPECT_NE(std::string(e.what()).find("GroupNorm(6, 3): input has 5 channels, expected 6"), std::string::npos)
+            << e.what();
+    }
+}
+
+// ---- InstanceNorm ----
+
+TEST(InstanceNorm, MatchesPyTorchWithGradients) {
+    expect_case(with_affine(fx::InstanceNorm(6, {.affine = true})), image, "instancenorm", {2, 6, 5, 4}, -2.53378909886,
+                {0.431842753, 0.870156241, 1.23237099});
+}
+
+TEST(InstanceNorm, RunningStatisticsMatchPyTorch) {
+    auto in = reference::f64(fx::InstanceNorm(6, {.momentum = 0.3, .track_stats = true}));
+    fx::trainmode(in);
+    (void)in(image);
+    auto kept_mean = std::vector<double>{0.026651265273,   0.0411703469864,  0.0094590260194,
+                                         -0.0328738858219, -0.0382925355677, -0.000712292456689};
+    auto kept_var = std::vector<double>{0.851559735587, 0.868029709471, 0.841176108336,
+                                        0.857754994721, 0.864204878052, 0.839688088222};
+    for (std::size_t c = 0; c < 6; ++c) {
+        EXPECT_NEAR(values(in.running_mean)[c], kept_mean[c], 1e-11);
+        EXPECT_NEAR(values(in.running_var)[c], kept_var[c], 1e-11);
+    }
+    if (fx_test::ran(torch_image())) {
+        const auto& script = torch_image().results.at("instancenorm_tracked");
+        fx_test::expect_kept(kept_mean, script.at("running_mean"), 1e-11, "running_mean");
+        fx_test::expect_kept(kept_var, script.at("running_var"), 1e-11, "running_var");
+    }
+    fx::testmode(in);
+    reference::expect_matches_in(torch_image(), in(image * 2.0), "instancenorm_tracked", {2, 6, 5, 4}, -5.42333995535,
+                                 {0.18748869, 0.952661679, 1.58498751});
+    EXPECT_EQ(shown(in), "InstanceNorm(6, momentum=0.3, track_stats=true)  # 0 parameters, plus 12 non-trainable");
+    auto st = fx::state(in);
+    ASSERT_EQ(st.size(), 2u);
+    EXPECT_EQ(st[0].first, "running_mean");
+    EXPECT_EQ(st[1].first, "running_var");
+}
+
+TEST(InstanceNorm, DefaultsAreFluxsAndPyTorchs) {
+    fx::InstanceNorm in(4);
+    EXPECT_FALSE(in.weight.defined());
+    EXPECT_FALSE(in.running_mean.defined());
+    EXPECT_EQ(shown(in), "InstanceNorm(4)");
+    EXPECT_EQ(shown(fx::InstanceNorm(4, fx::relu, {.affine = true})),
+              "InstanceNorm(4, relu, affine=true)  # 8 parameters");
+    // Outside a gradient, too, each instance is normalised by its own statistics.
+    Tensor y = in(fx::tensor({1, 3, 10, 30, 5, 5, -2, 2}, {4, 2, 1}));  // one image {C, H, W}
+    auto v = values(y);
+    EXPECT_NEAR(v[0], -1, 1e-5);
+    EXPECT_NEAR(v[3], 1, 1e-6);
+    EXPECT_NEAR(v[4], 0, 0);
+    EXPECT_THROW(in(fx::ones({2, 4})), fx::ShapeError);  // one value per channel
+    EXPECT_THROW(in(fx::ones({2, 3, 2, 2})), fx::ShapeError);
+}
+
+// ---- PixelShuffle ----
+
+TEST(PixelShuffle, MatchesPyTorchWithGradients) {
+    expect_case(fx::PixelShuffle(2), wave({2, 8, 3, 4}, 0.37, 0.1), "pixelshuffle", {2, 2, 6, 8}, 2.23446434729,
+                {0.0998334166, -0.985177782, 0.452886285});
+    EXPECT_EQ(shown(fx::PixelShuffle(2)), "PixelShuffle(2)");
+}
+
+TEST(PixelShuffle, MovesChannelsIntoBlocksInPyTorchsOrder) {
+    // Channel c·r² + i·r + j lands at row offset i, column offset j.
+    Tensor x = fx::arange(0, 8, 1).reshape({8, 1, 1});
+    EXPECT_EQ(fx::PixelShuffle(2)(x).to_vector<float>(), (std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7}));
+    EXPECT_EQ(fx::PixelShuffle(2)(x).shape(), (fx::Shape{2, 2, 2}));
+    EXPECT_THROW(fx::PixelShuffle(3)(x), fx::ShapeError);
+    EXPECT_THROW(fx::PixelShuffle(0), fx::ValueError);
+}
+
+// ---- Upsample ----
+
+using fx::UpsampleMode;
+
+TEST(Upsample, NearestMatchesPyTorchWithGradients) {
+    expect_case(fx::Upsample(UpsampleMode::nearest, {.scale = {2}}), small, "nearest_scale", {2, 3, 8, 10},
+                -5.58213267844, {0.295520207, 0.295520207, 0.651833771});
+    expect_case(fx::Upsample(UpsampleMode::nearest, {.size = {7, 3}}), small, "nearest_size", {2, 3, 7, 3},
+                -4.55007508434, {0.295520207, 0.651833771, 0.999167945});
+}
+
+TEST(Upsample, BilinearMatchesPyTorchWithGradients) {
+    expect_case(fx::Upsample(UpsampleMode::bilinear, {.scale = {2}}), small, "bilinear_scale", {2, 3, 8, 10},
+                -4.58845322225, {0.295520207, 0.384598598, 0.56275538});
+    expect_case(fx::Upsample(UpsampleMode::bilinear, {.scale = {1.5}}), small, "bilinear_scale_fraction", {2, 3, 6, 7},
+                -4.38765570405, {0.295520207, 0.473676989, 0.69321155});
+    expect_case(fx::Upsample(UpsampleMode::bilinear, {.size = {7, 9}, .align_corners = true}), small,
+                "bilinear_size_aligned", {2, 3, 7, 9}, -0.492132727454, {0.295520207, 0.473676989, 0.651833771});
+    expect_case(fx::Upsample(UpsampleMode::bilinear, {.size = {3, 11}}), small, "bilinear_size", {2, 3, 3, 11},
+                0.344373875526, {0.364845731, 0.408557656, 0.517837467});
+    expect_case(fx::Upsample(UpsampleMode::bilinear, {.size = {1, 8}, .align_corners = true}), small,
+                "bilinear_one_row_aligned", {2, 3, 1, 8}, -1.69084789181, {0.295520207, 0.499127958, 0.687300438});
+}
+
+TEST(Upsample, PrintsAsFluxAndRefusesBadArguments) {
+    EXPECT_EQ(shown(fx::Upsample(UpsampleMode::nearest, {.scale = {2}})), "Upsample(:nearest, scale = 2)");
+    EXPECT_EQ(shown(fx::Upsample(UpsampleMode::bilinear, {.scale = {2, 3}})), "Upsample(:bilinear, scale = (2, 3))");
+    EXPECT_EQ(shown(fx::Upsample(UpsampleMode::bilinear, {.size = {7, 9}, .align_corners = true})),
+              "Upsample(:bilinear, size = (7, 9), align_corners=true)");
+    EXPECT_THROW(fx::Upsample(UpsampleMode::nearest, {}), fx::ValueError);
+    EXPECT_THROW(fx::Upsample(UpsampleMode::nearest, {.scale = {2}, .size = {4, 4}}), fx::ValueError);
+    EXPECT_THROW(fx::Upsample(UpsampleMode::nearest, {.scale = {2}, .align_corners = true}), fx::ValueError);
+    EXPECT_THROW(fx::Upsample(UpsampleMode::bilinear, {.scale = {-1}}), fx::ValueError);
+    EXPECT_THROW(fx::Upsample(UpsampleMode::bilinear, {.size = {4}}), fx::ValueError);
+    EXPECT_THROW(fx::Upsample(UpsampleMode::nearest, {.scale = {2}})(fx::ones({4, 4})), fx::ShapeError);
+    // One image {C, H, W} is resized as a batch of one.
+    auto up = fx::Upsample(UpsampleMode::bilinear, {.scale = {2}});
+    expect_close(up(small.select(0, 1)), up(small).select(0, 1), 1e-12, "one image");
+}
+
+// ---- 1-d Conv and pooling ----
+
+const Tensor sequence = wave({2, 4, 9}, 0.37, 0.1);
+
+fx::Conv reference_conv(fx::Conv conv, const fx::Shape& weight) {
+    conv.weight = wave(weight, 0.23, 0.5);  // f64, as the script's
+    conv.bias = wave({weight[0]}, 1.1, 0.2);
+    return conv;
+}
+
+TEST(Conv1d, MatchesPyTorchWithGradients) {
+    auto conv = fx::Conv(std::array{3}, 4, 6, {.stride = 2, .pad = 1, .dilation = 2, .groups = 2});
+    EXPECT_EQ(conv.weight.shape(), (fx::Shape{6, 2, 3}));  // PyTorch's Conv1d layout
+    expect_case(reference_conv(conv, {6, 2, 3}), sequence, "conv1d", {2, 6, 4}, -1.94227460082,
+                {-0.319869477, -0.581847552, -0.383352421});
+    auto same = fx::Conv(std::array{4}, 4, 3, {.pad = fx::SamePad()});
+    expect_case(reference_conv(same, {3, 4, 4}), sequence, "conv1d_same", {2, 3, 9}, 0.536504940289,
+                {1.72407953, 2.24919756, 2.43311964});
+}
+
+TEST(Conv1d, PrintsAsFluxAndTakesOneSequence) {
+    EXPECT_EQ(shown(fx::Conv(std::array{3}, 4, 6, fx::relu, {.stride = 2, .pad = 1, .dilation = 2, .groups = 2})),
+              "Conv((3,), 4 => 6, relu, pad=1, stride=2, dilation=2, groups=2)  # 42 parameters");
+    EXPECT_EQ(shown(fx::Conv(std::array{4}, 4, 3, {.pad = fx::SamePad()})),
+              "Conv((4,), 4 => 3, pad=(1, 2))  # 51 parameters");
+    auto conv = reference::f64(reference_conv(fx::Conv(std::array{3}, 4, 6, {.pad = 1}), {6, 4, 3}));
+    expect_close(conv(sequence.select(0, 1)), conv(sequence).select(0, 1), 1e-12, "one sequence");
+    EXPECT_THROW(fx::Conv(std::array{3}, 4, 6, {.stride = {1, 2}}), fx::ValueError);
+    EXPECT_THROW(fx::Conv(std::array{3}, 4, 6, {.pad = {1, 2}}), fx::ValueError);
+    try {
+        conv(fx::ones({2, 5, 9}, {.dtype = fx::DType::f64}));
+        FAIL() << "no ShapeError";
+    } catch (const fx::ShapeError& e) {
+        EXPECT_NE(std::string(e.what()).find("Conv((3,), 4 => 6, pad=1): input has 5 channels, expected 4"),
+                  std::string::npos)
+            << e.what();
+    }
+    EXPECT_THROW(conv(fx::ones({2, 4, 3, 3}, {.dtype = fx::DType::f64})), fx::ShapeError);
+}
+
+TEST(Pool1d, MatchesPyTorchWithGradients) {
+    expect_case(fx::MaxPool(std::array{3}, {.stride = 2, .pad = 1}), sequence, "maxpool1d", {2, 4, 5}, -5.93839041655,
+                {0.452886285, 0.935616002, 0.999957646});
+    expect_case(fx::MeanPool(std::array{3}, {.stride = 2, .pad = 1}), sequence, "meanpool1d", {2, 4, 5}, -6.25359951777,
+                {0.184239901, 0.711048469, 0.954844454});
+    EXPECT_EQ(shown(fx::MaxPool(std::array{3}, {.stride = 2, .pad = 1})), "MaxPool((3,), pad=1, stride=2)");
+    EXPECT_EQ(shown(fx::MeanPool(std::array{2})), "MeanPool((2,))");
+    EXPECT_EQ(fx::MaxPool(std::array{2})(sequence.select(0, 0)).shape(), (fx::Shape{4, 4}));
+    EXPECT_THROW(fx::MaxPool(std::array{2}, {.stride = fx::Size2(1, 2)}), fx::ValueError);
+    EXPECT_THROW(fx::MaxPool(std::array{2})(fx::ones({1, 2, 3, 4})), fx::ShapeError);
+}
+
+// ---- PyTorch's state_dicts ----
+
+// tests/interop/torch_image_layers.py writes nn.GroupNorm's, nn.InstanceNorm2d's and nn.Conv1d's
+// state_dicts; fx::load reads them into the layers here, which then give PyTorch's outputs.
+TEST(ImageLayers, PyTorchStateDictsLoad) {
+    if (!fx_test::torch_importable()) GTEST_SKIP() << "PyTorch is not importable by /usr/bin/python3";
+    const auto dir = std::filesystem::temp_directory_path() / ("fluxion-image-layers-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    ASSERT_EQ(std::system(
+                  ("/usr/bin/python3 " FLUXION_SOURCE_DIR "/tests/interop/torch_image_layers.py '" + dir.string() + "'")
+                      .c_str()),
+              0);
+    auto gn = reference::f64(fx::GroupNorm(6, 3));
+    fx::load(dir / "groupnorm.safetensors", gn);
+    reference::expect_matches_in(torch_image(), gn(image), "groupnorm", {2, 6, 5, 4}, -3.0653415286,
+                                 {0.383487642, 0.802826134, 1.14936027});
+    // PyTorch also keeps num_batches_tracked, which InstanceNorm (as BatchNorm) has no use for.
+    auto in = reference::f64(fx::InstanceNorm(6, {.momentum = 0.3, .affine = true, .track_stats = true}));
+    auto report = fx::load(dir / "instancenorm.safetensors", in, {.strict = false});
+    EXPECT_TRUE(report.missing.empty() && report.mismatched.empty());
+    EXPECT_EQ(report.unexpected, (std::vector<std::string>{"num_batches_tracked"}));
+    auto trained = reference::f64(fx::InstanceNorm(6, {.momentum = 0.3, .track_stats = true}));
+    fx::trainmode(trained);
+    (void)trained(image);  // the script's training step, here
+    expect_close(in.running_mean, trained.running_mean, 1e-12, "running_mean");
+    expect_close(in.running_var, trained.running_var, 1e-12, "running_var");
+    expect_close(in.weight, wave({6}, 0.31, 1.0), 1e-15, "weight");
+    auto conv = reference::f64(fx::Conv(std::array{3}, 4, 6, {.stride = 2, .pad = 1, .dilation = 2, .groups = 2}));
+    fx::load(dir / "conv1d.safetensors", conv);
+    reference::expect_matches_in(torch_image(), conv(sequence), "conv1d", {2, 6, 4}, -1.94227460082,
+                                 {-0.319869477, -0.581847552, -0.383352421});
+    std::filesystem::remove_all(dir);
+}
+
+// ---- together, compiled ----
+
+// A decoder block of the layers here: fx::compile replays it with the same parameters as eager steps.
+TEST(ImageLayers, CompiledStepsMatchEagerSteps) {
+    fx::seed(26);
+    auto model = fx::Chain(
+        fx::Conv({3, 3}, 2, 8, {.pad = 1}), fx::GroupNorm(8, 2, fx::relu), fx::PixelShuffle(2),
+        fx::InstanceNorm(2, {.affine = true}), fx::Upsample(UpsampleMode::bilinear, {.scale = {2}}),
+        fx::Upsample(UpsampleMode::nearest, {.size = {5, 7}}),
+        [](const Tensor& v) {
+            return v.reshape({2, 10, 7});
+        },
+        fx::Conv(std::array{3}, 10, 10, {.pad = 1}), fx::MaxPool(std::array{2}, {.stride = 1}),
+        fx::MeanPool(std::array{2}, {.stride = 1, .pad = 1}),
+        [](const Tensor& v) {
+            return v.reshape({2, 2, 5, 7});
+        });
+    auto eager = fx::fmap([](const Tensor& t) { return t.clone(); }, model);
+    auto lossfn = [](const auto& m, const Tensor& x, const Tensor& y) { return fx::mean(fx::square(m(x) - y)); };
+    auto opt = fx::setup(fx::Adam{.eta = 1e-2}, model);
+    auto eager_opt = fx::setup(fx::Adam{.eta = 1e-2}, eager);
+    auto step = fx::compile(lossfn, model, opt);  // no fall_back: must replay
+    Tensor x = fx::randn({2, 2, 3, 4}), y = fx::randn({2, 2, 5, 7});
+    for (int i = 0; i < 3; ++i) {
+        const float loss = step(x, y);
+        auto [l, grads] = fx::withgradient([&](const decltype(eager)& m) { return lossfn(m, x, y); }, eager);
+        fx::update(eager_opt, eager, grads);
+        EXPECT_NEAR(loss, l.item(), 1e-5) << "step " << i;
+    }
+    EXPECT_GT(step.stats(x, y).kernels, 0u);
+    auto a = fx::state(model), b = fx::state(eager);
+    ASSERT_EQ(a.size(), b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) expect_close(a[i].second, b[i].second, 1e-5, a[i].first);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    setenv("FLUXION_PLUGIN_PATH", FLUXION_TEST_PLUGIN_DIR, 0);
+    ::testing::InitGoogleTest(&argc, argv);
+    return RUN_ALL_TESTS();
+}
