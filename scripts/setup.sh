@@ -10,7 +10,7 @@ packages=(
   libgtest-dev libbenchmark-dev             # tests and benchmarks
   zlib1g-dev nlohmann-json3-dev             # .gz data sets, safetensors headers
   libtomlplusplus-dev                       # LocalPreferences.toml (the gpu_backend preference)
-  python3 python3-numpy python3-torch       # PyTorch reference values and interoperability tests
+  python3 python3-numpy python3-torch python3-torchvision  # PyTorch reference values, interoperability, torchvision models
   clang libclang-rt-14-dev                  # libFuzzer for the safetensors reader's fuzz target
   dataset-fashion-mnist                     # the main job's data
   libopenmpi-dev openmpi-bin                # fluxion::distributed (data-parallel training) and its mpirun tests

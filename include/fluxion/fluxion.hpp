@@ -14,6 +14,7 @@
 #include "fluxion/losses.hpp"
 #include "fluxion/mixed_precision.hpp"
 #include "fluxion/ops.hpp"
+#include "fluxion/models.hpp"
 #include "fluxion/optimisers.hpp"
 #include "fluxion/progress.hpp"
 #include "fluxion/state.hpp"
