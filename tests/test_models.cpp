@@ -74,7 +74,7 @@ void expect_close(const fx::Tensor& got, const fx::Tensor& want, double tol, con
 // torchvision 0.14's counts with 1000 classes, kept so that fluxion's are checked where
 // torchvision is missing too (and checked against the script's where it is not).
 const std::map<std::string, std::int64_t> kTorchvisionParameters{
-    {"resnet18", 11689512}, {"resnet34", 21797672}, {"resnet50", 25557032}, {"wide_resnet50_2", 68883240}};
+    {"resnet18", 11689512}, {"resnet34", 21797672}, {"resnet50", 25557032}, {"wide_resnet50_2", 68883240}, {"mobilenet_v2", 3504872}};
 
 std::int64_t parameters(const auto& model) { return fx::detail::count_params(model).params; }
 
@@ -142,7 +142,12 @@ TEST(Models, WideResNet50MatchesTorchvision) {
     expect_torchvision_logits(models::wide_resnet50_2({.num_classes = 10}), "wide_resnet50_2", 32, 10, {fx::Device{}});
 }
 
+TEST(Models, MobileNetV2MatchesTorchvision) {
+    expect_torchvision_logits(models::mobilenet_v2({.num_classes = 10}), "mobilenet_v2", 32, 10);
+}
+
 TEST(Models, ParameterCountsAreTorchvisions) {
+    EXPECT_EQ(parameters(models::mobilenet_v2()), kTorchvisionParameters.at("mobilenet_v2"));
     EXPECT_EQ(parameters(models::resnet18()), kTorchvisionParameters.at("resnet18"));
     EXPECT_EQ(parameters(models::resnet34()), kTorchvisionParameters.at("resnet34"));
     EXPECT_EQ(parameters(models::resnet50()), kTorchvisionParameters.at("resnet50"));

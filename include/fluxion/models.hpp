@@ -4,7 +4,10 @@
 //   auto m = fx::models::resnet18();                     // ImageNet's 1000 classes, random weights
 //   fx::load("resnet18.safetensors", m);                 // torchvision's state_dict (see below)
 //   auto small = fx::models::resnet50({.num_classes = 10});
-//   std::cout << m;                                      // its layers and parameter counts
+//   std::cout << m;                                      // as Metalhead: layers, counts, the total
+//
+// Models: resnet18, resnet34, resnet50, wide_resnet50_2 (ResNet; head `fc`) and mobilenet_v2
+// (MobileNetV2; head `classifier`), each checked against torchvision 0.14 by tests/test_models.cpp.
 //
 // Fine-tuning: the head is a public field; replace it, then freeze the trunk in the optimiser.
 //   m.fc = fx::Dense(512, 10);                           // a new head for 10 classes
@@ -23,6 +26,7 @@
 
 #include "fluxion/layers/conv.hpp"
 #include "fluxion/layers/dense.hpp"
+#include "fluxion/layers/dropout.hpp"
 #include "fluxion/layers/normalise.hpp"
 #include "fluxion/layers/pooling.hpp"
 #include "fluxion/layers/show.hpp"
@@ -71,7 +75,61 @@ ResNet wide_resnet50_2(const ModelOptions& options = {});  // resnet50 with twic
 // for fx::freeze.
 std::vector<std::string> trunk(const ResNet& model);
 
+// torchvision's MobileNetV2 (width 1): inverted residual blocks of depthwise convolutions with
+// relu6 (printed "relu6"). A block is torchvision's `conv` Sequential, named by its indices:
+// expand (1×1 conv and BatchNorm, absent where the expansion is 1), depthwise (3×3, groups =
+// channels, and BatchNorm), project (1×1 conv), project_bn; x is added where shapes allow.
+struct InvertedResidual {
+    std::optional<std::tuple<Conv, BatchNorm>> expand;
+    std::tuple<Conv, BatchNorm> depthwise;
+    Conv project;
+    BatchNorm project_bn;
+    bool residual;
+
+    Tensor operator()(const Tensor& x) const;
+    void show(detail::Shower& s) const;
+};
+
+// features.0 is the stem (conv, bn), features.1–17 the blocks, features.18 the last 1×1 (conv, bn);
+// then global mean pool, dropout (0.2) and classifier (Dense, "classifier.1" as torchvision's).
+struct MobileNetV2 {
+    std::tuple<Conv, BatchNorm> stem;
+    std::vector<InvertedResidual> blocks;
+    std::tuple<Conv, BatchNorm> last;
+    Dropout dropout;
+    Dense classifier;
+
+    Tensor operator()(const Tensor& x) const;  // {N, 3, H, W} -> {N, num_classes}
+    void show(detail::Shower& s) const;
+};
+
+MobileNetV2 mobilenet_v2(const ModelOptions& options = {});
+
+// "features.0" ... "features.18", for fx::freeze.
+std::vector<std::string> trunk(const MobileNetV2& model);
+
 }  // namespace fluxion::models
+
+// Declared by hand: torchvision's names are Sequential indices, not field names.
+template <> struct fluxion::functor<fluxion::models::InvertedResidual> {
+    static constexpr bool declared = true;
+    template <class X, class F> static void visit(X& x, F&& f) {
+        const int first = x.expand ? 1 : 0;
+        if (x.expand) f("conv.0", *x.expand);
+        f(first ? "conv.1" : "conv.0", x.depthwise);
+        f(first ? "conv.2" : "conv.1", x.project);
+        f(first ? "conv.3" : "conv.2", x.project_bn);
+    }
+};
+template <> struct fluxion::functor<fluxion::models::MobileNetV2> {
+    static constexpr bool declared = true;
+    template <class X, class F> static void visit(X& x, F&& f) {
+        f("features.0", x.stem);
+        for (std::size_t i = 0; i < x.blocks.size(); ++i) f(("features." + std::to_string(i + 1)).c_str(), x.blocks[i]);
+        f(("features." + std::to_string(x.blocks.size() + 1)).c_str(), x.last);
+        f("classifier.1", x.classifier);
+    }
+};
 
 FLUXION_FUNCTOR(fluxion::models::ResidualBlock, conv1, bn1, conv2, bn2, conv3, bn3, downsample);
 FLUXION_FUNCTOR(fluxion::models::ResNet, conv1, bn1, layer1, layer2, layer3, layer4, fc);
