@@ -66,23 +66,26 @@ void expect_close(const fx::Tensor& got, const fx::Tensor& want, double tol, con
     std::size_t bad = 0;
     for (std::size_t i = 0; i < g.size(); ++i)
         if (!(std::abs(g[i] - w[i]) <= tol * largest) && bad++ < 5)
-            ADD_FAILURE() << what << " element " << i << ": " << g[i] << " vs PyTorch's " << w[i]
-                          << " (largest " << largest << ")";
+            ADD_FAILURE() << what << " element " << i << ": " << g[i] << " vs PyTorch's " << w[i] << " (largest "
+                          << largest << ")";
     EXPECT_EQ(bad, 0u) << what;
 }
 
 // torchvision 0.14's counts with 1000 classes, kept so that fluxion's are checked where
 // torchvision is missing too (and checked against the script's where it is not).
-const std::map<std::string, std::int64_t> kTorchvisionParameters{
-    {"resnet18", 11689512}, {"resnet34", 21797672}, {"resnet50", 25557032}, {"wide_resnet50_2", 68883240}, {"mobilenet_v2", 3504872}};
+const std::map<std::string, std::int64_t> kTorchvisionParameters{{"resnet18", 11689512},
+                                                                 {"resnet34", 21797672},
+                                                                 {"resnet50", 25557032},
+                                                                 {"wide_resnet50_2", 68883240},
+                                                                 {"mobilenet_v2", 3504872}};
 
 std::int64_t parameters(const auto& model) { return fx::detail::count_params(model).params; }
 
 // Loads torchvision's weights for `name` into `model` strictly, and returns the script's
 // reference tensors; none where torchvision is missing (the test is then skipped).
-template <class Model>
-std::map<std::string, fx::Tensor> load_torchvision(Model& model, const std::string& name, int size, int num_classes,
-                                                   bool grad = false) {
+template <class Model> std::map<std::string, fx::Tensor> load_torchvision(Model& model, const std::string& name,
+                                                                          int size, int num_classes,
+                                                                          bool grad = false) {
     if (!torchvision_importable()) return {};
     const fs::path dir = reference_files(name, size, num_classes, grad);
     auto ref = fx::load_state(dir / (name + ".reference.safetensors"));
@@ -91,9 +94,8 @@ std::map<std::string, fx::Tensor> load_torchvision(Model& model, const std::stri
     return ref;
 }
 
-template <class Model>
-void expect_torchvision_logits(Model model, const std::string& name, int size, int num_classes,
-                               const std::vector<fx::Device>& on = devices()) {
+template <class Model> void expect_torchvision_logits(Model model, const std::string& name, int size, int num_classes,
+                                                      const std::vector<fx::Device>& on = devices()) {
     const auto ref = load_torchvision(model, name, size, num_classes);
     if (ref.empty()) GTEST_SKIP() << "/usr/bin/python3 cannot import torchvision (apt-get install python3-torchvision)";
     for (const auto& d : on) {
@@ -161,7 +163,8 @@ TEST(Models, PrintsLikeMetalheadWithTheTotal) {
     EXPECT_EQ(s.rfind("ResNet(\n  Chain(\n    Conv((7, 7), 3 => 64", 0), 0u) << s;
     EXPECT_NE(s.find("relu ∘ +"), std::string::npos) << s;
     EXPECT_NE(s.find("Dense(512 => 1000)"), std::string::npos) << s;
-    EXPECT_NE(s.find("Total: 62 trainable arrays, 11_689_512 parameters"), std::string::npos) << s.substr(s.size() - 200);
+    EXPECT_NE(s.find("Total: 62 trainable arrays, 11_689_512 parameters"), std::string::npos)
+        << s.substr(s.size() - 200);
 }
 
 TEST(Models, NumClassesSizesTheHead) {

@@ -81,10 +81,11 @@ void MobileNetV2::show(detail::Shower& s) const {
 
 MobileNetV2 mobilenet_v2(const ModelOptions& options) {
     if (options.num_classes < 1)
-        throw ValueError("mobilenet_v2: num_classes must be positive (got " + std::to_string(options.num_classes) + ")");
+        throw ValueError("mobilenet_v2: num_classes must be positive (got " + std::to_string(options.num_classes) +
+                         ")");
     // torchvision's table: expansion t, channels c, blocks n, first stride s.
-    const std::int64_t setting[7][4] = {{1, 16, 1, 1},  {6, 24, 2, 2},  {6, 32, 3, 2}, {6, 64, 4, 2},
-                                        {6, 96, 3, 1},  {6, 160, 3, 2}, {6, 320, 1, 1}};
+    const std::int64_t setting[7][4] = {{1, 16, 1, 1}, {6, 24, 2, 2},  {6, 32, 3, 2}, {6, 64, 4, 2},
+                                        {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
     std::int64_t in = 32;
     std::vector<InvertedResidual> blocks;
     for (const auto& [t, c, n, s] : setting)

@@ -5,7 +5,6 @@
 #include <utility>
 
 #include "fluxion/error.hpp"
-
 #include "fluxion/layers/flatten.hpp"
 #include "fluxion/models.hpp"
 #include "fluxion/ops.hpp"
@@ -30,16 +29,26 @@ struct Architecture {
 };
 
 ResidualBlock basic(std::int64_t in, std::int64_t planes, std::int64_t stride) {
-    ResidualBlock b{conv(3, in, planes, stride), conv(3, planes, planes), BatchNorm(planes, relu), BatchNorm(planes),
-                    std::nullopt, std::nullopt, std::nullopt};
+    ResidualBlock b{conv(3, in, planes, stride),
+                    conv(3, planes, planes),
+                    BatchNorm(planes, relu),
+                    BatchNorm(planes),
+                    std::nullopt,
+                    std::nullopt,
+                    std::nullopt};
     if (stride != 1 || in != planes) b.downsample = downsample(in, planes, stride);
     return b;
 }
 
 ResidualBlock bottleneck(std::int64_t in, std::int64_t planes, std::int64_t stride, std::int64_t width_per_group) {
     const std::int64_t width = planes * width_per_group / 64, out = planes * 4;
-    ResidualBlock b{conv(1, in, width), conv(3, width, width, stride), BatchNorm(width, relu), BatchNorm(width, relu),
-                    conv(1, width, out), BatchNorm(out), std::nullopt};
+    ResidualBlock b{conv(1, in, width),
+                    conv(3, width, width, stride),
+                    BatchNorm(width, relu),
+                    BatchNorm(width, relu),
+                    conv(1, width, out),
+                    BatchNorm(out),
+                    std::nullopt};
     if (stride != 1 || in != out) b.downsample = downsample(in, out, stride);
     return b;
 }
