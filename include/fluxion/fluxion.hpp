@@ -16,6 +16,7 @@
 #include "fluxion/losses.hpp"
 #include "fluxion/mixed_precision.hpp"
 #include "fluxion/ops.hpp"
+#include "fluxion/models.hpp"
 #include "fluxion/optimisers.hpp"
 #include "fluxion/schedules.hpp"
 #include "fluxion/progress.hpp"

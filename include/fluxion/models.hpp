@@ -1,0 +1,135 @@
+// fluxion/models.hpp — ready-made vision models (Metalhead.jl's zoo) whose state names are
+// torchvision's, so that torchvision's weights, saved as safetensors, load strictly with fx::load.
+//
+//   auto m = fx::models::resnet18();                     // ImageNet's 1000 classes, random weights
+//   fx::load("resnet18.safetensors", m);                 // torchvision's state_dict (see below)
+//   auto small = fx::models::resnet50({.num_classes = 10});
+//   std::cout << m;                                      // as Metalhead: layers, counts, the total
+//
+// Models: resnet18, resnet34, resnet50, wide_resnet50_2 (ResNet; head `fc`) and mobilenet_v2
+// (MobileNetV2; head `classifier`), each checked against torchvision 0.14 by tests/test_models.cpp.
+//
+// Fine-tuning: the head is a public field; replace it, then freeze the trunk in the optimiser.
+//   m.fc = fx::Dense(512, 10);                           // a new head for 10 classes
+//   auto opt = fx::setup(fx::Adam(1e-3), m);
+//   for (auto p : fx::models::trunk(m)) fx::freeze(opt, p);   // only fc trains
+//
+// Inputs are images {N, 3, H, W} normalised as torchvision's weights expect. BatchNorm's
+// num_batches_tracked (in torchvision's state dicts) has no counterpart in fluxion's BatchNorm:
+// drop it before saving (`{k: v for k, v in sd.items() if not k.endswith("num_batches_tracked")}`).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "fluxion/layers/conv.hpp"
+#include "fluxion/layers/dense.hpp"
+#include "fluxion/layers/dropout.hpp"
+#include "fluxion/layers/normalise.hpp"
+#include "fluxion/layers/pooling.hpp"
+#include "fluxion/layers/show.hpp"
+
+namespace fluxion::models {
+
+using fluxion::operator<<;  // `std::cout << model` finds fluxion's printing from this namespace
+
+struct ModelOptions {
+    std::int64_t num_classes = 1000;
+};
+
+// One residual block of a ResNet: torchvision's BasicBlock (two 3×3 convolutions) or, with conv3,
+// its Bottleneck (1×1, 3×3, 1×1); relu(block(x) + downsample(x)), downsample being the identity
+// where absent. bn1 and bn2 apply relu themselves (bn2 only in a Bottleneck).
+struct ResidualBlock {
+    Conv conv1, conv2;
+    BatchNorm bn1, bn2;
+    std::optional<Conv> conv3;
+    std::optional<BatchNorm> bn3;
+    std::optional<std::tuple<Conv, BatchNorm>> downsample;  // "downsample.0", "downsample.1"
+
+    Tensor operator()(const Tensor& x) const;
+    void show(detail::Shower& s) const;
+};
+
+// torchvision's ResNet: conv1, bn1 (with relu), 3×3 max pool, four stages of residual blocks,
+// global mean pool, fc.
+struct ResNet {
+    Conv conv1;
+    BatchNorm bn1;
+    MaxPool maxpool;
+    std::vector<ResidualBlock> layer1, layer2, layer3, layer4;
+    Dense fc;
+
+    Tensor operator()(const Tensor& x) const;  // {N, 3, H, W} -> {N, num_classes}
+    void show(detail::Shower& s) const;
+};
+
+ResNet resnet18(const ModelOptions& options = {});
+ResNet resnet34(const ModelOptions& options = {});
+ResNet resnet50(const ModelOptions& options = {});
+ResNet wide_resnet50_2(const ModelOptions& options = {});  // resnet50 with twice the bottleneck width
+
+// The state-name prefixes of everything but the head ("conv1", "bn1", "layer1", ..., "layer4"),
+// for fx::freeze.
+std::vector<std::string> trunk(const ResNet& model);
+
+// torchvision's MobileNetV2 (width 1): inverted residual blocks of depthwise convolutions with
+// relu6 (printed "relu6"). A block is torchvision's `conv` Sequential, named by its indices:
+// expand (1×1 conv and BatchNorm, absent where the expansion is 1), depthwise (3×3, groups =
+// channels, and BatchNorm), project (1×1 conv), project_bn; x is added where shapes allow.
+struct InvertedResidual {
+    std::optional<std::tuple<Conv, BatchNorm>> expand;
+    std::tuple<Conv, BatchNorm> depthwise;
+    Conv project;
+    BatchNorm project_bn;
+    bool residual;
+
+    Tensor operator()(const Tensor& x) const;
+    void show(detail::Shower& s) const;
+};
+
+// features.0 is the stem (conv, bn), features.1–17 the blocks, features.18 the last 1×1 (conv, bn);
+// then global mean pool, dropout (0.2) and classifier (Dense, "classifier.1" as torchvision's).
+struct MobileNetV2 {
+    std::tuple<Conv, BatchNorm> stem;
+    std::vector<InvertedResidual> blocks;
+    std::tuple<Conv, BatchNorm> last;
+    Dropout dropout;
+    Dense classifier;
+
+    Tensor operator()(const Tensor& x) const;  // {N, 3, H, W} -> {N, num_classes}
+    void show(detail::Shower& s) const;
+};
+
+MobileNetV2 mobilenet_v2(const ModelOptions& options = {});
+
+// "features.0" ... "features.18", for fx::freeze.
+std::vector<std::string> trunk(const MobileNetV2& model);
+
+}  // namespace fluxion::models
+
+// Declared by hand: torchvision's names are Sequential indices, not field names.
+template <> struct fluxion::functor<fluxion::models::InvertedResidual> {
+    static constexpr bool declared = true;
+    template <class X, class F> static void visit(X& x, F&& f) {
+        const int first = x.expand ? 1 : 0;
+        if (x.expand) f("conv.0", *x.expand);
+        f(first ? "conv.1" : "conv.0", x.depthwise);
+        f(first ? "conv.2" : "conv.1", x.project);
+        f(first ? "conv.3" : "conv.2", x.project_bn);
+    }
+};
+template <> struct fluxion::functor<fluxion::models::MobileNetV2> {
+    static constexpr bool declared = true;
+    template <class X, class F> static void visit(X& x, F&& f) {
+        f("features.0", x.stem);
+        for (std::size_t i = 0; i < x.blocks.size(); ++i) f(("features." + std::to_string(i + 1)).c_str(), x.blocks[i]);
+        f(("features." + std::to_string(x.blocks.size() + 1)).c_str(), x.last);
+        f("classifier.1", x.classifier);
+    }
+};
+
+FLUXION_FUNCTOR(fluxion::models::ResidualBlock, conv1, bn1, conv2, bn2, conv3, bn3, downsample);
+FLUXION_FUNCTOR(fluxion::models::ResNet, conv1, bn1, layer1, layer2, layer3, layer4, fc);

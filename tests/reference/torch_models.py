@@ -1,0 +1,74 @@
+"""The PyTorch side of tests/test_models.cpp: a torchvision model with random weights and
+non-trivial BatchNorm statistics, and what fluxion's model must reproduce from it.
+
+  torch_models.py NAME SIZE NUM_CLASSES OUT_DIR [--grad]
+      Writes OUT_DIR/NAME.weights.safetensors: the model's state_dict (less BatchNorm's
+      num_batches_tracked, which fluxion's BatchNorm does not keep), and then
+      OUT_DIR/NAME.reference.safetensors: "x" {2, 3, SIZE, SIZE}, "logits" (eval mode),
+      "parameters" (the count of the model with 1000 classes, as torchvision builds it) and, with
+      --grad, "grad.<name>" for every parameter: the gradient of mean(logits²) in train mode on "x".
+Runs with Debian's torchvision 0.14 (python3-torchvision); safetensors through safetensors_torch.
+"""
+import argparse
+import os
+import pathlib
+import sys
+
+import torch
+import torchvision
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "interop"))
+import safetensors_torch  # noqa: E402
+
+
+def randomise(model, size):
+    """BatchNorm's weight and bias away from 1 and 0, its statistics away from 0 and 1: the average
+    of a few train-mode batches (momentum None accumulates them)."""
+    batchnorms = [m for m in model.modules() if isinstance(m, torch.nn.BatchNorm2d)]
+    with torch.no_grad():
+        for bn in batchnorms:
+            bn.weight.uniform_(0.5, 1.5)
+            bn.bias.uniform_(-0.5, 0.5)
+            bn.momentum = None
+        model.train()
+        for _ in range(3):
+            model(torch.randn(2, 3, size, size) * 2 + 0.5)
+        for bn in batchnorms:
+            bn.momentum = 0.1
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("name")
+    p.add_argument("size", type=int)
+    p.add_argument("num_classes", type=int)
+    p.add_argument("out")
+    p.add_argument("--grad", action="store_true")
+    args = p.parse_args()
+
+    torch.manual_seed(0)
+    build = getattr(torchvision.models, args.name)
+    model = build(num_classes=args.num_classes)
+    randomise(model, args.size)
+    state = {k: v for k, v in model.state_dict().items() if not k.endswith("num_batches_tracked")}
+    out = pathlib.Path(args.out)
+    safetensors_torch.write(out / f"{args.name}.weights.safetensors", state, {"format": "pt"})
+
+    x = torch.randn(2, 3, args.size, args.size)
+    model.eval()
+    with torch.no_grad():
+        reference = {"x": x, "logits": model(x)}
+    reference["parameters"] = torch.tensor([sum(p.numel() for p in build().parameters())], dtype=torch.int64)
+    if args.grad:
+        model.train()
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        for name, param in model.named_parameters():
+            reference["grad." + name] = param.grad
+    tmp = out / f"{args.name}.reference.safetensors.{os.getpid()}"
+    safetensors_torch.write(tmp, reference)
+    os.replace(tmp, out / f"{args.name}.reference.safetensors")
+
+
+if __name__ == "__main__":
+    main()
