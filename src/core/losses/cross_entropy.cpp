@@ -38,7 +38,8 @@ Tensor soft_targets(const char* loss, const Tensor& logp, const Tensor& y, const
     if (o.label_smoothing > 0) target = target * (1 - o.label_smoothing) + o.label_smoothing / double(logp.shape(axis));
     Tensor terms = target * logp;
     if (o.weight.defined()) terms = terms * class_weights(loss, o.weight, logp, axis);
-    return detail::aggregate(-sum(terms, axis), o.agg);
+    // Negated before the sum: an elementwise chain that a compiled step fuses into one kernel.
+    return detail::class_loss(-terms, o);
 }
 
 // Class indices: the prediction's shape without its class axis.
