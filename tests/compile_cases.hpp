@@ -98,4 +98,18 @@ inline auto norm_dropout_mlp() {
     return fx::Chain(fx::Dense(20, 32), fx::BatchNorm(32, fx::relu), fx::Dropout(0.3), fx::Dense(32, 10));
 }
 
+// check(rule, name) for each rule the compiled-step tests run beyond Descent ... AdamW.
+template <class F> void for_each_rule(F&& check) {
+    check(fx::AMSGrad{}, "AMSGrad");
+    check(fx::OAdam{}, "OAdam");
+    check(fx::AdaGrad{}, "AdaGrad");
+    check(fx::AdaDelta{}, "AdaDelta");
+    check(fx::AdaMax{}, "AdaMax");
+    check(fx::NAdam{}, "NAdam");
+    check(fx::RAdam{}, "RAdam");
+    check(fx::AdaBelief{}, "AdaBelief");
+    check(fx::Lion{}, "Lion");
+    check(fx::Rprop{}, "Rprop");
+}
+
 }  // namespace compile_cases

@@ -42,16 +42,7 @@ TEST(CompileDevices, EveryRuleTrainsLikeEagerSteps) {
             EXPECT_LE(eager_vs_compiled(model, mse_loss, regression_batches(10, 8, 10), d, rule), kTolerance)
                 << name << " on " << d.str();
         };
-        check(fx::AMSGrad{}, "AMSGrad");
-        check(fx::OAdam{}, "OAdam");
-        check(fx::AdaGrad{}, "AdaGrad");
-        check(fx::AdaDelta{}, "AdaDelta");
-        check(fx::AdaMax{}, "AdaMax");
-        check(fx::NAdam{}, "NAdam");
-        check(fx::RAdam{}, "RAdam");
-        check(fx::AdaBelief{}, "AdaBelief");
-        check(fx::Lion{}, "Lion");
-        check(fx::Rprop{}, "Rprop");
+        compile_cases::for_each_rule(check);
     }
 }
 

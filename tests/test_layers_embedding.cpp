@@ -10,6 +10,7 @@
 
 #include "fluxion/fluxion.hpp"
 #include "gradcheck.hpp"
+#include "layer_reference.hpp"
 #include "other_devices.hpp"
 #include "torch_reference.hpp"
 
@@ -20,9 +21,7 @@ namespace {
 
 const bool plugin_path_set = [] { return ::setenv("FLUXION_PLUGIN_PATH", FLUXION_TEST_PLUGIN_DIR, 1) == 0; }();
 
-Tensor wave(const fx::Shape& shape, double a, double b) {
-    return fx::sin(fx::arange(0, double(fx::numel(shape)), 1, {.dtype = fx::DType::f64}) * a + b).reshape(shape);
-}
+using reference::wave;  // the reference scripts' inputs: sin(a·i + b)
 Tensor ids(std::vector<std::int64_t> v, fx::Shape s) { return fx::tensor(v, s); }
 
 const fx_test::TorchResults& torch_embedding() {
@@ -82,6 +81,11 @@ TEST(Embedding, MaxNormRescalesTheRowsLookedUpInPlace) {
         EXPECT_LE(std::sqrt(norm), 1.0) << "row " << row;
     }
     EXPECT_THROW(fx::Embedding(6, 3, waves(std::nullopt, 0.0)), fx::ValueError);
+    // An index out of range is refused before any row is rescaled.
+    fx::Embedding fresh(6, 3, waves(std::nullopt, 1.0));
+    const auto untouched = fresh.weight.to_vector<double>();
+    EXPECT_THROW(fresh(ids({0, 6}, {2})), fx::ValueError);
+    EXPECT_EQ(fresh.weight.to_vector<double>(), untouched);
 }
 
 TEST(EmbeddingBag, SumMeanAndMaxOverBagsMatchPyTorch) {

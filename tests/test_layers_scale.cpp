@@ -11,6 +11,7 @@
 
 #include "fluxion/fluxion.hpp"
 #include "gradcheck.hpp"
+#include "layer_reference.hpp"
 #include "other_devices.hpp"
 #include "torch_reference.hpp"
 
@@ -21,9 +22,7 @@ namespace {
 
 const bool plugin_path_set = [] { return ::setenv("FLUXION_PLUGIN_PATH", FLUXION_TEST_PLUGIN_DIR, 1) == 0; }();
 
-Tensor wave(const fx::Shape& shape, double a, double b) {
-    return fx::sin(fx::arange(0, double(fx::numel(shape)), 1, {.dtype = fx::DType::f64}) * a + b).reshape(shape);
-}
+using reference::wave;  // the reference scripts' inputs: sin(a·i + b)
 
 template <class L> std::string printed(const L& l) {
     std::ostringstream out;

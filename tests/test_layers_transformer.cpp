@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "fluxion/fluxion.hpp"
+#include "layer_reference.hpp"
 #include "other_devices.hpp"
 #include "torch_reference.hpp"
 
@@ -22,9 +23,7 @@ namespace {
 
 const bool plugin_path_set = [] { return ::setenv("FLUXION_PLUGIN_PATH", FLUXION_TEST_PLUGIN_DIR, 1) == 0; }();
 
-Tensor wave(const fx::Shape& shape, double a, double b) {
-    return fx::sin(fx::arange(0, double(fx::numel(shape)), 1, {.dtype = fx::DType::f64}) * a + b).reshape(shape);
-}
+using reference::wave;  // the reference scripts' inputs: sin(a·i + b)
 
 // The script's weights: parameter i in sorted-name order is wave(shape, 0.1 + 0.01 i, 0.3 i) / 2.
 template <class M> std::vector<std::string> fill(M& model) {

@@ -7,7 +7,8 @@
 //   bag(fx::tensor(ids, {B, L}));                    // B bags of L indices -> {B, 8}
 //   bag(flat_ids, offsets);                          // bags of any length: bag b starts at offsets[b]
 //
-// max_norm changes the weight as PyTorch's does (no gradient flows through the rescaling).
+// max_norm changes the weight as PyTorch's does (no gradient flows through the rescaling); it reads
+// the indices on the host, so fx::compile runs such steps eagerly.
 #pragma once
 #include <cstdint>
 #include <optional>

@@ -66,8 +66,18 @@ Tensor Embedding::operator()(const Tensor& indices) const {
         if (max_norm) {
             // PyTorch's embedding_renorm_: the rows looked up with a p-norm above max_norm are scaled
             // to max_norm (1e-7 below it), in the weight itself, outside the gradient.
+            // Which rows are looked up, marked on the host: O(indices + vocab), where a one-hot sum would
+            // be O(indices × vocab). A replay of a compiled step would not read the indices again.
+            detail::refuse_replay("Embedding with max_norm reads its indices on the host to rescale the rows it uses");
+            std::vector<double> marked(static_cast<std::size_t>(vocab()), 0.0);
+            for (std::int64_t i : indices.to_vector<std::int64_t>()) {
+                if (i < 0 || i >= vocab())
+                    throw ValueError(describe() + ": index " + std::to_string(i) + " is outside [0, " +
+                                     std::to_string(vocab()) + ")");
+                marked[static_cast<std::size_t>(i)] = 1;
+            }
             NoGrad no_grad;
-            const Tensor used = sum(onehot(indices.reshape({-1}).to(DType::i64), vocab(), weight.dtype()), 0);  // {vocab}
+            const Tensor used = tensor(marked, {vocab()}).to(weight.dtype()).to(weight.device());
             const Tensor norms = pow(sum(pow(abs(weight), norm_type), 1), 1 / norm_type);
             const Tensor over = gt(used * cast(gt(norms, full_like(norms, *max_norm)), weight.dtype()), zeros_like(norms));
             const Tensor scale = where(over, *max_norm / (norms + 1e-7), ones_like(norms));
