@@ -95,7 +95,7 @@ run_tests() {
 }
 CROSS=(test_kernel_contract test_backends test_ops test_ops_strided test_ops_zero_size test_ops_promotion test_ops_attention
        test_half test_half_models test_layers_attention test_layers_recurrent test_mixed_precision_compiled
-       test_compile_devices test_io_devices test_threads_stress)
+       test_compile_devices test_fused_kernels test_io_devices test_threads_stress)
 
 part_probe() {
   echo "## date"; date -u; uname -a

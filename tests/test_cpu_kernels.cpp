@@ -1016,7 +1016,7 @@ TEST(CpuConv, DirectKernelShapesMatchNaiveLoops) {
     expect_conv(conv_shape(1, 1, 8, 10, 2, 1, 3, 1, 1, 0, 0, 1, 1, 1));   // one image, one-row kernel
 }
 
-// A fused replay's convolution with bias and relu (fused.hpp) gives the bits of the eager calls it
+// A fused replay's convolution with bias and relu (the table's conv2d_epilogue) gives the bits of the eager calls it
 // stands for: the convolution, the broadcast add of the bias, then relu as x < 0 ? 0 : x, which
 // keeps NaN. One image holds a NaN, so that part of the output is NaN.
 TEST(CpuConv, FusedBiasAndReluGiveTheEagerBits) {
@@ -1033,10 +1033,10 @@ TEST(CpuConv, FusedBiasAndReluGiveTheEagerBits) {
             const float v = eager[i] + b[i / plane % s.k];
             eager[i] = v < 0 ? 0.0f : v;
         }
-        be::cpu::ConvEpilogue e;
+        be::ConvEpilogue e;
         e.bias = e.activation = true;
         e.op = be::Unary::relu;
-        be::cpu::conv2d_epilogue(DType::f32, s, x.data(), w.data(), b.data(), e, fused.data());
+        cpu().conv2d_epilogue(0, DType::f32, &s, x.data(), w.data(), b.data(), &e, fused.data());
         EXPECT_TRUE(std::isnan(eager[ny - 1]));
         for (int64_t i = 0; i < ny; ++i)
             ASSERT_EQ(std::bit_cast<uint32_t>(fused[i]), std::bit_cast<uint32_t>(eager[i])) << "c " << s.c << ", y " << i;

@@ -16,7 +16,7 @@
 
 namespace fluxion::backend {
 
-inline constexpr int kAbiVersion = 5;
+inline constexpr int kAbiVersion = 6;
 inline constexpr int kMaxDims = 8;
 
 // One code per line of core/elementwise_formulas.def, the op registry, whose lines say what the
@@ -61,6 +61,27 @@ struct OptimiserStep {
     double decay = 0;             // AdamW's weight decay λ, NAdam's momentum decay ψ
     double lower = 0, upper = 0;  // Rprop's bounds on its step sizes
     std::int64_t t = 0;  // 1-based step count (Adam's bias correction)
+};
+
+// One step of an elementwise chain (Backend::elementwise_chain): unary's op (with a and b), or
+// binary's arithmetic op (add ... minimum) between the chain's value and another operand of the
+// chain's n elements, or one value broadcast; the chain's value on the left or on the right.
+struct ElementwiseStep {
+    bool binary = false;
+    Unary unary_op = Unary::neg;
+    double a = 0, b = 0;
+    Binary binary_op = Binary::add;
+    bool value_first = true;  // value op other, else other op value
+    bool other_scalar = false;
+};
+
+// What follows a convolution in Backend::conv2d_epilogue: y += bias (one value per output channel,
+// a Conv layer's broadcast add), then y = op(y) (unary's op with its parameters a and b).
+struct ConvEpilogue {
+    bool bias = false;
+    bool activation = false;
+    Unary op = Unary::relu;
+    double a = 0, b = 0;
 };
 
 // A strided view of `ndim` dimensions, sizes in `shape`, strides (elements) in `strides`.
@@ -181,6 +202,32 @@ struct Backend {
     // ---- optimisers: one fused step over n parameters; state buffers as the rule needs (else null) ----
     void (*optimiser_step)(int device, Optimiser rule, DType t, std::int64_t n, void* param, const void* grad,
                            void* state1, void* state2, void* state3, const OptimiserStep* hp);
+
+    // ---- fused kernels (optional; null where a backend has none) ----
+    // fx::compile's fusion (core/compile/fusion.cpp) replaces a run of recorded calls by one of these
+    // where the calls' own table has it. Each computes what the calls it stands for compute, in the
+    // same order and with the same rounding of every intermediate to t: bit for bit on the CPU, and
+    // on a GPU up to how its compiler contracts the same formulas. They take the floating types the
+    // device's unfused kernels take (fusion leaves integer calls alone).
+    //
+    // The calls unary/binary(steps[0]), ..., unary/binary(steps[count - 1]) on n elements, each
+    // reading the result of the one before, without the intermediates. ptrs: x, each binary step's
+    // other operand in order, y (which no step reads).
+    void (*elementwise_chain)(int device, DType t, std::int64_t n, const ElementwiseStep* steps, std::size_t count,
+                              void* const* ptrs);
+    // conv2d into y, then the epilogue in place on y.
+    void (*conv2d_epilogue)(int device, DType t, const Conv2dShape* s, const void* x, const void* w,
+                            const void* bias, const ConvEpilogue* e, void* y);
+    // pool2d_backward into gx, then unary_backward(act) of it in place, where x, the pool's input, is
+    // act's output: act is an op whose gradient reads only its output and takes no parameters (relu,
+    // sigmoid, tanh). The full-size gradient between the two is never written on its own.
+    void (*pool2d_backward_activation)(int device, Pool op, DType t, const Pool2dShape* s, const void* x,
+                                       const void* y, const void* gy, Unary act, void* gx);
+    // optimiser_step on `count` tensors of one rule and type: tensor i has n[i] elements, the
+    // hyper-parameters *hp[i] and the buffers ptrs[5i .. 5i + 4] (parameter, gradient, state1, state2,
+    // state3; null states where the rule keeps none).
+    void (*optimiser_steps)(int device, Optimiser rule, DType t, std::size_t count, const std::int64_t* n,
+                            const OptimiserStep* const* hp, void* const* ptrs);
 
     // ---- recorded submissions (optional; null where a backend has none) ----
     // fx::compile replays a plan's device work as one recorded submission where these exist (one

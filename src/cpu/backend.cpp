@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "cpu/fused.hpp"
 #include "cpu/kernels.hpp"
 #include "cpu/openblas.hpp"
 #if FLUXION_HAVE_ONEDNN
@@ -206,6 +207,10 @@ const Backend& cpu_backend() {
             .lstm_cell = cpu::lstm_cell,
             .lstm_cell_backward = cpu::lstm_cell_backward,
             .optimiser_step = cpu::widen::optimiser_step,
+            .elementwise_chain = cpu::elementwise_chain,
+            .conv2d_epilogue = cpu::conv2d_epilogue,
+            .pool2d_backward_activation = cpu::pool2d_backward_activation,
+            .optimiser_steps = cpu::optimiser_steps,
             // A compiled replay on the CPU is already a loop of direct calls: nothing to record.
             .capture_begin = nullptr,
             .capture_end = nullptr,

@@ -1,5 +1,5 @@
-// The convolution with its epilogue and the elementwise chain (fused.hpp); the multi-tensor
-// optimiser step lives with the single one in optimiser.cpp.
+// The fused entries of fused.hpp; the multi-tensor optimiser step lives with the single one in
+// optimiser.cpp.
 #include "cpu/fused.hpp"
 
 #include <algorithm>
@@ -8,11 +8,33 @@
 #include "cpu/conv_onednn.hpp"
 #include "cpu/dispatch.hpp"
 #include "cpu/parallel.hpp"
+#include "cpu/pool_max2x2.hpp"
 
 namespace fluxion::backend::cpu {
+namespace {
 
-void conv2d_epilogue(DType t, const Conv2dShape& s, const void* x, const void* w, const void* bias,
-                     const ConvEpilogue& e, void* y) {
+bool one_pass(DType t) { return t == DType::f32 || t == DType::f64; }
+
+// The broadcast add of a {1, k, 1, 1} bias to y {n, k, oh, ow}, in place, as binary's add.
+void add_bias(DType t, const Conv2dShape& s, const void* bias, void* y) {
+    const Strided yv{4, {s.n, s.k, s.oh, s.ow}, {s.k * s.oh * s.ow, s.oh * s.ow, s.ow, 1}};
+    const Strided bv{4, {s.n, s.k, s.oh, s.ow}, {0, 1, 0, 0}};
+    widen::binary(0, Binary::add, t, &yv, y, &bv, bias, y);
+}
+
+}  // namespace
+
+void conv2d_epilogue(int device, DType t, const Conv2dShape* sp, const void* x, const void* w, const void* bias,
+                     const ConvEpilogue* ep, void* y) {
+    const Conv2dShape& s = *sp;
+    const ConvEpilogue& e = *ep;
+    const int64_t plane = s.oh * s.ow, count = s.n * s.k * plane;
+    if (!one_pass(t)) {
+        widen::conv2d(device, t, &s, x, w, y);
+        if (e.bias) add_bias(t, s, bias, y);
+        if (e.activation) widen::unary(device, e.op, t, count, y, y, e.a, e.b);
+        return;
+    }
     const bool relu = e.activation && e.op == Unary::relu;
     const float* b32 = e.bias ? static_cast<const float*>(bias) : nullptr;
     bool added = false, activated = false;
@@ -26,9 +48,8 @@ void conv2d_epilogue(DType t, const Conv2dShape& s, const void* x, const void* w
         // would hide a diverged step from the loss.
         added = true;
     } else {
-        conv2d(0, t, &s, x, w, y);
+        conv2d(device, t, &s, x, w, y);
     }
-    const int64_t plane = s.oh * s.ow, count = s.n * s.k * plane;
     if (e.bias && !added)
         dispatch_float(t, "conv2d with bias", [&](auto tag) {
             using T = decltype(tag);
@@ -42,18 +63,47 @@ void conv2d_epilogue(DType t, const Conv2dShape& s, const void* x, const void* w
                 }
             });
         });
-    if (e.activation && !activated) unary(0, e.op, t, count, y, y, e.a, e.b);
+    if (e.activation && !activated) unary(device, e.op, t, count, y, y, e.a, e.b);
+}
+
+void pool2d_backward_activation(int device, Pool op, DType t, const Pool2dShape* s, const void* x, const void* y,
+                                const void* gy, Unary act, void* gx) {
+    if (t == DType::f32 && op == Pool::max && act == Unary::relu &&
+        max_pool_2x2_backward(*s, static_cast<const float*>(x), static_cast<const float*>(y),
+                              static_cast<const float*>(gy), static_cast<float*>(gx), true))
+        return;
+    widen::pool2d_backward(device, op, t, s, x, y, gy, gx);
+    widen::unary_backward(device, act, t, s->n * s->c * s->h * s->w, x, x, gx, gx, 0, 0);
 }
 
 // Elements per block of a chain: unary runs a block of this size inline (its threshold for costly
 // ops), and a block of f64 (16 KiB) stays in the L1 cache.
 constexpr int64_t kChainBlock = kParallelMin / 16;
 
-void elementwise_chain(DType t, int64_t n, const ElementwiseStep* steps, std::size_t count, void* const* ptrs) {
+void elementwise_chain(int device, DType t, int64_t n, const ElementwiseStep* steps, std::size_t count,
+                       void* const* ptrs) {
     const auto item = int64_t(itemsize(t));
     std::size_t others = 0;
     for (std::size_t s = 0; s < count; ++s) others += steps[s].binary ? 1 : 0;
     char* const y = static_cast<char*>(ptrs[1 + others]);
+    if (!one_pass(t)) {  // step by step over the whole, in place on y from the second step
+        Strided value{1, {n}, {1}}, other{1, {n}, {1}};
+        const void* in = ptrs[0];
+        std::size_t next_other = 1;
+        for (std::size_t s = 0; s < count; ++s) {
+            const ElementwiseStep& step = steps[s];
+            if (!step.binary) {
+                widen::unary(device, step.unary_op, t, n, in, y, step.a, step.b);
+            } else {
+                other.strides[0] = step.other_scalar ? 0 : 1;
+                const void* o = ptrs[next_other++];
+                if (step.value_first) widen::binary(device, step.binary_op, t, &value, in, &other, o, y);
+                else widen::binary(device, step.binary_op, t, &other, o, &value, in, y);
+            }
+            in = y;
+        }
+        return;
+    }
     const int64_t blocks = (n + kChainBlock - 1) / kChainBlock;
     parallel_for(blocks, n > kParallelMin, [&](int64_t begin, int64_t end) {
         for (int64_t block = begin; block < end; ++block) {
@@ -68,12 +118,12 @@ void elementwise_chain(DType t, int64_t n, const ElementwiseStep* steps, std::si
             for (std::size_t s = 0; s < count; ++s) {
                 const ElementwiseStep& step = steps[s];
                 if (!step.binary) {
-                    unary(0, step.unary_op, t, len, in, out, step.a, step.b);
+                    unary(device, step.unary_op, t, len, in, out, step.a, step.b);
                 } else {
                     other.strides[0] = step.other_scalar ? 0 : 1;
                     const char* o = static_cast<const char*>(ptrs[next_other++]) + (step.other_scalar ? 0 : lo * item);
-                    if (step.value_first) binary(0, step.binary_op, t, &value, in, &other, o, out);
-                    else binary(0, step.binary_op, t, &other, o, &value, in, out);
+                    if (step.value_first) binary(device, step.binary_op, t, &value, in, &other, o, out);
+                    else binary(device, step.binary_op, t, &other, o, &value, in, out);
                 }
                 in = out;
             }

@@ -1,7 +1,9 @@
-// fused.hpp — kernels that do the work of several table entries in one call, for fx::compile's
-// fused replays (src/core/compile/fusion.cpp). Each computes what the calls it stands for compute,
-// element for element, for f32 and f64 (fusion leaves the calls of other types alone). They are not
-// entries of the backend table: only replays of the CPU's calls reach them.
+// fused.hpp — the CPU's fused entries of the backend table (core/backend.hpp, "fused kernels"),
+// which fx::compile's fusion calls in place of runs of recorded calls. f32 and f64 take one pass:
+// the chain block by block in the L1 cache, the convolution with its bias and relu in the direct
+// kernels' registers, a 2×2 max pool's gradient with relu's mask, every parameter of an optimiser
+// rule in one parallel region. f16 and bf16 run the calls they stand for one after another, in
+// place on the output, so that nothing in between is allocated: the same bits either way.
 #pragma once
 #include <cstddef>
 
@@ -9,45 +11,13 @@
 
 namespace fluxion::backend::cpu {
 
-// optimiser_step on `count` tensors as one loop over all their elements, shared among the threads
-// (one parallel region instead of one per tensor, as PyTorch's foreach/fused optimisers): tensor i
-// has n[i] elements, hyper-parameters *hp[i] and the buffers ptrs[5i .. 5i + 4] (parameter,
-// gradient, state1, state2, state3; null states where the rule needs none). Bit for bit what `count` calls
-// of optimiser_step compute.
-void optimiser_steps(Optimiser rule, DType t, std::size_t count, const int64_t* n, const OptimiserStep* const* hp,
-                     void* const* ptrs);
-
-// What follows a convolution in the same call: y += bias (one value per output channel, as the
-// broadcast add of a Conv layer's bias), then y = op(y) (unary's op with its parameters a and b).
-struct ConvEpilogue {
-    bool bias = false;
-    bool activation = false;
-    Unary op = Unary::relu;
-    double a = 0, b = 0;
-};
-
-// conv2d into y, then the epilogue on y while it is fresh, with the bits of the eager calls. Where
-// a direct kernel (conv_direct.hpp) runs the convolution, the bias and a relu are its own (applied
-// in registers: the output is written once); where oneDNN does, the bias is (its bias argument);
-// every other activation, and everything on the im2col path, runs as unary in place on y.
-void conv2d_epilogue(DType t, const Conv2dShape& s, const void* x, const void* w, const void* bias,
-                     const ConvEpilogue& e, void* y);
-
-// One step of an elementwise chain: unary's op (with a and b), or binary's arithmetic op between the
-// chain's value and another operand (n elements, or one broadcast), the value on the left or right.
-struct ElementwiseStep {
-    bool binary = false;
-    Unary unary_op = Unary::neg;
-    double a = 0, b = 0;
-    Binary binary_op = Binary::add;
-    bool value_first = true;  // value op other, else other op value
-    bool other_scalar = false;
-};
-
-// y = the `count` steps applied in turn to the n elements of x, as the unary and binary calls they
-// stand for would compute them, without the intermediates: block by block, each block in the L1
-// cache through every step, blocks shared among the threads. ptrs: x, each binary step's other
-// operand in order, y (which may not be an operand of a step).
-void elementwise_chain(DType t, int64_t n, const ElementwiseStep* steps, std::size_t count, void* const* ptrs);
+void elementwise_chain(int device, DType t, int64_t n, const ElementwiseStep* steps, std::size_t count,
+                       void* const* ptrs);
+void conv2d_epilogue(int device, DType t, const Conv2dShape* s, const void* x, const void* w, const void* bias,
+                     const ConvEpilogue* e, void* y);
+void pool2d_backward_activation(int device, Pool op, DType t, const Pool2dShape* s, const void* x, const void* y,
+                                const void* gy, Unary act, void* gx);
+void optimiser_steps(int device, Optimiser rule, DType t, std::size_t count, const int64_t* n,
+                     const OptimiserStep* const* hp, void* const* ptrs);
 
 }  // namespace fluxion::backend::cpu

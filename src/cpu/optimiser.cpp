@@ -87,8 +87,15 @@ void optimiser_step(int device, Optimiser rule, DType t, int64_t n, void* param,
 
 // Each thread takes a slice of the tensors' elements laid end to end, and runs `step` on the part
 // of every tensor that falls in its slice: each element sees the arithmetic of its own tensor's call.
-void optimiser_steps(Optimiser rule, DType t, std::size_t count, const int64_t* n, const OptimiserStep* const* hp,
-                     void* const* ptrs) {
+void optimiser_steps(int device, Optimiser rule, DType t, std::size_t count, const int64_t* n,
+                     const OptimiserStep* const* hp, void* const* ptrs) {
+    if (t != DType::f32 && t != DType::f64) {  // f16, bf16: each through the widening step
+        for (std::size_t i = 0; i < count; ++i) {
+            void* const* p = ptrs + 5 * i;
+            widen::optimiser_step(device, rule, t, n[i], p[0], p[1], p[2], p[3], p[4], hp[i]);
+        }
+        return;
+    }
     int64_t total = 0;
     for (std::size_t i = 0; i < count; ++i) {
         check(rule, ptrs[5 * i + 2], ptrs[5 * i + 3], ptrs[5 * i + 4], *hp[i]);

@@ -7,6 +7,7 @@
 
 #include "cuda/check.hpp"
 #include "cuda/dtype_dispatch.cuh"
+#include "cuda/formulas.cuh"
 #include "cuda/kernels.hpp"
 #include "cuda/launch.cuh"
 #include "cuda/strided.cuh"
@@ -15,77 +16,6 @@ namespace fluxion::cuda {
 
 namespace {
 
-// Signed integers add, subtract and multiply through their unsigned twin, which wraps.
-template <class T, bool = std::is_integral_v<T> && std::is_signed_v<T>> struct WrappingOf {
-    using type = T;
-};
-template <class T> struct WrappingOf<T, true> {
-    using type = std::make_unsigned_t<T>;
-};
-template <class T> using Wrapping = typename WrappingOf<T>::type;
-
-// A negative exponent truncates 1 / a^|b| towards zero, as division does.
-template <class T> __device__ T integer_power(T base, T exponent) {
-    if constexpr (std::is_signed_v<T>) {
-        if (exponent < 0) {
-            if (base == 1) return 1;
-            if (base == -1) return exponent & 1 ? T(-1) : T(1);
-            return 0;
-        }
-    }
-    Wrapping<T> result = 1, factor = Wrapping<T>(base);
-    for (auto e = std::make_unsigned_t<T>(exponent); e; e >>= 1) {
-        if (e & 1) result = Wrapping<T>(result * factor);
-        factor = Wrapping<T>(factor * factor);
-    }
-    return T(result);
-}
-
-// The helpers of core/elementwise_formulas.def. bool never divides or takes powers (binary()
-// refuses them), but the switch instantiates every op for it.
-template <class T> __device__ bool fx_isnan(T x) { return is_nan(x); }
-
-template <class T> __device__ T fx_quotient(T a, T b) {
-    if constexpr (std::is_same_v<T, bool>) {
-        return a;
-    } else if constexpr (std::is_floating_point_v<T>) {
-        return a / b;
-    } else {
-        if (b == 0) return T(0);
-        if constexpr (std::is_signed_v<T>)
-            if (b == -1) return T(Wrapping<T>(0) - Wrapping<T>(a));  // INT_MIN / -1 wraps
-        return T(a / b);
-    }
-}
-
-template <class T> __device__ T fx_power(T a, T b) {
-    if constexpr (std::is_same_v<T, bool>) return a;
-    else if constexpr (std::is_floating_point_v<T>) return pow(a, b);
-    else return integer_power(a, b);
-}
-
-template <class T, class W = Wrapping<T>> __device__ T arithmetic(Binary op, T a, T b) {
-    switch (op) {
-#define FX_BINARY(name, code, value) \
-    case Binary::name: {             \
-        return value;                \
-    }
-#include "core/elementwise_formulas.def"
-        default: return T(0);
-    }
-}
-
-template <class T> __device__ bool compare(Binary op, T a, T b) {
-    switch (op) {
-#define FX_COMPARE(name, code, value) \
-    case Binary::name: {              \
-        return value;                 \
-    }
-#include "core/elementwise_formulas.def"
-        default: return false;
-    }
-}
-
 template <class T>
 __global__ void binary_kernel(Binary op, std::int64_t n, Indexer<2> ix, const T* a, const T* b, void* out) {
     const bool comparison = op >= Binary::eq;
@@ -93,8 +23,8 @@ __global__ void binary_kernel(Binary op, std::int64_t n, Indexer<2> ix, const T*
         std::int64_t off[2];
         ix.offsets(i, off);
         const Compute<T> x = widen(a[off[0]]), y = widen(b[off[1]]);
-        if (comparison) static_cast<bool*>(out)[i] = compare(op, x, y);
-        else static_cast<T*>(out)[i] = narrow<T>(arithmetic(op, x, y));
+        if (comparison) static_cast<bool*>(out)[i] = binary_compare(op, x, y);
+        else static_cast<T*>(out)[i] = narrow<T>(binary_arithmetic(op, x, y));
     }
 }
 

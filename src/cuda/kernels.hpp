@@ -72,6 +72,16 @@ void pool2d(int device, Pool op, DType t, const Pool2dShape* s, const void* x, v
 void pool2d_backward(int device, Pool op, DType t, const Pool2dShape* s, const void* x, const void* y,
                      const void* gy, void* gx);
 
+// fused.cu
+void elementwise_chain(int device, DType t, std::int64_t n, const backend::ElementwiseStep* steps, std::size_t count,
+                       void* const* ptrs);
+void conv2d_epilogue(int device, DType t, const Conv2dShape* s, const void* x, const void* w, const void* bias,
+                     const backend::ConvEpilogue* e, void* y);
+void pool2d_backward_activation(int device, Pool op, DType t, const Pool2dShape* s, const void* x, const void* y,
+                                const void* gy, Unary act, void* gx);
+void optimiser_steps(int device, Optimiser rule, DType t, std::size_t count, const std::int64_t* n,
+                     const OptimiserStep* const* hp, void* const* ptrs);
+
 // recurrent.cu
 void lstm_cell(int device, DType t, std::int64_t n, std::int64_t h, void* gates, std::int64_t ld_gates,
                const void* c_prev, void* c, void* h_out, std::int64_t ld_h);

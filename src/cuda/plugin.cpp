@@ -45,6 +45,11 @@ constexpr backend::Backend kTable{
     .lstm_cell = lstm_cell,  // f32 and f64 (recurrent.cu; not yet run on a GPU)
     .lstm_cell_backward = lstm_cell_backward,
     .optimiser_step = optimiser_step,
+    // Fused entries (fused.cu; not yet run on a GPU).
+    .elementwise_chain = elementwise_chain,
+    .conv2d_epilogue = conv2d_epilogue,
+    .pool2d_backward_activation = pool2d_backward_activation,
+    .optimiser_steps = optimiser_steps,
     // Compiled steps replay each phase as one CUDA graph (capture.hpp; not yet run on a GPU).
     .capture_begin = capture_begin,
     .capture_end = capture_end,

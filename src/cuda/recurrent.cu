@@ -1,23 +1,16 @@
 // recurrent.cu — the LSTM cell's gate arithmetic for one time step, forward and backward, one
 // thread per (row, unit) and every value read once, as src/cpu/recurrent.cpp does on the CPU:
 // without it an LSTM step on CUDA is about ten kernels forward and twenty backward. sigmoid and
-// tanh are the op registry's (core/elementwise_formulas.def), as CUDA's unary kernels compute them.
+// tanh are the op registry's (formulas.cuh), as CUDA's unary kernels compute them.
 #include "cuda/check.hpp"
 #include "cuda/dtype.hpp"
+#include "cuda/formulas.cuh"
 #include "cuda/kernels.hpp"
 #include "cuda/launch.cuh"
 
 namespace fluxion::cuda {
 
 namespace {
-
-template <class T> __device__ T fx_exp(T x) { return exp(x); }
-template <class T> __device__ T fx_tanh(T x) { return tanh(x); }
-
-#define FX_K(v) T(v)
-#define FX_FUNCTION template <class T> __device__ inline T
-#include "core/elementwise_formulas.def"
-#undef FX_K
 
 // gates {n, 4h} at row stride ld_gates (i, f, g, o), replaced by their activations.
 template <class T>

@@ -8,65 +8,13 @@
 
 #include "cuda/check.hpp"
 #include "cuda/dtype_dispatch.cuh"
+#include "cuda/formulas.cuh"
 #include "cuda/kernels.hpp"
 #include "cuda/launch.cuh"
 
 namespace fluxion::cuda {
 
 namespace {
-
-// The elementary functions of the formulas (core/elementwise_formulas.def): CUDA's overloads for
-// float and double.
-template <class T> __device__ T fx_exp(T x) { return exp(x); }
-template <class T> __device__ T fx_expm1(T x) { return expm1(x); }
-template <class T> __device__ T fx_log(T x) { return log(x); }
-template <class T> __device__ T fx_log1p(T x) { return log1p(x); }
-template <class T> __device__ T fx_sqrt(T x) { return sqrt(x); }
-template <class T> __device__ T fx_abs(T x) { return fabs(x); }
-template <class T> __device__ T fx_sin(T x) { return sin(x); }
-template <class T> __device__ T fx_cos(T x) { return cos(x); }
-template <class T> __device__ T fx_tanh(T x) { return tanh(x); }
-template <class T> __device__ T fx_erf(T x) { return erf(x); }
-template <class T> __device__ T fx_pow(T x, T a) { return pow(x, a); }
-
-#define FX_K(v) T(v)
-#define FX_FUNCTION template <class T> __device__ inline T
-#include "core/elementwise_formulas.def"
-
-template <class T> __device__ T apply(Unary op, T x, T a, T b) {
-    switch (op) {
-#define FX_UNARY(name, code, reads, api, value, gradient) \
-    case Unary::name: {                       \
-        return value;                         \
-    }
-#include "core/elementwise_formulas.def"
-    }
-    return x;
-}
-
-// gx = gy * d op(x) / dx, given x and y = op(x)
-template <class T> __device__ T gradient(Unary op, T x, T y, T gy, T a, T b) {
-    switch (op) {
-#define FX_UNARY(name, code, reads, api, value, gradient) \
-    case Unary::name: {                       \
-        return gradient;                      \
-    }
-#include "core/elementwise_formulas.def"
-    }
-    return T(0);
-}
-
-// The integer ops, through the unsigned twin W so that overflow wraps.
-template <class T, class W = std::make_unsigned_t<T>> __device__ T apply_integer(Unary op, T x) {
-    switch (op) {
-#define FX_UNARY_INTEGER(name, code, value) \
-    case Unary::name: {                     \
-        return value;                       \
-    }
-#include "core/elementwise_formulas.def"
-        default: return x;
-    }
-}
 
 bool takes_integers(Unary op) {
 #define FX_UNARY_INTEGER(name, code, value) \
@@ -78,8 +26,8 @@ bool takes_integers(Unary op) {
 template <class T>
 __global__ void unary_kernel(Unary op, std::int64_t n, const T* x, T* y, Compute<T> a, Compute<T> b) {
     for (std::int64_t i = first_index(); i < n; i += index_step()) {
-        if constexpr (std::is_integral_v<T>) y[i] = apply_integer(op, x[i]);
-        else y[i] = narrow<T>(apply(op, widen(x[i]), a, b));
+        if constexpr (std::is_integral_v<T>) y[i] = unary_integer(op, x[i]);
+        else y[i] = narrow<T>(unary_value(op, widen(x[i]), a, b));
     }
 }
 
@@ -87,7 +35,7 @@ template <class T>
 __global__ void unary_backward_kernel(Unary op, std::int64_t n, const T* x, const T* y, const T* gy, T* gx,
                                       Compute<T> a, Compute<T> b) {
     for (std::int64_t i = first_index(); i < n; i += index_step())
-        gx[i] = narrow<T>(gradient(op, widen(x[i]), widen(y[i]), widen(gy[i]), a, b));
+        gx[i] = narrow<T>(unary_gradient(op, widen(x[i]), widen(y[i]), widen(gy[i]), a, b));
 }
 
 }  // namespace

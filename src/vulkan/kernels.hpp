@@ -77,6 +77,16 @@ void conv2d_backward_weight(int device, DType t, const Conv2dShape* s, const voi
 void pool2d(int device, Pool op, DType t, const Pool2dShape* s, const void* x, void* y);
 void pool2d_backward(int device, Pool op, DType t, const Pool2dShape* s, const void* x, const void* y,
                      const void* gy, void* gx);
+void pool2d_backward_activation(int device, Pool op, DType t, const Pool2dShape* s, const void* x, const void* y,
+                                const void* gy, Unary act, void* gx);
+
+// fused.cpp
+void elementwise_chain(int device, DType t, std::int64_t n, const backend::ElementwiseStep* steps, std::size_t count,
+                       void* const* ptrs);
+void conv2d_epilogue(int device, DType t, const Conv2dShape* s, const void* x, const void* w, const void* bias,
+                     const backend::ConvEpilogue* e, void* y);
+void optimiser_steps(int device, Optimiser rule, DType t, std::size_t count, const std::int64_t* n,
+                     const OptimiserStep* const* hp, void* const* ptrs);
 
 // optimiser.cpp
 void optimiser_step(int device, Optimiser rule, DType t, std::int64_t n, void* param, const void* grad,

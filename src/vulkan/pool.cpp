@@ -1,4 +1,5 @@
-// pool.cpp — 2-d max and mean pooling and their gradients (shaders pool.comp, pool_backward.comp).
+// pool.cpp — 2-d max and mean pooling and their gradients, the latter also with an activation's
+// gradient folded in (shaders pool.comp, pool_backward.comp).
 #include "fluxion/error.hpp"
 #include "vulkan/capabilities.hpp"
 #include "vulkan/kernels.hpp"
@@ -39,11 +40,18 @@ void pool2d(int device, Pool op, DType t, const Pool2dShape* sp, const void* x, 
     launch.param(off1);
     launch.param(std::int32_t(0));
     launch.param(std::int32_t(0));
+    launch.param(std::int32_t(-1));
     launch.run("pool_" + type, launch.groups(outputs));
 }
 
 void pool2d_backward(int device, Pool op, DType t, const Pool2dShape* sp, const void* x, const void* y,
                      const void* gy, void* gx) {
+    pool2d_backward_activation(device, op, t, sp, x, y, gy, Unary(-1), gx);
+}
+
+// act -1: the pool's gradient alone.
+void pool2d_backward_activation(int device, Pool op, DType t, const Pool2dShape* sp, const void* x, const void* y,
+                                const void* gy, Unary act, void* gx) {
     const Pool2dShape& s = *sp;
     const std::int64_t inputs = s.n * s.c * s.h * s.w, outputs = s.n * s.c * s.oh * s.ow;
     if (inputs <= 0) return;
@@ -60,6 +68,7 @@ void pool2d_backward(int device, Pool op, DType t, const Pool2dShape* sp, const 
     launch.param(off1);
     launch.param(off2);
     launch.param(off3);
+    launch.param(std::int32_t(act));
     launch.run("pool_backward_" + type, launch.groups(inputs));
 }
 

@@ -1,10 +1,11 @@
-// fusion.hpp's patterns, found on the recorded calls' kinds and pointer references. First a pass
-// that lets an activation after a product run in place where nothing else reads the product (every
-// reference to the product then names the activation's output); activations whose gradient reads
-// only their output (relu, sigmoid, tanh: the op registry's `reads`, core/elementwise_formulas.def)
-// leave their input to no one already when traced. Then one
-// pass replaces each group of calls by one call whose pointer arguments are the group's, in order,
-// less the intermediates.
+// fusion.hpp's patterns, found on the recorded calls' kinds and pointer references: this file
+// decides what may fuse, and each call's own table does the work (the fused entries of
+// core/backend.hpp), where it has them. First a pass that lets an activation after a product run in
+// place where nothing else reads the product (every reference to the product then names the
+// activation's output); activations whose gradient reads only their output (relu, sigmoid, tanh:
+// the op registry's `reads`, core/elementwise_formulas.def) leave their input to no one already
+// when traced. Then one pass replaces each group of calls by one call whose pointer arguments are
+// the group's, in order, less the intermediates.
 #include "core/compile/fusion.hpp"
 
 #include <algorithm>
@@ -13,17 +14,19 @@
 #include <set>
 #include <utility>
 
-#include "cpu/fused.hpp"
-#include "cpu/pool_max2x2.hpp"
+#include "core/ops/unary_registry.hpp"
 
 namespace fluxion::detail {
 namespace {
 
 using I = std::int64_t;
 
-bool fusable_type(DType t) { return t == DType::f32 || t == DType::f64; }
+bool fusable_type(DType t) { return t == DType::f32 || t == DType::f64 || t == DType::f16 || t == DType::bf16; }
 
 template <class K> const K* as(const RecordedCall& c) { return std::get_if<K>(&c.kernel); }
+
+// Whether calls a and b run on one table and device.
+bool same_table(const RecordedCall& a, const RecordedCall& b) { return a.table == b.table && a.device == b.device; }
 
 bool same_ref(const BufferRef& a, const BufferRef& b) {
     return a.kind == b.kind && a.index == b.index && a.offset == b.offset;
@@ -100,11 +103,13 @@ public:
             RecordedCall fused;
             std::vector<BufferRef> args;
             if (optimisers(i, next, fused, args) || convolution(i, next, fused, args) ||
-                product_activation(i, next, fused, args) || pool_relu_gradient(i, next, fused, args) ||
+                product_activation(i, next, fused, args) || pool_activation_gradient(i, next, fused, args) ||
                 elementwise(i, next, fused, args)) {
                 fused.first = refs.size();
                 fused.count = args.size();
                 fused.space = rec_.calls[i].space;
+                fused.table = rec_.calls[i].table;
+                fused.device = rec_.calls[i].device;
                 refs.insert(refs.end(), args.begin(), args.end());
                 calls.push_back(std::move(fused));
             } else {
@@ -159,13 +164,14 @@ private:
     // Consecutive optimiser steps of one rule and type: one multi-tensor step.
     bool optimisers(std::size_t i, std::size_t& next, RecordedCall& fused, std::vector<BufferRef>& args) const {
         const auto* first = as<OptimiserCall>(rec_.calls[i]);
-        if (!first || !fusable_type(first->t)) return false;
+        const RecordedCall& call = rec_.calls[i];
+        if (!first || !fusable_type(first->t) || !call.table->optimiser_steps) return false;
         std::vector<I> sizes;
         std::vector<const backend::OptimiserStep*> hps;
         std::size_t j = i;
         for (; j < rec_.calls.size() && one_phase(i, j); ++j) {
             const auto* o = as<OptimiserCall>(rec_.calls[j]);
-            if (!o || o->rule != first->rule || o->t != first->t) break;
+            if (!o || o->rule != first->rule || o->t != first->t || !same_table(call, rec_.calls[j])) break;
             sizes.push_back(o->n);
             hps.push_back(o->hp);
             for (std::size_t k = 0; k < 5; ++k) args.push_back(ref(j, k));
@@ -175,8 +181,9 @@ private:
             return false;
         }
         next = j;
-        fused.run = [rule = first->rule, t = first->t, sizes = std::move(sizes), hps = std::move(hps)](void* const* p) {
-            backend::cpu::optimiser_steps(rule, t, sizes.size(), sizes.data(), hps.data(), p);
+        fused.run = [T = call.table, d = call.device, rule = first->rule, t = first->t, sizes = std::move(sizes),
+                     hps = std::move(hps)](void* const* p) {
+            T->optimiser_steps(d, rule, t, sizes.size(), sizes.data(), hps.data(), p);
         };
         return true;
     }
@@ -184,15 +191,16 @@ private:
     // A convolution, then the add of a per-channel bias to its result and/or an activation of it.
     bool convolution(std::size_t i, std::size_t& next, RecordedCall& fused, std::vector<BufferRef>& args) const {
         const auto* conv = as<Conv2dCall>(rec_.calls[i]);
-        if (!conv || !fusable_type(conv->t)) return false;
+        const RecordedCall& call = rec_.calls[i];
+        if (!conv || !fusable_type(conv->t) || !call.table->conv2d_epilogue) return false;
         const auto& s = conv->shape;
         const I plane = s.oh * s.ow;
-        backend::cpu::ConvEpilogue e;
+        backend::ConvEpilogue e;
         BufferRef out = ref(i, 2), bias{};
         std::size_t j = i + 1;
         if (j < rec_.calls.size() && one_phase(i, j)) {
             const auto* add = as<BinaryCall>(rec_.calls[j]);
-            if (add && add->op == backend::Binary::add && add->t == conv->t && same_ref(ref(j, 0), out) &&
+            if (add && same_table(call, rec_.calls[j]) && add->op == backend::Binary::add && add->t == conv->t && same_ref(ref(j, 0), out) &&
                 walks(add->a, {s.n, s.k, s.oh, s.ow}, {s.k * plane, plane, s.ow, 1}) &&
                 walks(add->b, {s.n, s.k, s.oh, s.ow}, {0, 1, 0, 0}) && only_used_by(out, {i, j}) &&
                 whole_traced(ref(j, 2)) && !same_buffer(ref(j, 1), out)) {  // y + y of a {1, k, 1, 1} y is no bias
@@ -204,7 +212,7 @@ private:
         }
         if (j < rec_.calls.size() && one_phase(i, j)) {
             const auto* act = as<UnaryCall>(rec_.calls[j]);
-            if (act && act->t == conv->t && act->n == s.n * s.k * plane && same_ref(ref(j, 0), out) &&
+            if (act && same_table(call, rec_.calls[j]) && act->t == conv->t && act->n == s.n * s.k * plane && same_ref(ref(j, 0), out) &&
                 only_used_by(out, {j - 1, j}) && whole_traced(ref(j, 1))) {
                 e.activation = true;
                 e.op = act->op;
@@ -217,8 +225,8 @@ private:
         if (j == i + 1) return false;
         next = j;
         args = {ref(i, 0), ref(i, 1), bias, out};
-        fused.run = [t = conv->t, s, e](void* const* p) {
-            backend::cpu::conv2d_epilogue(t, s, p[0], p[1], p[2], e, p[3]);
+        fused.run = [T = call.table, d = call.device, t = conv->t, s, e](void* const* p) {
+            T->conv2d_epilogue(d, t, &s, p[0], p[1], p[2], &e, p[3]);
         };
         return true;
     }
@@ -227,7 +235,7 @@ private:
     bool product_then_activation(std::size_t i) const {
         const auto* gemm = as<GemmCall>(rec_.calls[i]);
         const auto* act = as<UnaryCall>(rec_.calls[i + 1]);
-        return gemm && act && fusable_type(gemm->t) && act->t == gemm->t && gemm->batch == 1 && gemm->ldc == gemm->n &&
+        return gemm && act && same_table(rec_.calls[i], rec_.calls[i + 1]) && fusable_type(gemm->t) && act->t == gemm->t && gemm->batch == 1 && gemm->ldc == gemm->n &&
                act->n == gemm->m * gemm->n && one_phase(i, i + 1) && same_ref(ref(i, 2), ref(i + 1, 0));
     }
 
@@ -244,26 +252,27 @@ private:
         return true;
     }
 
-    // A max pool's gradient, then relu's gradient of it where the pool's input is the relu's output
-    // (relu's gradient reads its output, core/elementwise_formulas.def): one pass that takes the window's
-    // gradient only where its cell is positive, the full-size intermediate gone.
-    bool pool_relu_gradient(std::size_t i, std::size_t& next, RecordedCall& fused, std::vector<BufferRef>& args) const {
+    // A pool's gradient, then the gradient of an activation (relu, sigmoid, tanh: one whose gradient
+    // reads only its output, core/elementwise_formulas.def) where the pool's input is that output:
+    // one call (the table's pool2d_backward_activation), the full-size intermediate gone.
+    bool pool_activation_gradient(std::size_t i, std::size_t& next, RecordedCall& fused,
+                                  std::vector<BufferRef>& args) const {
         const auto* pool = as<PoolBackwardCall>(rec_.calls[i]);
-        if (!pool || pool->op != backend::Pool::max || pool->t != DType::f32 || i + 1 >= rec_.calls.size() ||
-            !one_phase(i, i + 1) || !backend::cpu::max_pool_2x2_takes(pool->shape))
+        const RecordedCall& call = rec_.calls[i];
+        if (!pool || !fusable_type(pool->t) || !call.table->pool2d_backward_activation || i + 1 >= rec_.calls.size() ||
+            !one_phase(i, i + 1) || !same_table(call, rec_.calls[i + 1]))
             return false;
-        const auto* relu = as<UnaryBackwardCall>(rec_.calls[i + 1]);
+        const auto* act = as<UnaryBackwardCall>(rec_.calls[i + 1]);
         const BufferRef gx = ref(i, 3);
         const auto& s = pool->shape;
-        if (!relu || relu->op != backend::Unary::relu || relu->t != pool->t || relu->n != s.n * s.c * s.h * s.w ||
-            !same_ref(ref(i + 1, 0), ref(i, 0)) ||
-            !same_ref(ref(i + 1, 2), gx) || !only_used_by(gx, {i, i + 1}) || same_buffer(ref(i + 1, 3), gx))
+        if (!act || gradient_reads(act->op) != GradientReads::Y || act->a != 0 || act->b != 0 || act->t != pool->t ||
+            act->n != s.n * s.c * s.h * s.w || !same_ref(ref(i + 1, 1), ref(i, 0)) || !same_ref(ref(i + 1, 2), gx) ||
+            !only_used_by(gx, {i, i + 1}) || same_buffer(ref(i + 1, 3), gx))
             return false;
         next = i + 2;
         args = {ref(i, 0), ref(i, 1), ref(i, 2), ref(i + 1, 3)};
-        fused.run = [s](void* const* p) {
-            backend::cpu::max_pool_2x2_backward(s, static_cast<const float*>(p[0]), static_cast<const float*>(p[1]),
-                                                static_cast<const float*>(p[2]), static_cast<float*>(p[3]), true);
+        fused.run = [T = call.table, d = call.device, op = pool->op, t = pool->t, s, a = act->op](void* const* p) {
+            T->pool2d_backward_activation(d, op, t, &s, p[0], p[1], p[2], a, p[3]);
         };
         return true;
     }
@@ -271,8 +280,12 @@ private:
     // Call j as a step of an elementwise chain of n elements of type t whose value so far is in
     // `value`; for the first call (`value` null) its operand read as the value is `input`, and t, n
     // are set. A binary step's other operand goes to `others`.
-    bool chain_step(std::size_t j, const BufferRef* value, DType& t, I& n, backend::cpu::ElementwiseStep& step,
-                    BufferRef& input, std::vector<BufferRef>& others) const {
+    bool chain_step(std::size_t first_call, std::size_t j, const BufferRef* value, DType& t, I& n,
+                    backend::ElementwiseStep& step, BufferRef& input, std::vector<BufferRef>& others) const {
+        const RecordedCall& call = rec_.calls[j];
+        if (std::holds_alternative<std::monostate>(call.kernel) || !call.table->elementwise_chain ||
+            (value && !same_table(rec_.calls[first_call], call)))
+            return false;
         if (const auto* u = as<UnaryCall>(rec_.calls[j])) {
             if (!fusable_type(u->t) || (value && (u->t != t || u->n != n || !same_ref(ref(j, 0), *value))))
                 return false;
@@ -308,14 +321,14 @@ private:
         DType t{};
         I n = 0;
         BufferRef input{}, value{};
-        std::vector<backend::cpu::ElementwiseStep> steps(1);
+        std::vector<backend::ElementwiseStep> steps(1);
         std::vector<BufferRef> others;
-        if (!chain_step(i, nullptr, t, n, steps[0], input, others)) return false;
+        if (!chain_step(i, i, nullptr, t, n, steps[0], input, others)) return false;
         value = ref(i, rec_.calls[i].count - 1);
         std::size_t j = i + 1;
         for (; j < rec_.calls.size() && one_phase(i, j) && only_used_by(value, {j - 1, j}); ++j) {
-            backend::cpu::ElementwiseStep step;
-            if (!chain_step(j, &value, t, n, step, input, others)) break;
+            backend::ElementwiseStep step;
+            if (!chain_step(i, j, &value, t, n, step, input, others)) break;
             steps.push_back(step);
             value = ref(j, rec_.calls[j].count - 1);
         }
@@ -330,8 +343,8 @@ private:
         args.push_back(input);
         args.insert(args.end(), others.begin(), others.end());
         args.push_back(value);
-        fused.run = [t, n, steps = std::move(steps)](void* const* p) {
-            backend::cpu::elementwise_chain(t, n, steps.data(), steps.size(), p);
+        fused.run = [T = rec_.calls[i].table, d = rec_.calls[i].device, t, n, steps = std::move(steps)](void* const* p) {
+            T->elementwise_chain(d, t, n, steps.data(), steps.size(), p);
         };
         return true;
     }

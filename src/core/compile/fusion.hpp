@@ -1,23 +1,24 @@
-// fusion.hpp — merging a recording's calls of the CPU's table before its plan is made (docs/
-// ARCHITECTURE.md, "Compiled steps"). A replay then runs, as one call each:
-//  - consecutive optimiser steps of one rule and element type: one multi-tensor step, one parallel
-//    region over every parameter's elements (cpu::optimiser_steps);
+// fusion.hpp — merging a recording's calls before its plan is made (docs/ARCHITECTURE.md,
+// "Compiled steps"). The core decides what may fuse; the calls' own table runs the fused call, where
+// it has the entry (core/backend.hpp, "fused kernels": the CPU, Vulkan and CUDA have each). A replay
+// then runs, as one call each:
+//  - consecutive optimiser steps of one rule and element type: one multi-tensor step
+//    (optimiser_steps);
 //  - a convolution followed by the broadcast add of a bias and/or an activation of its result, each
-//    intermediate used by no other call: the convolution with its epilogue (cpu::conv2d_epilogue:
-//    the direct kernels' bias and relu, or oneDNN's bias argument), the intermediates gone from the
-//    arena;
-//  - an f32 max pool's gradient over 2×2 tiling windows followed by relu's gradient, where the pool
-//    read the relu's output and no other call reads the pool's gradient: one pass
-//    (cpu::max_pool_2x2_backward with its relu mask), the full-size intermediate gone;
+//    intermediate used by no other call: the convolution with its epilogue (conv2d_epilogue), the
+//    intermediates gone from the arena;
+//  - a pool's gradient followed by the gradient of the activation whose output the pool read (relu,
+//    sigmoid, tanh), where no other call reads the pool's gradient: pool2d_backward_activation, the
+//    full-size intermediate gone;
 //  - a matrix product followed by an activation of its result: the two kernels in one call, and when
-//    no other call reads the product, the activation runs in place on the buffer it writes.
+//    no other call reads the product, the activation runs in place on the buffer it writes;
 //  - elementwise calls (unary ops, and binary arithmetic with a second operand of the same size or
 //    one broadcast value) each reading the result of the one before, an intermediate no other call
-//    reads: one call that takes the data block by block through every op (cpu::elementwise_chain).
+//    reads: one call that takes the data through every op (elementwise_chain).
 // relu's gradient is first made to read the relu's output rather than its input (the same test,
 // y > 0 where x > 0), so that in training too the input of a relu is an intermediate.
-// Fused calls compute what the calls they replace computed. Only f32 and f64 calls of the CPU's own
-// table are fused; every other call (another device's, a half type's) is replayed as recorded.
+// Fused calls compute what the calls they replace computed. Only floating-point calls are fused
+// (f32, f64, f16, bf16); integer calls are replayed as recorded.
 #pragma once
 #include <cstddef>
 

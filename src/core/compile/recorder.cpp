@@ -79,9 +79,10 @@ BufferRef Recorder::resolve(int space, const void* ptr) const {
     return {BufferRef::Kind::fixed, 0, p};
 }
 
-void Recorder::record(int space, std::initializer_list<const void*> ptrs, PreparedCall run, Kernel kernel) {
+void Recorder::record(int space, std::initializer_list<const void*> ptrs, PreparedCall run, Kernel kernel,
+                      int device) {
     auto at = static_cast<std::int64_t>(calls.size());
-    RecordedCall call{std::move(run), refs.size(), ptrs.size(), space, false, kernel};
+    RecordedCall call{std::move(run), refs.size(), ptrs.size(), space, false, kernel, t_recorded_table[space], device};
     for (const void* p : ptrs) add_ref(at, space, p);
     calls.push_back(std::move(call));
 }

@@ -35,8 +35,9 @@ enum Space : int { kHost = 0, kDevice = 1 };
 // A kernel with its arguments bound; it takes its pointers, in recording order, from `ptrs`.
 using PreparedCall = std::function<void(void* const* ptrs)>;
 
-// What a call of the CPU's table is, for the fusion pass (fusion.cpp); every other call, and every
-// call of another table, is opaque (std::monostate). Only the arguments fusion looks at are kept.
+// What a call is, for the fusion pass (fusion.cpp), which merges runs of calls into the fused
+// entries of their table; every other call is opaque (std::monostate). Only the arguments fusion
+// looks at are kept.
 struct OptimiserCall {
     backend::Optimiser rule;
     DType t;
@@ -66,6 +67,7 @@ struct UnaryBackwardCall {
     backend::Unary op;
     DType t;
     std::int64_t n;
+    double a, b;
 };
 struct PoolBackwardCall {
     backend::Pool op;
@@ -82,6 +84,8 @@ struct RecordedCall {
     int space = 0;          // whose table it calls: the host's (kHost) or the device's (kDevice)
     bool download = false;  // a copy from the device to host memory
     Kernel kernel = {};     // what it is, where fusion may merge it with its neighbours
+    const backend::Backend* table = nullptr;  // a described call's table (untraced) and device
+    int device = 0;
 };
 
 // Memory allocated while tracing; the calls that touch it give its lifetime.
@@ -108,8 +112,9 @@ public:
     void on_alloc(int space, const void* ptr, std::size_t bytes);
     void on_free(int space, const void* ptr, std::size_t bytes);
     // Appends a call whose pointer arguments are `ptrs`, all in `space` (after it has run eagerly).
-    // `kernel` says what the call is (a call of the CPU's table that fusion may merge), or nothing.
-    void record(int space, std::initializer_list<const void*> ptrs, PreparedCall run, Kernel kernel = {});
+    // `kernel` says what the call is (a call of `space`'s table on `device` that fusion may merge), or nothing.
+    void record(int space, std::initializer_list<const void*> ptrs, PreparedCall run, Kernel kernel = {},
+                int device = 0);
     struct Pointer {
         const void* ptr;
         int space;

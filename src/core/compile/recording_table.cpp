@@ -20,8 +20,6 @@ Recorder& rec() { return *active_recorder(); }
 
 template <int S> struct Recording {
     static const Backend* real() { return t_recorded_table[S]; }
-    // What a call is, for fusion (fusion.cpp), which runs CPU kernels: told for the CPU's table only.
-    static Kernel described(Kernel k) { return real() == &cpu_backend() ? k : Kernel{}; }
 
     static void fill(int d, DType t, I n, void* dst, double v) {
         real()->fill(d, t, n, dst, v);
@@ -63,7 +61,7 @@ template <int S> struct Recording {
         real()->unary(d, op, t, n, x, y, a, b);
         rec().record(
             S, {x, y}, [R = real(), d, op, t, n, a, b](void* const* p) { R->unary(d, op, t, n, p[0], p[1], a, b); },
-            described(UnaryCall{op, t, n, a, b}));
+            UnaryCall{op, t, n, a, b}, d);
     }
 
     static void unary_backward(int d, Unary op, DType t, I n, const void* x, const void* y, const void* gy, void* gx,
@@ -74,7 +72,7 @@ template <int S> struct Recording {
             [R = real(), d, op, t, n, a, b](void* const* p) {
                 R->unary_backward(d, op, t, n, p[0], p[1], p[2], p[3], a, b);
             },
-            described(UnaryBackwardCall{op, t, n}));
+            UnaryBackwardCall{op, t, n, a, b}, d);
     }
 
     static void binary(int d, Binary op, DType t, const Strided* av, const void* a, const Strided* bv, const void* b,
@@ -85,7 +83,7 @@ template <int S> struct Recording {
             [R = real(), d, op, t, va = *av, vb = *bv](void* const* p) {
                 R->binary(d, op, t, &va, p[0], &vb, p[1], p[2]);
             },
-            described(BinaryCall{op, t, *av, *bv}));
+            BinaryCall{op, t, *av, *bv}, d);
     }
 
     static void where(int d, DType t, const Strided* cv, const void* c, const Strided* av, const void* a,
@@ -111,14 +109,14 @@ template <int S> struct Recording {
             [=, R = real()](void* const* p) {
                 R->gemm(d, t, ta, tb, m, n, k, alpha, p[0], lda, sa, p[1], ldb, sb, beta, p[2], ldc, sc, batch);
             },
-            described(GemmCall{t, m, n, ldc, batch}));
+            GemmCall{t, m, n, ldc, batch}, d);
     }
 
     static void conv2d(int d, DType t, const Conv2dShape* s, const void* x, const void* w, void* y) {
         real()->conv2d(d, t, s, x, w, y);
         rec().record(
             S, {x, w, y}, [R = real(), d, t, sh = *s](void* const* p) { R->conv2d(d, t, &sh, p[0], p[1], p[2]); },
-            described(Conv2dCall{t, *s}));
+            Conv2dCall{t, *s}, d);
     }
 
     static void conv2d_backward_input(int d, DType t, const Conv2dShape* s, const void* gy, const void* w, void* gx) {
@@ -149,7 +147,7 @@ template <int S> struct Recording {
             [R = real(), d, op, t, sh = *s](void* const* p) {
                 R->pool2d_backward(d, op, t, &sh, p[0], p[1], p[2], p[3]);
             },
-            described(PoolBackwardCall{op, t, *s}));
+            PoolBackwardCall{op, t, *s}, d);
     }
 
     static void softmax(int d, bool log, DType t, I outer, I n, I inner, const void* x, void* y) {
@@ -197,7 +195,7 @@ template <int S> struct Recording {
             [R = real(), d, rule, t, n, kept](void* const* p) {
                 R->optimiser_step(d, rule, t, n, p[0], p[1], p[2], p[3], p[4], kept);
             },
-            described(OptimiserCall{rule, t, n, kept}));
+            OptimiserCall{rule, t, n, kept}, d);
     }
 
     // A host source outside every tensor is data the step made on the host (a constant): kept as is.
@@ -264,8 +262,9 @@ template <int S> struct Recording {
 // Entries not replaced here pass through unrecorded: a kernel added to the table must be added here
 // too, or compiled steps would silently skip it.
 // (ABI 2 added priority, device_properties and supports, ABI 3 the capture entries: none of them
-// is a kernel; ABI 4 the LSTM cell's two kernels, recorded above.)
-static_assert(sizeof(Backend) == 38 * sizeof(void*), "the backend table changed: record its new kernels here");
+// is a kernel; ABI 4 the LSTM cell's two kernels, recorded above; ABI 6 the fused kernels, which
+// only the fusion of a recording calls, at replay.)
+static_assert(sizeof(Backend) == 42 * sizeof(void*), "the backend table changed: record its new kernels here");
 
 }  // namespace
 

@@ -23,40 +23,12 @@ layout(std430, binding = 0) readonly buffer Params {
 #include "math.glsl"
 #endif
 
-// The formulas of core/elementwise_formulas.def, with GLSL's helpers: its integer arithmetic wraps.
+#if !COMPARE
+#include "binary_ops.glsl"
+#else
+// The comparisons of core/elementwise_formulas.def.
 #define T C_T
 #define W C_T
-#if !COMPARE
-#if C_FLOAT
-#define fx_isnan isnan
-#define fx_power t_pow
-C_T fx_quotient(C_T a, C_T b) { return a / b; }
-#else
-#define fx_isnan(v) false
-C_T fx_quotient(C_T a, C_T b) { return b == C_T(0) ? C_T(0) : a / b; }  // division by zero is 0, as on the CPU
-
-// By squaring; a negative exponent truncates 1 / a^|b| as division does.
-C_T fx_power(C_T a, C_T b) {
-    if (b < C_T(0)) return a == C_T(1) ? C_T(1) : (a == C_T(-1) ? ((b & C_T(1)) != C_T(0) ? C_T(-1) : C_T(1)) : C_T(0));
-    C_T r = C_T(1), base = a, e = b;
-    while (e > C_T(0)) {
-        if ((e & C_T(1)) != C_T(0)) r *= base;
-        base *= base;
-        e >>= 1;
-    }
-    return r;
-}
-#endif
-
-C_T apply(C_T a, C_T b) {
-    switch (op) {
-#define FX_BINARY(name, code, value) \
-    case code: return value;
-#include "elementwise_formulas.def"
-    }
-    return C_T(0);
-}
-#else
 bool apply(C_T a, C_T b) {
     switch (op) {
 #define FX_COMPARE(name, code, value) \
@@ -65,9 +37,9 @@ bool apply(C_T a, C_T b) {
     }
     return false;
 }
-#endif
 #undef T
 #undef W
+#endif
 
 void main() {
     FOR_EACH(i, n) {
@@ -77,7 +49,7 @@ void main() {
 #if COMPARE
         STORE2(off2 + i, apply(C_T(LOAD0(off0 + a)), C_T(LOAD1(off1 + b))) ? 1u : 0u);
 #else
-        STORE2(off2 + i, apply(C_T(LOAD0(off0 + a)), C_T(LOAD1(off1 + b))));
+        STORE2(off2 + i, binary_value(op, C_T(LOAD0(off0 + a)), C_T(LOAD1(off1 + b))));
 #endif
     }
 }

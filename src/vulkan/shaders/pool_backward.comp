@@ -1,7 +1,9 @@
 #version 450
 // pool2d_backward: S3[n, c, y, x] = the sum of S2 (gy) over the windows holding cell (y, x): for
 // max, only from windows whose first cell (row by row) equal to the output S1 (y; the first NaN
-// when it is NaN) is this cell; for mean, gy / divisor. S0 is x. A gather per input cell.
+// when it is NaN) is this cell; for mean, gy / divisor. S0 is x. A gather per input cell. With
+// act >= 0, S0 is the output of that activation, whose gradient (reading only its output) then
+// applies to the sum, rounded first as the unfused kernel would store it.
 #include "common.glsl"
 layout(local_size_x_id = 0) in;
 #include "pool_params.glsl"
@@ -9,6 +11,8 @@ layout(local_size_x_id = 0) in;
 #define S1_QUAL readonly
 #define S2_QUAL readonly
 #include "slots.glsl"
+#include "math.glsl"
+#include "unary_ops.glsl"
 
 bool same(C_T a, C_T b) { return a == b || (isnan(a) && isnan(b)); }
 
@@ -37,6 +41,10 @@ void main() {
                         }
                 if (first == y * W + x) g += LOAD2(off2 + o);
             }
+        if (act >= 0) {
+            const C_T activated = C_T(LOAD0(off0 + i));
+            g = unary_gradient(act, activated, activated, AS_STORED3(g), C_T(0), C_T(0));
+        }
         STORE3(off3 + i, g);
     }
 }

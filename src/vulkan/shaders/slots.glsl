@@ -139,3 +139,31 @@ layout(std430, binding = 5) S4_QUAL buffer Slot4 { S4_T s4[]; };
 #define STORE4(i, v) s4[i] = S4_T(v)
 #endif
 #endif
+
+// AS_STOREDk(v): v as slot k would store it (f16 and bf16 rounded to nearest even; other types
+// unchanged), for fused kernels that keep in registers a value the unfused kernels store and read.
+#if defined(S0_FROM_BITS) && defined(S0_FLOAT)
+#define AS_STORED0(v) S0_FROM_BITS(S0_TO_BITS(float(v)))
+#else
+#define AS_STORED0(v) (v)
+#endif
+#if defined(S1_FROM_BITS) && defined(S1_FLOAT)
+#define AS_STORED1(v) S1_FROM_BITS(S1_TO_BITS(float(v)))
+#else
+#define AS_STORED1(v) (v)
+#endif
+#if defined(S2_FROM_BITS) && defined(S2_FLOAT)
+#define AS_STORED2(v) S2_FROM_BITS(S2_TO_BITS(float(v)))
+#else
+#define AS_STORED2(v) (v)
+#endif
+#if defined(S3_FROM_BITS) && defined(S3_FLOAT)
+#define AS_STORED3(v) S3_FROM_BITS(S3_TO_BITS(float(v)))
+#else
+#define AS_STORED3(v) (v)
+#endif
+#if defined(S4_FROM_BITS) && defined(S4_FLOAT)
+#define AS_STORED4(v) S4_FROM_BITS(S4_TO_BITS(float(v)))
+#else
+#define AS_STORED4(v) (v)
+#endif
