@@ -57,7 +57,7 @@ template <class E> void expect_error(const std::function<void()>& f, std::initia
     }
 }
 
-std::int64_t storage_users(const fx::Tensor& t) { return t.impl()->storage.use_count(); }
+std::int64_t storage_users(const fx::Tensor& t) { return fx::detail::impl_of(t)->storage.use_count(); }
 
 }  // namespace
 
@@ -213,7 +213,7 @@ TEST(DataLoader, UnshuffledBatchesAreViewsOfTheData) {
     fx::DataLoader loader(X, {.batchsize = 5});
     auto it = loader.begin();
     fx::Tensor first = *it;
-    EXPECT_EQ(first.impl()->storage, X.impl()->storage);
+    EXPECT_EQ(fx::detail::impl_of(first)->storage, fx::detail::impl_of(X)->storage);
     EXPECT_EQ(first.shape(), (fx::Shape{5, 2}));
 }
 

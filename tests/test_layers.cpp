@@ -194,7 +194,7 @@ TEST(Chain, AppliesLayersInOrderAndNamesStateLayersI) {
     EXPECT_EQ(st[1].first, "layers.0.bias");
     EXPECT_EQ(st[2].first, "layers.1.weight");
     EXPECT_EQ(st[3].first, "layers.1.bias");
-    EXPECT_EQ(st[2].second.impl(), d2.weight.impl());  // handles on the model's own tensors
+    EXPECT_TRUE(st[2].second.is_same(d2.weight));  // handles on the model's own tensors
 }
 
 TEST(Chain, FmapMapsEveryParameterAndKeepsTheType) {

@@ -19,6 +19,7 @@ std::string to_string(const Shape& shape);  // "{2, 5}"
 std::int64_t numel(const Shape& shape);
 
 namespace detail {
+struct TensorAccess;
 struct Storage;
 struct TensorImpl;
 }  // namespace detail
@@ -73,12 +74,12 @@ public:
     void* data_ptr() const;
     template <class T> T* data() const { return static_cast<T*>(data_ptr()); }
 
-    // Identity of the underlying handle (used by autodiff and by tests).
-    const detail::TensorImpl* impl() const { return impl_.get(); }
-    explicit Tensor(std::shared_ptr<detail::TensorImpl> impl) : impl_(std::move(impl)) {}
-    const std::shared_ptr<detail::TensorImpl>& impl_ptr() const { return impl_; }
+    // Whether both are handles on the same tensor, not merely on equal values (PyTorch's is_same).
+    bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
 
 private:
+    friend struct detail::TensorAccess;  // the library's view of the handle (src/core/tensor_impl.hpp)
+    explicit Tensor(std::shared_ptr<detail::TensorImpl> impl) : impl_(std::move(impl)) {}
     std::shared_ptr<detail::TensorImpl> impl_;
 };
 

@@ -53,7 +53,7 @@ bool any_tracked(const std::vector<Tensor>& inputs) {
     TapeData* tape = active_tape();
     if (!tape) return false;
     for (const auto& t : inputs)
-        if (t.defined() && t.impl()->tape == tape) return true;
+        if (t.defined() && impl_of(t)->tape == tape) return true;
     return false;
 }
 
@@ -61,17 +61,17 @@ Tensor record(const char* op, const std::vector<Tensor>& inputs, Tensor out, Bac
     TapeData* tape = active_tape();
     if (!tape || !is_floating(out.dtype()) || !any_tracked(inputs)) return out;
     for (const auto& in : inputs)
-        if (in.defined() && in.impl() == out.impl()) {  // an op returned its input: give it its own handle
+        if (in.defined() && in.is_same(out)) {  // an op returned its input: give it its own handle
             out = make_view(out, out.shape(), out.strides(), out.offset());
             break;
         }
     TapeEntry e{op, {}, tape->next_id++, std::move(backward)};
     e.inputs.reserve(inputs.size());
     for (const auto& in : inputs)
-        e.inputs.push_back({in.defined() && in.impl()->tape == tape ? in.impl()->tape_id : -1,
+        e.inputs.push_back({in.defined() && impl_of(in)->tape == tape ? impl_of(in)->tape_id : -1,
                             in.defined() ? in.dtype() : DType::f32});
-    out.impl_ptr()->tape = tape;
-    out.impl_ptr()->tape_id = e.output;
+    impl_of(out)->tape = tape;
+    impl_of(out)->tape_id = e.output;
     tape->entries.push_back(std::move(e));
     return out;
 }
@@ -85,9 +85,9 @@ Tape::~Tape() { g_active = data_->outer; }
 
 Tensor Tape::track(const Tensor& x) {
     Tensor t = make_view(x, x.shape(), x.strides(), x.offset());
-    t.impl_ptr()->tape = data_.get();
-    t.impl_ptr()->tape_id = data_->next_id++;
-    data_->leaves.emplace_back(t.impl()->tape_id, t);
+    impl_of(t)->tape = data_.get();
+    impl_of(t)->tape_id = data_->next_id++;
+    data_->leaves.emplace_back(impl_of(t)->tape_id, t);
     return t;
 }
 
@@ -113,11 +113,11 @@ void Tape::backward(const Tensor& result) {
     };
     NoGrad no_grad;
     if (observer) tell(schedule.unused);
-    if (result.impl()->tape != &d) {  // the result does not depend on any argument
+    if (impl_of(result)->tape != &d) {  // the result does not depend on any argument
         if (observer) std::for_each(schedule.after.begin(), schedule.after.end(), tell);
         return;
     }
-    d.grads[result.impl()->tape_id] = ones_like(result);
+    d.grads[impl_of(result)->tape_id] = ones_like(result);
     for (std::size_t e = d.entries.size(); e-- > 0;) {
         TapeEntry& entry = d.entries[e];
         if (Tensor g = std::move(d.grads[entry.output]); g.defined()) {
@@ -142,8 +142,8 @@ void Tape::backward(const Tensor& result) {
 Tensor Tape::grad(const Tensor& tracked) const {
     const auto& d = *data_;
     if (!d.done) throw Error("gradient: backward() has not run on this tape");
-    auto id = tracked.impl()->tape_id;
-    if (tracked.impl()->tape == &d && id >= 0 && id < static_cast<std::int64_t>(d.grads.size()) &&
+    auto id = impl_of(tracked)->tape_id;
+    if (impl_of(tracked)->tape == &d && id >= 0 && id < static_cast<std::int64_t>(d.grads.size()) &&
         d.grads[id].defined()) {
         // Gradients reach users and optimisers as dense tensors of the argument's type.
         NoGrad no_grad;

@@ -39,17 +39,17 @@ Tensor make_tensor(const Shape& shape, DType dtype, const Device& device) {
     impl->shape = shape;
     impl->strides = contiguous_strides(shape);
     impl->dtype = dtype;
-    return Tensor(std::move(impl));
+    return TensorAccess::make(std::move(impl));
 }
 
 Tensor make_view(const Tensor& base, const Shape& shape, const Shape& strides, std::int64_t offset) {
     auto impl = std::make_shared<TensorImpl>();
-    impl->storage = base.impl()->storage;
+    impl->storage = impl_of(base)->storage;
     impl->shape = shape;
     impl->strides = strides;
     impl->offset = offset;
     impl->dtype = base.dtype();
-    return Tensor(std::move(impl));
+    return TensorAccess::make(std::move(impl));
 }
 
 }  // namespace fluxion::detail

@@ -54,7 +54,14 @@ inline const backend::Backend& untraced(const backend::Backend& b) {
     return &b == t_recording_table[1] ? *t_recorded_table[1] : b;
 }
 
-inline const backend::Backend& backend_of(const Tensor& t) { return traced(*t.impl()->storage->backend); }
+// The library's access to a tensor's handle, which the public Tensor keeps private.
+struct TensorAccess {
+    static TensorImpl* impl(const Tensor& t) { return t.impl_.get(); }
+    static Tensor make(std::shared_ptr<TensorImpl> impl) { return Tensor(std::move(impl)); }
+};
+inline TensorImpl* impl_of(const Tensor& t) { return TensorAccess::impl(t); }
+
+inline const backend::Backend& backend_of(const Tensor& t) { return traced(*impl_of(t)->storage->backend); }
 inline int device_index(const Tensor& t) { return t.device().index; }
 
 }  // namespace fluxion::detail

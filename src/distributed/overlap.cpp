@@ -34,7 +34,8 @@ struct Planned {
     const void* grad = nullptr;  // the gradient it copied, to recognise it in the optimiser step
 
     bool is(const Tensor& t) const {
-        return t.data_ptr() == data && t.shape() == shape && t.dtype() == dtype && storage.lock() == t.impl()->storage;
+        return t.data_ptr() == data && t.shape() == shape && t.dtype() == dtype &&
+               storage.lock() == fluxion::detail::impl_of(t)->storage;
     }
 };
 
@@ -191,7 +192,7 @@ void plan_overlap(const std::vector<Tensor>& params, std::size_t bucket_bytes) {
         }
         Bucket& b = plan->buckets[*it];
         plan->params.resize(params.size());
-        plan->params[i] = Planned{t.impl()->storage, t.data_ptr(), t.shape(), t.dtype(), *it, b.numel};
+        plan->params[i] = Planned{fluxion::detail::impl_of(t)->storage, t.data_ptr(), t.shape(), t.dtype(), *it, b.numel};
         plan->by_data.emplace(t.data_ptr(), i);
         b.numel += t.numel();
         ++b.members;

@@ -164,12 +164,12 @@ std::unique_ptr<Plan> build(Recorder& rec, const Tensor& out, std::size_t bounda
         }
     }
     auto impl = std::make_shared<TensorImpl>();
-    impl->storage = plan->arena[buffers[oref.index].space].impl()->storage;
+    impl->storage = impl_of(plan->arena[buffers[oref.index].space])->storage;
     impl->shape = out.shape();
     impl->strides = out.strides();
     impl->dtype = out.dtype();
     impl->offset = static_cast<std::int64_t>((offset[oref.index] + oref.offset) / itemsize(out.dtype()));
-    plan->output = Tensor(std::move(impl));
+    plan->output = TensorAccess::make(std::move(impl));
     return plan;
 }
 

@@ -109,8 +109,8 @@ Tensor MultiHeadAttention::operator()(const Tensor& query, const Tensor& key, co
         AttentionMasks m = masks;
         if (m.key_padding.defined() && m.key_padding.ndim() == 1) m.key_padding = m.key_padding.unsqueeze(0);
         const Tensor q = query.unsqueeze(0);
-        const Tensor k = key.impl() == query.impl() ? q : key.unsqueeze(0);
-        const Tensor v = value.impl() == query.impl() ? q : value.impl() == key.impl() ? k : value.unsqueeze(0);
+        const Tensor k = key.is_same(query) ? q : key.unsqueeze(0);
+        const Tensor v = value.is_same(query) ? q : value.is_same(key) ? k : value.unsqueeze(0);
         return (*this)(q, k, v, m).reshape(query.shape());
     }
     return detail::in_context(*this, [&] {
@@ -128,7 +128,7 @@ Tensor MultiHeadAttention::operator()(const Tensor& query, const Tensor& key, co
             Tensor masked;
             for (const Tensor& m : masked_by) masked = masked.defined() ? where(masked, masked, m) : m;  // or
             const AttentionOptions o{.mask = masked, .scale = scale};
-            if (key.impl() == query.impl() && value.impl() == query.impl())
+            if (key.is_same(query) && value.is_same(query))
                 return out_proj(merge_heads(detail::packed_attention(
                     linear(query, in_proj_weight, in_proj_bias).reshape({n, l, 3, h, e / h}), o)));
             return out_proj(
