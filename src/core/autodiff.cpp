@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "core/dispatch.hpp"
+#include "core/op_arguments.hpp"
 #include "core/tape.hpp"
 #include "fluxion/ops.hpp"
 

@@ -6,7 +6,7 @@
 #include <random>
 
 #include "core/compile/recorder.hpp"
-#include "core/dispatch.hpp"
+#include "core/op_arguments.hpp"
 #include "fluxion/compile.hpp"
 #include "fluxion/ops.hpp"
 

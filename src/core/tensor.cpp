@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "core/dispatch.hpp"
+#include "core/op_arguments.hpp"
 #include "fluxion/ops.hpp"
 
 namespace fluxion {

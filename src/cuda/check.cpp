@@ -1,9 +1,11 @@
-// check.cpp — the messages of failed CUDA runtime and cuBLAS calls.
+// check.cpp — the messages of failed CUDA runtime and cuBLAS calls, and of element types a kernel lacks
+// (dtype.hpp).
 #include "cuda/check.hpp"
 
 #include <cstring>
 #include <string>
 
+#include "cuda/dtype.hpp"
 #include "fluxion/error.hpp"
 
 namespace fluxion::cuda {
@@ -26,6 +28,11 @@ void throw_cuda_error(cudaError_t status, const char* call, const char* file, in
 void throw_cublas_error(cublasStatus_t status, const char* call, const char* file, int line) {
     throw Error("cuBLAS: " + where(call, file, line) + " failed: " + cublasGetStatusString(status) + " (" +
                 cublasGetStatusName(status) + ")");
+}
+
+void throw_unsupported(const char* op, DType t, const char* supported) {
+    throw DTypeError(std::string(op) + " on CUDA does not support " + fluxion::name(t) + " (supported: " + supported +
+                     "); convert with fx::cast");
 }
 
 }  // namespace fluxion::cuda

@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 
@@ -128,5 +129,12 @@ Context& activate(int device) {
     std::call_once(slot.once, [&] { slot.context = create_context(device); });
     return *slot.context;
 }
+
+namespace {
+std::atomic<bool> tf32{false};
+}  // namespace
+
+bool tf32_allowed() { return tf32.load(std::memory_order_relaxed); }
+void allow_tf32(bool allowed) { tf32.store(allowed, std::memory_order_relaxed); }
 
 }  // namespace fluxion::cuda

@@ -1,5 +1,5 @@
-// context.hpp — the state the CUDA backend keeps: whether CUDA works here at all (probed once), and
-// per device a compute stream and a cuBLAS handle, created on first use.
+// context.hpp — the state the CUDA backend keeps: whether CUDA works here at all (probed once), per
+// device a compute stream and a cuBLAS handle, created on first use, and the TF32 switch.
 #pragma once
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -34,5 +34,11 @@ void select_device(int device);
 void select_device_to_list(int device);
 // select_device, then the device's context.
 Context& activate(int device);
+
+// Whether f32 GEMMs and convolutions may use TF32 tensor cores: off by default, so that results
+// match the CPU to f32 rounding; training may turn it on for speed (fluxion_cuda_allow_tf32,
+// exports.hpp). Plugin-wide.
+bool tf32_allowed();
+void allow_tf32(bool allowed);
 
 }  // namespace fluxion::cuda

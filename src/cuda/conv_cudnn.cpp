@@ -20,7 +20,6 @@
 #include "cuda/context.hpp"
 #include "cuda/conv.hpp"
 #include "cuda/cudnn_api.hpp"
-#include "cuda/precision.hpp"
 #include "fluxion/error.hpp"
 
 namespace fluxion::cuda {

@@ -10,7 +10,7 @@ namespace fluxion::cuda {
 // (dtype_dispatch.cuh); t itself otherwise.
 inline DType compute_type(DType t) { return t == DType::f16 || t == DType::bf16 ? DType::f32 : t; }
 
-// Throws fluxion::DTypeError: "<op> on CUDA does not support f16 (supported: f32, f64)".
+// Throws fluxion::DTypeError: "<op> on CUDA does not support f16 (supported: f32, f64)" (check.cpp).
 [[noreturn]] void throw_unsupported(const char* op, DType t, const char* supported);
 
 }  // namespace fluxion::cuda

@@ -6,7 +6,6 @@
 #include "cuda/context.hpp"
 #include "cuda/dtype.hpp"
 #include "cuda/kernels.hpp"
-#include "cuda/precision.hpp"
 #include "cuda/scale.hpp"
 
 namespace fluxion::cuda {

@@ -4,7 +4,6 @@
 #include "cuda/context.hpp"
 #include "cuda/exports.hpp"
 #include "cuda/kernels.hpp"
-#include "cuda/precision.hpp"
 
 namespace fluxion::cuda {
 

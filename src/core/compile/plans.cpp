@@ -9,8 +9,8 @@
 
 #include "core/compile/fusion.hpp"
 #include "core/compile/recorder.hpp"
-#include "core/dispatch.hpp"
-#include "core/optimiser_kernel.hpp"
+#include "core/op_arguments.hpp"
+#include "core/ops/optimiser_step.hpp"
 #include "core/registry.hpp"
 #include "core/tensor_impl.hpp"
 #include "fluxion/compile.hpp"

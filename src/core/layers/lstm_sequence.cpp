@@ -10,7 +10,7 @@
 // The state h_prev of a step is the output of the step before, read in place (row stride T hidden).
 #include "core/layers/lstm_sequence.hpp"
 
-#include "core/dispatch.hpp"
+#include "core/op_arguments.hpp"
 #include "fluxion/autodiff.hpp"
 #include "fluxion/ops.hpp"
 

@@ -4,7 +4,7 @@
 
 #include <sstream>
 
-#include "core/dispatch.hpp"
+#include "core/op_arguments.hpp"
 #include "core/layers/context.hpp"
 #include "fluxion/autodiff.hpp"
 #include "fluxion/ops.hpp"

@@ -15,7 +15,7 @@
 #include <numeric>
 #include <optional>
 
-#include "core/dispatch.hpp"
+#include "core/op_arguments.hpp"
 #include "fluxion/autodiff.hpp"
 #include "fluxion/ops.hpp"
 

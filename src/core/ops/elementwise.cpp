@@ -1,6 +1,6 @@
 // elementwise.cpp — arithmetic with broadcasting, math functions, activations, comparisons, where,
 // cast: forward through the backend's elementwise kernels, backward as the chain rule.
-#include "core/dispatch.hpp"
+#include "core/op_arguments.hpp"
 #include "core/ops/unary_registry.hpp"
 #include "fluxion/autodiff.hpp"
 #include "fluxion/ops.hpp"

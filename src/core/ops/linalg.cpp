@@ -1,6 +1,6 @@
 // linalg.cpp — matmul in all its forms, on the backend's (batched) GEMM. Transposed views are
 // passed to the GEMM as transposes instead of being copied.
-#include "core/dispatch.hpp"
+#include "core/op_arguments.hpp"
 #include "fluxion/autodiff.hpp"
 #include "fluxion/ops.hpp"
 

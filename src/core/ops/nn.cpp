@@ -1,5 +1,5 @@
 // nn.cpp — convolution, pooling and softmax on NCHW tensors through the backend's kernels.
-#include "core/dispatch.hpp"
+#include "core/op_arguments.hpp"
 #include "fluxion/autodiff.hpp"
 #include "fluxion/ops.hpp"
 

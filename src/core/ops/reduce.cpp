@@ -2,7 +2,7 @@
 // logsumexp built on them.
 #include <cmath>
 
-#include "core/dispatch.hpp"
+#include "core/op_arguments.hpp"
 #include "fluxion/autodiff.hpp"
 #include "fluxion/ops.hpp"
 

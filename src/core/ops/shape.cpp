@@ -1,5 +1,5 @@
 // shape.cpp — joining tensors, indexing by integer tensors, one-hot encoding.
-#include "core/dispatch.hpp"
+#include "core/op_arguments.hpp"
 #include "fluxion/autodiff.hpp"
 #include "fluxion/ops.hpp"
 

@@ -1,6 +1,6 @@
 // rules.cpp — each rule is one call of the backend's fused optimiser_step (formulas beside the
 // kernels); this file only allocates state and fills in the hyper-parameters.
-#include "core/optimiser_kernel.hpp"
+#include "core/ops/optimiser_step.hpp"
 #include "fluxion/optimisers.hpp"
 
 namespace fluxion {

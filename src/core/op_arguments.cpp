@@ -1,5 +1,5 @@
-// dispatch.cpp — argument checks and view descriptions shared by the ops.
-#include "core/dispatch.hpp"
+// op_arguments.cpp — argument checks and view descriptions shared by the ops.
+#include "core/op_arguments.hpp"
 
 namespace fluxion::detail {
 

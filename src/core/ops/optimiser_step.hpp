@@ -1,4 +1,4 @@
-// optimiser_kernel.hpp — one fused optimiser step on a parameter tensor through its backend
+// optimiser_step.hpp — one fused optimiser step on a parameter tensor through its backend
 // (for the optimisers; see the formulas beside the kernels in src/cpu/optimiser.cpp).
 #pragma once
 #include <functional>

@@ -1,7 +1,7 @@
-// optimiser_kernel.cpp — checks, then the backend's fused optimiser step.
-#include "core/optimiser_kernel.hpp"
+// optimiser_step.cpp — checks, then the backend's fused optimiser step.
+#include "core/ops/optimiser_step.hpp"
 
-#include "core/dispatch.hpp"
+#include "core/op_arguments.hpp"
 
 namespace fluxion::detail {
 namespace {

@@ -1,4 +1,4 @@
-// dispatch.hpp — what every op needs before it calls a kernel: argument checks with clear
+// op_arguments.hpp — what every op needs before it calls a kernel: argument checks with clear
 // messages, broadcasting, and the view descriptions kernels take.
 #pragma once
 #include <string>
