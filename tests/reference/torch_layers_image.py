@@ -90,6 +90,33 @@ def main(dst):
     report("maxpool1d", lambda v: F.max_pool1d(v, 3, stride=2, padding=1), seq)
     report("meanpool1d", lambda v: F.avg_pool1d(v, 3, stride=2, padding=1), seq)
 
+    # 1-d transpose, and 3-d layers on volumes {N, C, D, H, W}.
+    up1 = nn.ConvTranspose1d(4, 6, 3, stride=2, padding=1, output_padding=1, dilation=2, groups=2)
+    with torch.no_grad():
+        up1.weight.copy_(wave([4, 3, 3], 0.23, 0.5))
+        up1.bias.copy_(wave([6], 1.1, 0.2))
+    report("convtranspose1d", up1, seq, [("weight", up1.weight), ("bias", up1.bias)])
+    vol = wave([2, 4, 4, 5, 6], 0.37, 0.1)
+    conv3 = nn.Conv3d(4, 6, (3, 2, 3), stride=2, padding=1, groups=2)
+    with torch.no_grad():
+        conv3.weight.copy_(wave([6, 2, 3, 2, 3], 0.23, 0.5))
+        conv3.bias.copy_(wave([6], 1.1, 0.2))
+    report("conv3d", conv3, vol, [("weight", conv3.weight), ("bias", conv3.bias)])
+    # SamePad with even kernels: the extra zero at the end of the depth and the height.
+    same3 = nn.Conv3d(4, 3, (2, 2, 3))
+    with torch.no_grad():
+        same3.weight.copy_(wave([3, 4, 2, 2, 3], 0.23, 0.5))
+        same3.bias.copy_(wave([3], 1.1, 0.2))
+    report("conv3d_same", lambda v: same3(F.pad(v, (1, 1, 0, 1, 0, 1))), vol,
+           [("weight", same3.weight), ("bias", same3.bias)])
+    up3 = nn.ConvTranspose3d(4, 6, (3, 2, 3), stride=2, padding=1, output_padding=1, dilation=2, groups=2)
+    with torch.no_grad():
+        up3.weight.copy_(wave([4, 3, 3, 2, 3], 0.23, 0.5))
+        up3.bias.copy_(wave([6], 1.1, 0.2))
+    report("convtranspose3d", up3, wave([1, 4, 3, 3, 4], 0.37, 0.1), [("weight", up3.weight), ("bias", up3.bias)])
+    report("maxpool3d", lambda v: F.max_pool3d(v, (3, 2, 3), stride=2, padding=1), vol)
+    report("meanpool3d", lambda v: F.avg_pool3d(v, (3, 2, 3), stride=2, padding=1), vol)
+
     with open(dst, "w") as f:
         json.dump(results, f)
 
