@@ -246,6 +246,45 @@ TEST(Upsample, PrintsAsFluxAndRefusesBadArguments) {
     expect_close(up(small.select(0, 1)), up(small).select(0, 1), 1e-12, "one image");
 }
 
+// ---- adaptive and global pools ----
+
+TEST(AdaptivePool, PyTorchWindowsWhereTheSizesDoNotDivide) {
+    expect_case(fx::AdaptiveMeanPool({3, 2}), small, "adaptivemeanpool_uneven", {2, 3, 3, 2}, 1.36033154892,
+                {0.483820548, 0.27145893, -0.294213549});
+    expect_case(fx::AdaptiveMaxPool({3, 2}), small, "adaptivemaxpool_uneven", {2, 3, 3, 2}, 0.57019821807,
+                {0.900100442, 0.999167945, 0.711473353});
+    expect_case(fx::AdaptiveMaxPool({2, 5}), small, "adaptivemaxpool_divides", {2, 3, 2, 5}, 1.26832237512,
+                {0.711473353, 0.651833771, 0.900100442});
+    // An output larger than the input repeats cells, as PyTorch's.
+    expect_case(fx::AdaptiveMeanPool({6, 7}), small, "adaptivemeanpool_larger", {2, 3, 6, 7}, -4.92688097814,
+                {0.295520207, 0.473676989, 0.775967107});
+}
+
+TEST(AdaptivePool, FluxWindowsWhereTheSizesDivide) {
+    // Flux's rule (window and stride n/m) is PyTorch's where m divides n: the same as MeanPool/MaxPool.
+    expect_close(fx::AdaptiveMeanPool({2, 5})(small), fx::MeanPool({2, 1})(small), 1e-15, "mean");
+    expect_close(fx::AdaptiveMaxPool({2, 1})(small), fx::MaxPool({2, 5})(small), 0, "max");
+}
+
+TEST(GlobalMaxPool, MatchesPyTorchWithGradients) {
+    expect_case(fx::GlobalMaxPool(), small, "globalmaxpool", {2, 3, 1, 1}, -0.435791192188,
+                {0.999167945, 0.994717339, 0.999539406});
+    EXPECT_EQ(shown(fx::GlobalMaxPool()), "GlobalMaxPool()");
+    EXPECT_EQ(fx::GlobalMaxPool()(small.select(0, 0)).shape(), (fx::Shape{3, 1, 1}));
+    EXPECT_THROW(fx::GlobalMaxPool()(fx::ones({4, 4})), fx::ShapeError);
+}
+
+TEST(AdaptivePool, PrintsAsFluxAndNamesItselfInErrors) {
+    EXPECT_EQ(shown(fx::AdaptiveMaxPool({7, 7})), "AdaptiveMaxPool((7, 7))");
+    EXPECT_THROW(fx::AdaptiveMaxPool({0, 2}), fx::ValueError);
+    try {
+        fx::AdaptiveMaxPool({2, 2})(fx::ones({3}));
+        FAIL() << "no ShapeError";
+    } catch (const fx::ShapeError& e) {
+        EXPECT_EQ(std::string(e.what()).rfind("AdaptiveMaxPool((2, 2)): input has shape {3}", 0), 0u) << e.what();
+    }
+}
+
 // ---- 1-d Conv and pooling ----
 
 const Tensor sequence = wave({2, 4, 9}, 0.37, 0.1);
@@ -463,6 +502,28 @@ TEST(ImageLayers, CompiledStepsMatchEagerSteps) {
         EXPECT_NEAR(loss, l.item(), 1e-5) << "step " << i;
     }
     EXPECT_GT(step.stats(x, y).kernels, 0u);
+    auto a = fx::state(model), b = fx::state(eager);
+    ASSERT_EQ(a.size(), b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) expect_close(a[i].second, b[i].second, 1e-5, a[i].first);
+}
+
+// The adaptive and global pools on sizes that do not divide: compiled steps as eager ones.
+TEST(AdaptivePool, CompiledStepsMatchEagerSteps) {
+    fx::seed(28);
+    auto model = fx::Chain(fx::Conv({3, 3}, 2, 4, fx::relu), fx::AdaptiveMaxPool({3, 4}), fx::AdaptiveMeanPool({2, 3}),
+                           fx::GlobalMaxPool(), fx::Flatten());
+    auto eager = fx::fmap([](const Tensor& t) { return t.clone(); }, model);
+    auto lossfn = [](const auto& m, const Tensor& x, const Tensor& y) { return fx::mean(fx::square(m(x) - y)); };
+    auto opt = fx::setup(fx::Adam{.eta = 1e-2}, model);
+    auto eager_opt = fx::setup(fx::Adam{.eta = 1e-2}, eager);
+    auto step = fx::compile(lossfn, model, opt);  // no fall_back: must replay
+    Tensor x = fx::randn({2, 2, 9, 7}), y = fx::randn({2, 4});
+    for (int i = 0; i < 3; ++i) {
+        const float loss = step(x, y);
+        auto [l, grads] = fx::withgradient([&](const decltype(eager)& m) { return lossfn(m, x, y); }, eager);
+        fx::update(eager_opt, eager, grads);
+        EXPECT_NEAR(loss, l.item(), 1e-5) << "step " << i;
+    }
     auto a = fx::state(model), b = fx::state(eager);
     ASSERT_EQ(a.size(), b.size());
     for (std::size_t i = 0; i < a.size(); ++i) expect_close(a[i].second, b[i].second, 1e-5, a[i].first);

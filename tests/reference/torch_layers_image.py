@@ -74,6 +74,13 @@ def main(dst):
     report("bilinear_one_row_aligned",
            lambda v: F.interpolate(v, size=(1, 8), mode="bilinear", align_corners=True), u)
 
+    # Adaptive pools: PyTorch's windows where the sizes do not divide, and larger outputs.
+    report("adaptivemeanpool_uneven", lambda v: F.adaptive_avg_pool2d(v, (3, 2)), u)
+    report("adaptivemaxpool_uneven", lambda v: F.adaptive_max_pool2d(v, (3, 2)), u)
+    report("adaptivemaxpool_divides", lambda v: F.adaptive_max_pool2d(v, (2, 5)), u)
+    report("adaptivemeanpool_larger", lambda v: F.adaptive_avg_pool2d(v, (6, 7)), u)
+    report("globalmaxpool", lambda v: F.adaptive_max_pool2d(v, 1), u)
+
     # 1-d layers on sequences {N, C, L}.
     seq = wave([2, 4, 9], 0.37, 0.1)
     conv = nn.Conv1d(4, 6, 3, stride=2, padding=1, dilation=2, groups=2)

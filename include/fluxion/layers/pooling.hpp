@@ -6,8 +6,8 @@
 //   fx::MaxPool(std::array{2})                  // 1-d, Flux's MaxPool((2,)); options take one stride and pad
 //   fx::MeanPool(std::array{2, 2, 2})           // 3-d, Flux's MeanPool((2, 2, 2)); one stride and pad
 //   fx::MeanPool({3, 3}, {.stride = 1, .pad = 1})
-//   fx::GlobalMeanPool()                        // {N, C, H, W} -> {N, C, 1, 1}
-//   fx::AdaptiveMeanPool({7, 7})                // {N, C, H, W} -> {N, C, 7, 7}
+//   fx::GlobalMeanPool()                        // {N, C, H, W} -> {N, C, 1, 1}; GlobalMaxPool likewise
+//   fx::AdaptiveMeanPool({7, 7})                // {N, C, H, W} -> {N, C, 7, 7}; AdaptiveMaxPool likewise
 #pragma once
 #include <array>
 #include <concepts>
@@ -89,8 +89,17 @@ public:
     std::string describe() const { return "GlobalMeanPool()"; }
 };
 
-// Flux's adaptive pooling: window in / out (integer division) with that stride, no padding; the
-// windows match PyTorch's AdaptiveAvgPool2d where out divides the input size.
+class GlobalMaxPool {
+public:
+    Tensor operator()(const Tensor& x) const;  // {C, H, W} -> {C, 1, 1}, {N, C, H, W} -> {N, C, 1, 1}
+    std::string describe() const { return "GlobalMaxPool()"; }
+};
+
+// Adaptive pooling to a fixed output size. Output cell i along an axis of n inputs and m outputs
+// pools inputs floor(i·n/m) to ceil((i+1)·n/m) - 1, as PyTorch's AdaptiveAvgPool2d/AdaptiveMaxPool2d;
+// where m divides n these are Flux's windows (n/m wide, stride n/m), where it does not, Flux's
+// stride rule would give other windows and fluxion keeps PyTorch's. An output larger than the
+// input repeats cells.
 class AdaptiveMeanPool {
 public:
     Size2 out;
@@ -99,9 +108,19 @@ public:
     std::string describe() const;  // "AdaptiveMeanPool((7, 7))"
 };
 
+class AdaptiveMaxPool {
+public:
+    Size2 out;
+    explicit AdaptiveMaxPool(Size2 out_size);
+    Tensor operator()(const Tensor& x) const;
+    std::string describe() const;  // "AdaptiveMaxPool((7, 7))"
+};
+
 }  // namespace fluxion
 
 FLUXION_FUNCTOR_NO_FIELDS(fluxion::MaxPool);
 FLUXION_FUNCTOR_NO_FIELDS(fluxion::MeanPool);
 FLUXION_FUNCTOR_NO_FIELDS(fluxion::GlobalMeanPool);
+FLUXION_FUNCTOR_NO_FIELDS(fluxion::GlobalMaxPool);
 FLUXION_FUNCTOR_NO_FIELDS(fluxion::AdaptiveMeanPool);
+FLUXION_FUNCTOR_NO_FIELDS(fluxion::AdaptiveMaxPool);

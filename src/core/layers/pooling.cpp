@@ -2,6 +2,8 @@
 // height 1, 3-d as (H, W) then depth.
 #include "fluxion/layers/pooling.hpp"
 
+#include <vector>
+
 #include "core/layers/context.hpp"
 #include "core/layers/image.hpp"
 #include "fluxion/ops.hpp"
@@ -95,20 +97,52 @@ Tensor GlobalMeanPool::operator()(const Tensor& x) const {
     return mean(mean(x, -1, true), -2, true);
 }
 
+Tensor GlobalMaxPool::operator()(const Tensor& x) const {
+    detail::as_image_batch(describe(), x, -1);
+    return max(max(x, -1, true), -2, true);
+}
+
+namespace {
+
+// PyTorch's adaptive windows along `axis` of x: cell i reduces inputs floor(i·n/m) to
+// ceil((i+1)·n/m) - 1. Max and mean are separable, so one axis at a time.
+Tensor adaptive_axis(const Tensor& x, int axis, std::int64_t m, bool take_max) {
+    const std::int64_t n = x.shape(axis);
+    std::vector<Tensor> cells;
+    for (std::int64_t i = 0; i < m; ++i) {
+        Tensor window = x.slice(axis, i * n / m, ((i + 1) * n + m - 1) / m);
+        cells.push_back(take_max ? max(window, axis, true) : mean(window, axis, true));
+    }
+    return concat(cells, axis);
+}
+
+template <class L> Tensor adaptive(const L& layer, const Tensor& x, bool take_max) {
+    Tensor xb = detail::as_image_batch(layer.describe(), x, -1);
+    return detail::in_context(layer, [&] {
+        const std::int64_t h = xb.shape(2), w = xb.shape(3);
+        if (h == 0 || w == 0)
+            throw ShapeError("input " + to_string(x.shape()) + " has no elements to pool along H or W");
+        if (h % layer.out.h == 0 && w % layer.out.w == 0) {  // equal windows: one pooling op
+            Pool2dOptions o{.window = {h / layer.out.h, w / layer.out.w}, .padding = {0, 0}};
+            return detail::like_input(x, take_max ? maxpool2d(xb, o) : meanpool2d(xb, o));
+        }
+        return detail::like_input(x,
+                                  adaptive_axis(adaptive_axis(xb, 2, layer.out.h, take_max), 3, layer.out.w, take_max));
+    });
+}
+
+}  // namespace
+
 AdaptiveMeanPool::AdaptiveMeanPool(Size2 out_size) : out(out_size) {
     if (out.h < 1 || out.w < 1) throw ValueError(describe() + ": the output size must be positive");
 }
-
 std::string AdaptiveMeanPool::describe() const { return "AdaptiveMeanPool(" + detail::tuple_text(out) + ")"; }
+Tensor AdaptiveMeanPool::operator()(const Tensor& x) const { return adaptive(*this, x, false); }
 
-Tensor AdaptiveMeanPool::operator()(const Tensor& x) const {
-    Tensor xb = detail::as_image_batch(describe(), x, -1);
-    std::int64_t h = xb.shape(2), w = xb.shape(3);
-    if (h < out.h || w < out.w)
-        throw ShapeError(describe() + ": input " + to_string(x.shape()) + " is smaller than the output size");
-    std::int64_t sh = h / out.h, sw = w / out.w;
-    Pool2dOptions o{.window = {h - (out.h - 1) * sh, w - (out.w - 1) * sw}, .stride = {sh, sw}, .padding = {0, 0}};
-    return detail::like_input(x, meanpool2d(xb, o));
+AdaptiveMaxPool::AdaptiveMaxPool(Size2 out_size) : out(out_size) {
+    if (out.h < 1 || out.w < 1) throw ValueError(describe() + ": the output size must be positive");
 }
+std::string AdaptiveMaxPool::describe() const { return "AdaptiveMaxPool(" + detail::tuple_text(out) + ")"; }
+Tensor AdaptiveMaxPool::operator()(const Tensor& x) const { return adaptive(*this, x, true); }
 
 }  // namespace fluxion
