@@ -246,6 +246,40 @@ TEST(Upsample, PrintsAsFluxAndRefusesBadArguments) {
     expect_close(up(small.select(0, 1)), up(small).select(0, 1), 1e-12, "one image");
 }
 
+TEST(Upsample, TrilinearAndNearestOnVolumesMatchPyTorchWithGradients) {
+    const Tensor v = wave({2, 3, 3, 4, 5}, 0.41, 0.3);
+    expect_case(fx::Upsample(UpsampleMode::trilinear, {.scale = {2}}), v, "trilinear_scale", {2, 3, 6, 8, 10},
+                -3.26509284491, {0.295520207, 0.384598598, 0.56275538});
+    expect_case(fx::Upsample(UpsampleMode::trilinear, {.scale = {1.5, 2.0, 1.3}}), v, "trilinear_scale_fraction",
+                {2, 3, 4, 8, 6}, -1.36432461535, {0.295520207, 0.52849446, 0.75686967});
+    expect_case(fx::Upsample(UpsampleMode::trilinear, {.size = {5, 7, 3}, .align_corners = true}), v,
+                "trilinear_size_aligned", {2, 3, 5, 7, 3}, 2.05533754526, {0.295520207, 0.900100442, 0.932615014});
+    expect_case(fx::Upsample(UpsampleMode::nearest, {.size = {5, 6, 7}}), v, "nearest_volume", {2, 3, 5, 6, 7},
+                -3.11024657658, {0.295520207, 0.295520207, 0.651833771});
+}
+
+TEST(Upsample, TrilinearPrintsAsFluxAndTakesOneVolume) {
+    EXPECT_EQ(shown(fx::Upsample(UpsampleMode::trilinear, {.scale = {2}})), "Upsample(:trilinear, scale = 2)");
+    EXPECT_EQ(shown(fx::Upsample(UpsampleMode::trilinear, {.size = {5, 7, 3}, .align_corners = true})),
+              "Upsample(:trilinear, size = (5, 7, 3), align_corners=true)");
+    EXPECT_EQ(shown(fx::Upsample(UpsampleMode::nearest, {.scale = {1, 2, 2}})),
+              "Upsample(:nearest, scale = (1, 2, 2))");
+    EXPECT_THROW(fx::Upsample(UpsampleMode::trilinear, {.size = {4, 4}}), fx::ValueError);
+    EXPECT_THROW(fx::Upsample(UpsampleMode::bilinear, {.scale = {2, 2, 2}}), fx::ValueError);
+    try {
+        fx::Upsample(UpsampleMode::trilinear, {.scale = {2}})(fx::ones({2, 4, 4}));
+        FAIL() << "no ShapeError";
+    } catch (const fx::ShapeError& e) {
+        EXPECT_NE(std::string(e.what()).find("Upsample(:trilinear, scale = 2): input has shape {2, 4, 4}; expected "
+                                             "{C, D, H, W} or {N, C, D, H, W}"),
+                  std::string::npos)
+            << e.what();
+    }
+    const Tensor v = wave({2, 3, 3, 4, 5}, 0.41, 0.3);
+    auto up = fx::Upsample(UpsampleMode::trilinear, {.scale = {2}});
+    expect_close(up(v.select(0, 1)), up(v).select(0, 1), 1e-12, "one volume");
+}
+
 // ---- adaptive and global pools ----
 
 TEST(AdaptivePool, PyTorchWindowsWhereTheSizesDoNotDivide) {
@@ -529,13 +563,13 @@ TEST(AdaptivePool, CompiledStepsMatchEagerSteps) {
     for (std::size_t i = 0; i < a.size(); ++i) expect_close(a[i].second, b[i].second, 1e-5, a[i].first);
 }
 
-// The 3-d layers and the 1-d transpose: fx::compile replays them as eager steps.
+// The 3-d layers, trilinear Upsample and the 1-d transpose: fx::compile replays them as eager steps.
 TEST(VolumeLayers, CompiledStepsMatchEagerSteps) {
     fx::seed(27);
     auto model = fx::Chain(
         fx::Conv(std::array{3, 3, 3}, 2, 4, fx::relu, {.pad = 1, .groups = 2}), fx::MaxPool(std::array{2, 2, 2}),
         fx::ConvTranspose(std::array{3, 2, 2}, 4, 2, {.stride = 2, .pad = fx::SamePad()}),
-        fx::MeanPool(std::array{3, 3, 3}, {.stride = 1, .pad = 1}),
+        fx::MeanPool(std::array{2, 2, 2}), fx::Upsample(UpsampleMode::trilinear, {.scale = {2}}),
         [](const Tensor& v) {
             return v.reshape({2, 8, 24});
         },

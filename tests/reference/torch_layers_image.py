@@ -74,6 +74,13 @@ def main(dst):
     report("bilinear_one_row_aligned",
            lambda v: F.interpolate(v, size=(1, 8), mode="bilinear", align_corners=True), u)
 
+    v3 = wave([2, 3, 3, 4, 5], 0.41, 0.3)
+    report("trilinear_scale", lambda v: F.interpolate(v, scale_factor=2, mode="trilinear"), v3)
+    report("trilinear_scale_fraction", lambda v: F.interpolate(v, scale_factor=(1.5, 2.0, 1.3), mode="trilinear"), v3)
+    report("trilinear_size_aligned",
+           lambda v: F.interpolate(v, size=(5, 7, 3), mode="trilinear", align_corners=True), v3)
+    report("nearest_volume", lambda v: F.interpolate(v, size=(5, 6, 7), mode="nearest"), v3)
+
     # Adaptive pools: PyTorch's windows where the sizes do not divide, and larger outputs.
     report("adaptivemeanpool_uneven", lambda v: F.adaptive_avg_pool2d(v, (3, 2)), u)
     report("adaptivemaxpool_uneven", lambda v: F.adaptive_max_pool2d(v, (3, 2)), u)
