@@ -139,6 +139,8 @@ TEST_F(Backends, PoolsAndReshapes) {
     expect_layer("MeanPool", fx::MeanPool({3, 2}, {.stride = fx::Size2(2, 1), .pad = 1}), x);
     expect_layer("GlobalMeanPool", fx::GlobalMeanPool(), x);
     expect_layer("AdaptiveMeanPool", fx::AdaptiveMeanPool({3, 2}), x);
+    expect_layer("GlobalMaxPool", fx::GlobalMaxPool(), x);
+    expect_layer("AdaptiveMaxPool", fx::AdaptiveMaxPool({3, 4}), x);
     expect_layer("Flatten", fx::Flatten(), x);
 }
 

@@ -285,6 +285,35 @@ TEST(Examples, SequenceLstmTrainsSavesAndBeatsChance) {
     EXPECT_EQ(saved.at("head.weight").shape(), (fx::Shape{10, 32}));
 }
 
+TEST(Examples, AudioLike1dHelpAndBadOptions) {
+    const Result help = run("audio_like_1d", "--help");
+    EXPECT_EQ(help.status, 0) << help.output;
+    EXPECT_NE(help.output.find("--width N"), std::string::npos) << help.output;
+    const Result bad = run("audio_like_1d", "--width 0");
+    EXPECT_EQ(bad.status, 2) << bad.output;
+    EXPECT_NE(bad.output.find("--width expects a positive whole number, got '0'"), std::string::npos) << bad.output;
+}
+
+TEST(Examples, AudioLike1dTrainsSavesAndBeatsChance) {
+    if (!fashion_mnist_installed())
+        GTEST_SKIP() << "Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist, or set FLUXION_DATA)";
+    TempDir out;
+    const Result r = run("audio_like_1d", "--epochs 2 --limit 2000 --width 16 --out '" + out.path().string() + "'",
+                         "FLUXION_NUM_THREADS=1");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_NE(r.output.find("read as 28 channels of 28 samples"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("Dense(224 => 10)"), std::string::npos) << r.output;  // fx::outputsize's 32 × 7
+    const double accuracy = number_after(r.output, R"(final test accuracy ([0-9.]+)%)");
+    EXPECT_GT(accuracy, 50) << "chance is 10%\n" << r.output;
+    // PyTorch's Conv1d layout under the fields' names.
+    const auto saved = fx::load_state(out.path() / "audio_like_1d.safetensors");
+    EXPECT_EQ(saved.size(), 6u);
+    ASSERT_TRUE(saved.count("conv1.weight")) << "names: conv1.weight, ..., head.bias";
+    EXPECT_EQ(saved.at("conv1.weight").shape(), (fx::Shape{16, 28, 3}));
+    EXPECT_EQ(saved.at("conv2.weight").shape(), (fx::Shape{32, 16, 3}));
+    EXPECT_EQ(saved.at("head.weight").shape(), (fx::Shape{10, 224}));
+}
+
 TEST(Examples, VisionTransformerHelpAndBadOptions) {
     const Result help = run("vision_transformer", "--help");
     EXPECT_EQ(help.status, 0) << help.output;

@@ -155,12 +155,12 @@ TEST(Pooling, StrideDefaultsToTheWindow) {
     EXPECT_EQ(fx::MeanPool({2, 2})(x).to_vector<float>(), (std::vector<float>{2.5f, 4.5f, 10.5f, 12.5f}));
 }
 
-TEST(Pooling, AdaptiveMatchesPyTorchWhenTheSizesDivide) {
+TEST(Pooling, AdaptiveMatchesPyTorchWhenTheSizesDivide) {  // and otherwise: test_layers_image
     fx::AdaptiveMeanPool p({2, 3});
     expect_matches(p(input().slice(2, 0, 6)), "adaptive_2x3", {2, 3, 2, 3}, -0.14369780806,
                    {-0.0407276585, 0.00707203971, 0.0511726165});
     EXPECT_EQ(shown(p), "AdaptiveMeanPool((2, 3))");
-    EXPECT_THROW(p(fx::ones({1, 1, 3})), fx::ShapeError);
+    EXPECT_THROW(p(fx::ones({3})), fx::ShapeError);
 }
 
 TEST(Pooling, GlobalMeanPoolKeepsUnitSpatialAxes) {

@@ -49,6 +49,8 @@ TEST(Gradients, Pools) {
     EXPECT_TRUE(layer_gradcheck(fx::MeanPool({3, 3}, {.stride = 2, .pad = 1}), x));
     EXPECT_TRUE(layer_gradcheck(fx::GlobalMeanPool(), x));
     EXPECT_TRUE(layer_gradcheck(fx::AdaptiveMeanPool({3, 2}), x));
+    EXPECT_TRUE(layer_gradcheck(fx::AdaptiveMaxPool({4, 3}), x));
+    EXPECT_TRUE(layer_gradcheck(fx::GlobalMaxPool(), x));
     EXPECT_TRUE(layer_gradcheck(fx::Flatten(), x));
 }
 

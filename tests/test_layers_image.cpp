@@ -1,5 +1,5 @@
-// test_layers_image.cpp — GroupNorm, InstanceNorm, PixelShuffle, Upsample, and the 1-d Conv, MaxPool
-// and MeanPool: outputs and the
+// test_layers_image.cpp — GroupNorm, InstanceNorm, PixelShuffle, Upsample, the 1-d Conv,
+// ConvTranspose, MaxPool and MeanPool and the 3-d ones: outputs and the
 // gradients of a checksum of them against PyTorch (tests/reference/torch_layers_image.py) in f64,
 // f32 against f64, finite differences, every other device against the CPU, and compiled steps.
 #include <gtest/gtest.h>
@@ -36,7 +36,9 @@ template <class T> std::string shown(const T& x) {
 // Σ y_i·cos(0.7 i) over the flattened y: every output element weighs in the gradients differently.
 Tensor checksum(const Tensor& y) {
     Tensor flat = y.reshape({-1});
-    return fx::sum(flat * fx::cos(fx::arange(0, double(flat.numel()), 1, {.dtype = y.dtype()}) * 0.7).to(y.device()));
+    // The weights in f64 first: 0.7·i in f32 is off by up to 1e-4 at i in the thousands.
+    Tensor w = fx::cos(fx::arange(0, double(flat.numel()), 1, {.dtype = fx::DType::f64}) * 0.7);
+    return fx::sum(flat * w.to(y.dtype()).to(y.device()));
 }
 
 std::vector<double> values(const Tensor& t) { return t.to_vector<double>(); }
@@ -244,6 +246,79 @@ TEST(Upsample, PrintsAsFluxAndRefusesBadArguments) {
     expect_close(up(small.select(0, 1)), up(small).select(0, 1), 1e-12, "one image");
 }
 
+TEST(Upsample, TrilinearAndNearestOnVolumesMatchPyTorchWithGradients) {
+    const Tensor v = wave({2, 3, 3, 4, 5}, 0.41, 0.3);
+    expect_case(fx::Upsample(UpsampleMode::trilinear, {.scale = {2}}), v, "trilinear_scale", {2, 3, 6, 8, 10},
+                -3.26509284491, {0.295520207, 0.384598598, 0.56275538});
+    expect_case(fx::Upsample(UpsampleMode::trilinear, {.scale = {1.5, 2.0, 1.3}}), v, "trilinear_scale_fraction",
+                {2, 3, 4, 8, 6}, -1.36432461535, {0.295520207, 0.52849446, 0.75686967});
+    expect_case(fx::Upsample(UpsampleMode::trilinear, {.size = {5, 7, 3}, .align_corners = true}), v,
+                "trilinear_size_aligned", {2, 3, 5, 7, 3}, 2.05533754526, {0.295520207, 0.900100442, 0.932615014});
+    expect_case(fx::Upsample(UpsampleMode::nearest, {.size = {5, 6, 7}}), v, "nearest_volume", {2, 3, 5, 6, 7},
+                -3.11024657658, {0.295520207, 0.295520207, 0.651833771});
+}
+
+TEST(Upsample, TrilinearPrintsAsFluxAndTakesOneVolume) {
+    EXPECT_EQ(shown(fx::Upsample(UpsampleMode::trilinear, {.scale = {2}})), "Upsample(:trilinear, scale = 2)");
+    EXPECT_EQ(shown(fx::Upsample(UpsampleMode::trilinear, {.size = {5, 7, 3}, .align_corners = true})),
+              "Upsample(:trilinear, size = (5, 7, 3), align_corners=true)");
+    EXPECT_EQ(shown(fx::Upsample(UpsampleMode::nearest, {.scale = {1, 2, 2}})),
+              "Upsample(:nearest, scale = (1, 2, 2))");
+    EXPECT_THROW(fx::Upsample(UpsampleMode::trilinear, {.size = {4, 4}}), fx::ValueError);
+    EXPECT_THROW(fx::Upsample(UpsampleMode::bilinear, {.scale = {2, 2, 2}}), fx::ValueError);
+    try {
+        fx::Upsample(UpsampleMode::trilinear, {.scale = {2}})(fx::ones({2, 4, 4}));
+        FAIL() << "no ShapeError";
+    } catch (const fx::ShapeError& e) {
+        EXPECT_NE(std::string(e.what()).find("Upsample(:trilinear, scale = 2): input has shape {2, 4, 4}; expected "
+                                             "{C, D, H, W} or {N, C, D, H, W}"),
+                  std::string::npos)
+            << e.what();
+    }
+    const Tensor v = wave({2, 3, 3, 4, 5}, 0.41, 0.3);
+    auto up = fx::Upsample(UpsampleMode::trilinear, {.scale = {2}});
+    expect_close(up(v.select(0, 1)), up(v).select(0, 1), 1e-12, "one volume");
+}
+
+// ---- adaptive and global pools ----
+
+TEST(AdaptivePool, PyTorchWindowsWhereTheSizesDoNotDivide) {
+    expect_case(fx::AdaptiveMeanPool({3, 2}), small, "adaptivemeanpool_uneven", {2, 3, 3, 2}, 1.36033154892,
+                {0.483820548, 0.27145893, -0.294213549});
+    expect_case(fx::AdaptiveMaxPool({3, 2}), small, "adaptivemaxpool_uneven", {2, 3, 3, 2}, 0.57019821807,
+                {0.900100442, 0.999167945, 0.711473353});
+    expect_case(fx::AdaptiveMaxPool({2, 5}), small, "adaptivemaxpool_divides", {2, 3, 2, 5}, 1.26832237512,
+                {0.711473353, 0.651833771, 0.900100442});
+    // An output larger than the input repeats cells, as PyTorch's.
+    expect_case(fx::AdaptiveMeanPool({6, 7}), small, "adaptivemeanpool_larger", {2, 3, 6, 7}, -4.92688097814,
+                {0.295520207, 0.473676989, 0.775967107});
+}
+
+TEST(AdaptivePool, FluxWindowsWhereTheSizesDivide) {
+    // Flux's rule (window and stride n/m) is PyTorch's where m divides n: the same as MeanPool/MaxPool.
+    expect_close(fx::AdaptiveMeanPool({2, 5})(small), fx::MeanPool({2, 1})(small), 1e-15, "mean");
+    expect_close(fx::AdaptiveMaxPool({2, 1})(small), fx::MaxPool({2, 5})(small), 0, "max");
+}
+
+TEST(GlobalMaxPool, MatchesPyTorchWithGradients) {
+    expect_case(fx::GlobalMaxPool(), small, "globalmaxpool", {2, 3, 1, 1}, -0.435791192188,
+                {0.999167945, 0.994717339, 0.999539406});
+    EXPECT_EQ(shown(fx::GlobalMaxPool()), "GlobalMaxPool()");
+    EXPECT_EQ(fx::GlobalMaxPool()(small.select(0, 0)).shape(), (fx::Shape{3, 1, 1}));
+    EXPECT_THROW(fx::GlobalMaxPool()(fx::ones({4, 4})), fx::ShapeError);
+}
+
+TEST(AdaptivePool, PrintsAsFluxAndNamesItselfInErrors) {
+    EXPECT_EQ(shown(fx::AdaptiveMaxPool({7, 7})), "AdaptiveMaxPool((7, 7))");
+    EXPECT_THROW(fx::AdaptiveMaxPool({0, 2}), fx::ValueError);
+    try {
+        fx::AdaptiveMaxPool({2, 2})(fx::ones({3}));
+        FAIL() << "no ShapeError";
+    } catch (const fx::ShapeError& e) {
+        EXPECT_EQ(std::string(e.what()).rfind("AdaptiveMaxPool((2, 2)): input has shape {3}", 0), 0u) << e.what();
+    }
+}
+
 // ---- 1-d Conv and pooling ----
 
 const Tensor sequence = wave({2, 4, 9}, 0.37, 0.1);
@@ -296,6 +371,98 @@ TEST(Pool1d, MatchesPyTorchWithGradients) {
     EXPECT_THROW(fx::MaxPool(std::array{2})(fx::ones({1, 2, 3, 4})), fx::ShapeError);
 }
 
+TEST(ConvTranspose1d, MatchesPyTorchWithGradients) {
+    auto up =
+        fx::ConvTranspose(std::array{3}, 4, 6, {.stride = 2, .pad = 1, .dilation = 2, .groups = 2, .output_pad = 1});
+    EXPECT_EQ(up.weight.shape(), (fx::Shape{4, 3, 3}));  // PyTorch's ConvTranspose1d layout
+    up.weight = wave({4, 3, 3}, 0.23, 0.5);
+    up.bias = wave({6}, 1.1, 0.2);
+    expect_case(up, sequence, "convtranspose1d", {2, 6, 20}, 10.3055691539, {0.198669331, 0.0560930911, 0.198669331});
+    EXPECT_EQ(shown(up),
+              "ConvTranspose((3,), 4 => 6, pad=1, stride=2, dilation=2, output_pad=1, groups=2)  # 42 parameters");
+    auto same = reference::f64(fx::ConvTranspose(std::array{4}, 4, 3, {.stride = 2, .pad = fx::SamePad()}));
+    EXPECT_EQ(same(sequence).shape(), (fx::Shape{2, 3, 18}));
+    EXPECT_EQ(same(sequence.select(0, 0)).shape(), (fx::Shape{3, 18}));
+    EXPECT_THROW(fx::ConvTranspose(std::array{3}, 4, 6, {.stride = {1, 2}}), fx::ValueError);
+    EXPECT_THROW(up(fx::ones({2, 4, 3, 3}, {.dtype = fx::DType::f64})), fx::ShapeError);
+}
+
+// ---- 3-d Conv, ConvTranspose and pooling ----
+
+const Tensor volume = wave({2, 4, 4, 5, 6}, 0.37, 0.1);
+
+TEST(Conv3d, MatchesPyTorchWithGradients) {
+    auto conv = fx::Conv(std::array{3, 2, 3}, 4, 6, {.stride = 2, .pad = 1, .groups = 2});
+    EXPECT_EQ(conv.weight.shape(), (fx::Shape{6, 2, 3, 2, 3}));  // PyTorch's Conv3d layout
+    expect_case(reference_conv(conv, {6, 2, 3, 2, 3}), volume, "conv3d", {2, 6, 2, 3, 3}, 2.67632943883,
+                {1.68526785, 3.23383343, 3.50642779});
+    auto same = fx::Conv(std::array{2, 2, 3}, 4, 3, {.pad = fx::SamePad()});
+    EXPECT_EQ(same.pad_front, 0);
+    EXPECT_EQ(same.pad_back, 1);
+    expect_case(reference_conv(same, {3, 4, 2, 2, 3}), volume, "conv3d_same", {2, 3, 4, 5, 6}, 7.19256386356,
+                {0.173310418, 0.36860205, 0.609748496});
+}
+
+TEST(Conv3d, PrintsAsFluxAndTakesOneVolume) {
+    EXPECT_EQ(shown(fx::Conv(std::array{3, 3, 3}, 4, 6, fx::relu, {.stride = 2, .pad = 1, .dilation = 2, .groups = 2})),
+              "Conv((3, 3, 3), 4 => 6, relu, pad=1, stride=2, dilation=2, groups=2)  # 330 parameters");
+    EXPECT_EQ(shown(fx::Conv(std::array{2, 2, 3}, 4, 3, {.pad = fx::SamePad(), .bias = false})),
+              "Conv((2, 2, 3), 4 => 3, pad=(0, 1, 0, 1, 1, 1); bias=false)  # 144 parameters");
+    auto conv = reference::f64(reference_conv(fx::Conv(std::array{3, 3, 3}, 4, 6, {.pad = 1}), {6, 4, 3, 3, 3}));
+    expect_close(conv(volume.select(0, 1)), conv(volume).select(0, 1), 1e-12, "one volume");
+    EXPECT_THROW(fx::Conv(std::array{3, 3, 3}, 4, 6, {.stride = {1, 2}}), fx::ValueError);
+    EXPECT_THROW(fx::Conv(std::array{3, 3, 3}, 4, 6, {.pad = {1, 2}}), fx::ValueError);
+    EXPECT_THROW(fx::Conv(std::array{0, 3, 3}, 4, 6), fx::ValueError);
+    try {
+        conv(fx::ones({2, 5, 4, 4, 4}, {.dtype = fx::DType::f64}));
+        FAIL() << "no ShapeError";
+    } catch (const fx::ShapeError& e) {
+        EXPECT_NE(std::string(e.what()).find("Conv((3, 3, 3), 4 => 6, pad=1): input has 5 channels, expected 4"),
+                  std::string::npos)
+            << e.what();
+        EXPECT_NE(std::string(e.what()).find("{N, 4, D, H, W}"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(conv(fx::ones({2, 4, 3, 3}, {.dtype = fx::DType::f64})), fx::ShapeError);
+    try {  // too shallow for the kernel: the layer's name and the depth
+        reference::f64(fx::Conv(std::array{3, 1, 1}, 4, 6))(fx::ones({4, 2, 5, 5}, {.dtype = fx::DType::f64}));
+        FAIL() << "no ShapeError";
+    } catch (const fx::ShapeError& e) {
+        EXPECT_EQ(std::string(e.what()).rfind("Conv((3, 1, 1), 4 => 6): conv3d: the padded depth 2", 0), 0u)
+            << e.what();
+    }
+}
+
+TEST(ConvTranspose3d, MatchesPyTorchWithGradients) {
+    auto up = fx::ConvTranspose(std::array{3, 2, 3}, 4, 6,
+                                {.stride = 2, .pad = 1, .dilation = 2, .groups = 2, .output_pad = 1});
+    EXPECT_EQ(up.weight.shape(), (fx::Shape{4, 3, 3, 2, 3}));  // PyTorch's ConvTranspose3d layout
+    up.weight = wave({4, 3, 3, 2, 3}, 0.23, 0.5);
+    up.bias = wave({6}, 1.1, 0.2);
+    expect_case(up, wave({1, 4, 3, 3, 4}, 0.37, 0.1), "convtranspose3d", {1, 6, 8, 6, 10}, -33.9293180439,
+                {0.198669331, 0.198669331, 0.198669331});
+    EXPECT_EQ(
+        shown(up),
+        "ConvTranspose((3, 2, 3), 4 => 6, pad=1, stride=2, dilation=2, output_pad=1, groups=2)  # 222 parameters");
+    // SamePad: every axis times the stride, output padding where the kernel is even.
+    auto same = reference::f64(fx::ConvTranspose(std::array{4, 3, 3}, 4, 2, {.stride = 2, .pad = fx::SamePad()}));
+    EXPECT_EQ(same(volume).shape(), (fx::Shape{2, 2, 8, 10, 12}));
+    EXPECT_EQ(same(volume.select(0, 0)).shape(), (fx::Shape{2, 8, 10, 12}));
+    EXPECT_THROW(fx::ConvTranspose(std::array{3, 3, 3}, 4, 6, {.stride = 2, .output_pad = 2}), fx::ValueError);
+    EXPECT_THROW(fx::ConvTranspose(std::array{3, 3, 3}, 4, 6, {.dilation = {2, 1}}), fx::ValueError);
+}
+
+TEST(Pool3d, MatchesPyTorchWithGradients) {
+    expect_case(fx::MaxPool(std::array{3, 2, 3}, {.stride = 2, .pad = 1}), volume, "maxpool3d", {2, 4, 2, 3, 3},
+                -2.74709945144, {0.452886285, 0.935616002, 0.999957646});
+    expect_case(fx::MeanPool(std::array{3, 2, 3}, {.stride = 2, .pad = 1}), volume, "meanpool3d", {2, 4, 2, 3, 3},
+                2.07991332829, {-0.0703312505, 0.0252145122, 0.177185683});
+    EXPECT_EQ(shown(fx::MaxPool(std::array{3, 2, 3}, {.stride = 2, .pad = 1})), "MaxPool((3, 2, 3), pad=1, stride=2)");
+    EXPECT_EQ(shown(fx::MeanPool(std::array{2, 2, 2})), "MeanPool((2, 2, 2))");
+    EXPECT_EQ(fx::MaxPool(std::array{2, 2, 2})(volume.select(0, 0)).shape(), (fx::Shape{4, 2, 2, 3}));
+    EXPECT_THROW(fx::MaxPool(std::array{2, 2, 2}, {.stride = fx::Size2(1, 2)}), fx::ValueError);
+    EXPECT_THROW(fx::MeanPool(std::array{2, 2, 2})(fx::ones({2, 3, 4})), fx::ShapeError);
+}
+
 // ---- PyTorch's state_dicts ----
 
 // tests/interop/torch_image_layers.py writes nn.GroupNorm's, nn.InstanceNorm2d's and nn.Conv1d's
@@ -327,6 +494,15 @@ TEST(ImageLayers, PyTorchStateDictsLoad) {
     fx::load(dir / "conv1d.safetensors", conv);
     reference::expect_matches_in(torch_image(), conv(sequence), "conv1d", {2, 6, 4}, -1.94227460082,
                                  {-0.319869477, -0.581847552, -0.383352421});
+    auto conv3 = reference::f64(fx::Conv(std::array{3, 2, 3}, 4, 6, {.stride = 2, .pad = 1, .groups = 2}));
+    fx::load(dir / "conv3d.safetensors", conv3);
+    reference::expect_matches_in(torch_image(), conv3(volume), "conv3d", {2, 6, 2, 3, 3}, 2.67632943883,
+                                 {1.68526785, 3.23383343, 3.50642779});
+    auto up3 = reference::f64(fx::ConvTranspose(std::array{3, 2, 3}, 4, 6,
+                                                {.stride = 2, .pad = 1, .dilation = 2, .groups = 2, .output_pad = 1}));
+    fx::load(dir / "convtranspose3d.safetensors", up3);
+    reference::expect_matches_in(torch_image(), up3(wave({1, 4, 3, 3, 4}, 0.37, 0.1)), "convtranspose3d",
+                                 {1, 6, 8, 6, 10}, -33.9293180439, {0.198669331, 0.198669331, 0.198669331});
     std::filesystem::remove_all(dir);
 }
 
@@ -353,6 +529,57 @@ TEST(ImageLayers, CompiledStepsMatchEagerSteps) {
     auto eager_opt = fx::setup(fx::Adam{.eta = 1e-2}, eager);
     auto step = fx::compile(lossfn, model, opt);  // no fall_back: must replay
     Tensor x = fx::randn({2, 2, 3, 4}), y = fx::randn({2, 2, 5, 7});
+    for (int i = 0; i < 3; ++i) {
+        const float loss = step(x, y);
+        auto [l, grads] = fx::withgradient([&](const decltype(eager)& m) { return lossfn(m, x, y); }, eager);
+        fx::update(eager_opt, eager, grads);
+        EXPECT_NEAR(loss, l.item(), 1e-5) << "step " << i;
+    }
+    EXPECT_GT(step.stats(x, y).kernels, 0u);
+    auto a = fx::state(model), b = fx::state(eager);
+    ASSERT_EQ(a.size(), b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) expect_close(a[i].second, b[i].second, 1e-5, a[i].first);
+}
+
+// The adaptive and global pools on sizes that do not divide: compiled steps as eager ones.
+TEST(AdaptivePool, CompiledStepsMatchEagerSteps) {
+    fx::seed(28);
+    auto model = fx::Chain(fx::Conv({3, 3}, 2, 4, fx::relu), fx::AdaptiveMaxPool({3, 4}), fx::AdaptiveMeanPool({2, 3}),
+                           fx::GlobalMaxPool(), fx::Flatten());
+    auto eager = fx::fmap([](const Tensor& t) { return t.clone(); }, model);
+    auto lossfn = [](const auto& m, const Tensor& x, const Tensor& y) { return fx::mean(fx::square(m(x) - y)); };
+    auto opt = fx::setup(fx::Adam{.eta = 1e-2}, model);
+    auto eager_opt = fx::setup(fx::Adam{.eta = 1e-2}, eager);
+    auto step = fx::compile(lossfn, model, opt);  // no fall_back: must replay
+    Tensor x = fx::randn({2, 2, 9, 7}), y = fx::randn({2, 4});
+    for (int i = 0; i < 3; ++i) {
+        const float loss = step(x, y);
+        auto [l, grads] = fx::withgradient([&](const decltype(eager)& m) { return lossfn(m, x, y); }, eager);
+        fx::update(eager_opt, eager, grads);
+        EXPECT_NEAR(loss, l.item(), 1e-5) << "step " << i;
+    }
+    auto a = fx::state(model), b = fx::state(eager);
+    ASSERT_EQ(a.size(), b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) expect_close(a[i].second, b[i].second, 1e-5, a[i].first);
+}
+
+// The 3-d layers, trilinear Upsample and the 1-d transpose: fx::compile replays them as eager steps.
+TEST(VolumeLayers, CompiledStepsMatchEagerSteps) {
+    fx::seed(27);
+    auto model = fx::Chain(
+        fx::Conv(std::array{3, 3, 3}, 2, 4, fx::relu, {.pad = 1, .groups = 2}), fx::MaxPool(std::array{2, 2, 2}),
+        fx::ConvTranspose(std::array{3, 2, 2}, 4, 2, {.stride = 2, .pad = fx::SamePad()}),
+        fx::MeanPool(std::array{2, 2, 2}), fx::Upsample(UpsampleMode::trilinear, {.scale = {2}}),
+        [](const Tensor& v) {
+            return v.reshape({2, 8, 24});
+        },
+        fx::ConvTranspose(std::array{3}, 8, 2, {.stride = 2, .pad = 1, .output_pad = 1}));
+    auto eager = fx::fmap([](const Tensor& t) { return t.clone(); }, model);
+    auto lossfn = [](const auto& m, const Tensor& x, const Tensor& y) { return fx::mean(fx::square(m(x) - y)); };
+    auto opt = fx::setup(fx::Adam{.eta = 1e-2}, model);
+    auto eager_opt = fx::setup(fx::Adam{.eta = 1e-2}, eager);
+    auto step = fx::compile(lossfn, model, opt);  // no fall_back: must replay
+    Tensor x = fx::randn({2, 2, 4, 4, 6}), y = fx::randn({2, 2, 48});
     for (int i = 0; i < 3; ++i) {
         const float loss = step(x, y);
         auto [l, grads] = fx::withgradient([&](const decltype(eager)& m) { return lossfn(m, x, y); }, eager);

@@ -18,6 +18,7 @@
 #include "fluxion/ops.hpp"
 #include "fluxion/models.hpp"
 #include "fluxion/optimisers.hpp"
+#include "fluxion/outputsize.hpp"
 #include "fluxion/schedules.hpp"
 #include "fluxion/progress.hpp"
 #include "fluxion/state.hpp"

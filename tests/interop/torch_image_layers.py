@@ -1,6 +1,7 @@
 """Writes PyTorch state_dicts of the layers test_layers_image.cpp loads with fx::load, as safetensors
 files in the folder given: nn.GroupNorm(3, 6), nn.InstanceNorm2d(6, affine, running statistics)
-after one training step, and nn.Conv1d(4, 6, 3, groups=2), with the weights (and the input of the
+after one training step, nn.Conv1d(4, 6, 3, groups=2), nn.Conv3d(4, 6, (3, 2, 3), groups=2) and
+nn.ConvTranspose3d(4, 6, (3, 2, 3), groups=2), with the weights (and the input of the
 training step) of tests/reference/torch_layers_image.py's cases."""
 import os
 import sys
@@ -38,6 +39,15 @@ def main(folder):
     with torch.no_grad():
         conv.weight.copy_(wave([6, 2, 3], 0.23, 0.5))
         conv.bias.copy_(wave([6], 1.1, 0.2))
+    conv3 = nn.Conv3d(4, 6, (3, 2, 3), stride=2, padding=1, groups=2)
+    up3 = nn.ConvTranspose3d(4, 6, (3, 2, 3), stride=2, padding=1, output_padding=1, dilation=2, groups=2)
+    with torch.no_grad():
+        conv3.weight.copy_(wave([6, 2, 3, 2, 3], 0.23, 0.5))
+        conv3.bias.copy_(wave([6], 1.1, 0.2))
+        up3.weight.copy_(wave([4, 3, 3, 2, 3], 0.23, 0.5))
+        up3.bias.copy_(wave([6], 1.1, 0.2))
+    save(conv3, os.path.join(folder, "conv3d.safetensors"))
+    save(up3, os.path.join(folder, "convtranspose3d.safetensors"))
     save(gn, os.path.join(folder, "groupnorm.safetensors"))
     save(inorm, os.path.join(folder, "instancenorm.safetensors"))
     save(conv, os.path.join(folder, "conv1d.safetensors"))

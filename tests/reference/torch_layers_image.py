@@ -74,6 +74,20 @@ def main(dst):
     report("bilinear_one_row_aligned",
            lambda v: F.interpolate(v, size=(1, 8), mode="bilinear", align_corners=True), u)
 
+    v3 = wave([2, 3, 3, 4, 5], 0.41, 0.3)
+    report("trilinear_scale", lambda v: F.interpolate(v, scale_factor=2, mode="trilinear"), v3)
+    report("trilinear_scale_fraction", lambda v: F.interpolate(v, scale_factor=(1.5, 2.0, 1.3), mode="trilinear"), v3)
+    report("trilinear_size_aligned",
+           lambda v: F.interpolate(v, size=(5, 7, 3), mode="trilinear", align_corners=True), v3)
+    report("nearest_volume", lambda v: F.interpolate(v, size=(5, 6, 7), mode="nearest"), v3)
+
+    # Adaptive pools: PyTorch's windows where the sizes do not divide, and larger outputs.
+    report("adaptivemeanpool_uneven", lambda v: F.adaptive_avg_pool2d(v, (3, 2)), u)
+    report("adaptivemaxpool_uneven", lambda v: F.adaptive_max_pool2d(v, (3, 2)), u)
+    report("adaptivemaxpool_divides", lambda v: F.adaptive_max_pool2d(v, (2, 5)), u)
+    report("adaptivemeanpool_larger", lambda v: F.adaptive_avg_pool2d(v, (6, 7)), u)
+    report("globalmaxpool", lambda v: F.adaptive_max_pool2d(v, 1), u)
+
     # 1-d layers on sequences {N, C, L}.
     seq = wave([2, 4, 9], 0.37, 0.1)
     conv = nn.Conv1d(4, 6, 3, stride=2, padding=1, dilation=2, groups=2)
@@ -89,6 +103,33 @@ def main(dst):
     report("conv1d_same", lambda v: same(F.pad(v, (1, 2))), seq, [("weight", same.weight), ("bias", same.bias)])
     report("maxpool1d", lambda v: F.max_pool1d(v, 3, stride=2, padding=1), seq)
     report("meanpool1d", lambda v: F.avg_pool1d(v, 3, stride=2, padding=1), seq)
+
+    # 1-d transpose, and 3-d layers on volumes {N, C, D, H, W}.
+    up1 = nn.ConvTranspose1d(4, 6, 3, stride=2, padding=1, output_padding=1, dilation=2, groups=2)
+    with torch.no_grad():
+        up1.weight.copy_(wave([4, 3, 3], 0.23, 0.5))
+        up1.bias.copy_(wave([6], 1.1, 0.2))
+    report("convtranspose1d", up1, seq, [("weight", up1.weight), ("bias", up1.bias)])
+    vol = wave([2, 4, 4, 5, 6], 0.37, 0.1)
+    conv3 = nn.Conv3d(4, 6, (3, 2, 3), stride=2, padding=1, groups=2)
+    with torch.no_grad():
+        conv3.weight.copy_(wave([6, 2, 3, 2, 3], 0.23, 0.5))
+        conv3.bias.copy_(wave([6], 1.1, 0.2))
+    report("conv3d", conv3, vol, [("weight", conv3.weight), ("bias", conv3.bias)])
+    # SamePad with even kernels: the extra zero at the end of the depth and the height.
+    same3 = nn.Conv3d(4, 3, (2, 2, 3))
+    with torch.no_grad():
+        same3.weight.copy_(wave([3, 4, 2, 2, 3], 0.23, 0.5))
+        same3.bias.copy_(wave([3], 1.1, 0.2))
+    report("conv3d_same", lambda v: same3(F.pad(v, (1, 1, 0, 1, 0, 1))), vol,
+           [("weight", same3.weight), ("bias", same3.bias)])
+    up3 = nn.ConvTranspose3d(4, 6, (3, 2, 3), stride=2, padding=1, output_padding=1, dilation=2, groups=2)
+    with torch.no_grad():
+        up3.weight.copy_(wave([4, 3, 3, 2, 3], 0.23, 0.5))
+        up3.bias.copy_(wave([6], 1.1, 0.2))
+    report("convtranspose3d", up3, wave([1, 4, 3, 3, 4], 0.37, 0.1), [("weight", up3.weight), ("bias", up3.bias)])
+    report("maxpool3d", lambda v: F.max_pool3d(v, (3, 2, 3), stride=2, padding=1), vol)
+    report("meanpool3d", lambda v: F.avg_pool3d(v, (3, 2, 3), stride=2, padding=1), vol)
 
     with open(dst, "w") as f:
         json.dump(results, f)

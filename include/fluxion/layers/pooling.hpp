@@ -1,11 +1,13 @@
 // fluxion/layers/pooling.hpp — pooling over the spatial axes of images {C, H, W} or {N, C, H, W},
-// and MaxPool / MeanPool over sequences {C, L} or {N, C, L} (viewed as images of height 1).
+// and MaxPool / MeanPool over sequences {C, L} or {N, C, L} (viewed as images of height 1) and
+// volumes {C, D, H, W} or {N, C, D, H, W}.
 //
 //   fx::MaxPool({2, 2})                         // window 2×2, stride = window
 //   fx::MaxPool(std::array{2})                  // 1-d, Flux's MaxPool((2,)); options take one stride and pad
+//   fx::MeanPool(std::array{2, 2, 2})           // 3-d, Flux's MeanPool((2, 2, 2)); one stride and pad
 //   fx::MeanPool({3, 3}, {.stride = 1, .pad = 1})
-//   fx::GlobalMeanPool()                        // {N, C, H, W} -> {N, C, 1, 1}
-//   fx::AdaptiveMeanPool({7, 7})                // {N, C, H, W} -> {N, C, 7, 7}
+//   fx::GlobalMeanPool()                        // {N, C, H, W} -> {N, C, 1, 1}; GlobalMaxPool likewise
+//   fx::AdaptiveMeanPool({7, 7})                // {N, C, H, W} -> {N, C, 7, 7}; AdaptiveMaxPool likewise
 #pragma once
 #include <array>
 #include <concepts>
@@ -26,38 +28,59 @@ namespace detail {
 // A 1-d window k and its options as those of a 2-d pooling {1, k}.
 Size2 one_d_window(std::int64_t k, const PoolOptions& options);
 PoolOptions one_d_pool(std::int64_t k, const PoolOptions& options);
+// The options of a 3-d pooling, checked to hold one stride and one pad.
+const PoolOptions& three_d_pool(const PoolOptions& options);
 }  // namespace detail
+
+// A 3-d pooling is the 2-d one over (H, W) of every depth slice, then along the depth: both max and
+// mean (its padding counted as zeros) are separable, so no kernel of its own is needed.
 
 class MaxPool {
 public:
-    Size2 window, stride, pad;  // 1-d: a height of 1 and no padding of it
+    Size2 window, stride, pad;                                       // 1-d: a height of 1 and no padding of it
+    std::int64_t depth_window = 1, depth_stride = 1, depth_pad = 0;  // 3-d
     explicit MaxPool(Size2 window, const PoolOptions& options = {});
-    template <std::integral I>
-    explicit MaxPool(std::array<I, 1> window, const PoolOptions& options = {})
-        : MaxPool(detail::one_d_window(std::int64_t(window[0]), options), detail::one_d_pool(std::int64_t(window[0]), options)) {
-        one_d_ = true;
+    template <std::integral I> explicit MaxPool(std::array<I, 1> window, const PoolOptions& options = {})
+        : MaxPool(detail::one_d_window(std::int64_t(window[0]), options),
+                  detail::one_d_pool(std::int64_t(window[0]), options)) {
+        dims_ = 1;
+    }
+    template <std::integral I> explicit MaxPool(std::array<I, 3> window, const PoolOptions& options = {})
+        : MaxPool(Size2(std::int64_t(window[1]), std::int64_t(window[2])), detail::three_d_pool(options)) {
+        depth_window = std::int64_t(window[0]), depth_stride = options.stride ? options.stride->h : depth_window;
+        depth_pad = options.pad.h, dims_ = 3;
+        check_depth();
     }
     Tensor operator()(const Tensor& x) const;
     std::string describe() const;  // "MaxPool((2, 2))", "MaxPool((3, 3), pad=1, stride=2)", "MaxPool((2,))"
 
 private:
-    bool one_d_ = false;
+    int dims_ = 2;
+    void check_depth() const;
 };
 
 class MeanPool {
 public:
-    Size2 window, stride, pad;  // 1-d: a height of 1 and no padding of it
+    Size2 window, stride, pad;                                       // 1-d: a height of 1 and no padding of it
+    std::int64_t depth_window = 1, depth_stride = 1, depth_pad = 0;  // 3-d
     explicit MeanPool(Size2 window, const PoolOptions& options = {});
-    template <std::integral I>
-    explicit MeanPool(std::array<I, 1> window, const PoolOptions& options = {})
-        : MeanPool(detail::one_d_window(std::int64_t(window[0]), options), detail::one_d_pool(std::int64_t(window[0]), options)) {
-        one_d_ = true;
+    template <std::integral I> explicit MeanPool(std::array<I, 1> window, const PoolOptions& options = {})
+        : MeanPool(detail::one_d_window(std::int64_t(window[0]), options),
+                   detail::one_d_pool(std::int64_t(window[0]), options)) {
+        dims_ = 1;
+    }
+    template <std::integral I> explicit MeanPool(std::array<I, 3> window, const PoolOptions& options = {})
+        : MeanPool(Size2(std::int64_t(window[1]), std::int64_t(window[2])), detail::three_d_pool(options)) {
+        depth_window = std::int64_t(window[0]), depth_stride = options.stride ? options.stride->h : depth_window;
+        depth_pad = options.pad.h, dims_ = 3;
+        check_depth();
     }
     Tensor operator()(const Tensor& x) const;  // padded cells count as zeros in the mean
     std::string describe() const;
 
 private:
-    bool one_d_ = false;
+    int dims_ = 2;
+    void check_depth() const;
 };
 
 class GlobalMeanPool {
@@ -66,8 +89,17 @@ public:
     std::string describe() const { return "GlobalMeanPool()"; }
 };
 
-// Flux's adaptive pooling: window in / out (integer division) with that stride, no padding; the
-// windows match PyTorch's AdaptiveAvgPool2d where out divides the input size.
+class GlobalMaxPool {
+public:
+    Tensor operator()(const Tensor& x) const;  // {C, H, W} -> {C, 1, 1}, {N, C, H, W} -> {N, C, 1, 1}
+    std::string describe() const { return "GlobalMaxPool()"; }
+};
+
+// Adaptive pooling to a fixed output size. Output cell i along an axis of n inputs and m outputs
+// pools inputs floor(i·n/m) to ceil((i+1)·n/m) - 1, as PyTorch's AdaptiveAvgPool2d/AdaptiveMaxPool2d;
+// where m divides n these are Flux's windows (n/m wide, stride n/m), where it does not, Flux's
+// stride rule would give other windows and fluxion keeps PyTorch's. An output larger than the
+// input repeats cells.
 class AdaptiveMeanPool {
 public:
     Size2 out;
@@ -76,9 +108,19 @@ public:
     std::string describe() const;  // "AdaptiveMeanPool((7, 7))"
 };
 
+class AdaptiveMaxPool {
+public:
+    Size2 out;
+    explicit AdaptiveMaxPool(Size2 out_size);
+    Tensor operator()(const Tensor& x) const;
+    std::string describe() const;  // "AdaptiveMaxPool((7, 7))"
+};
+
 }  // namespace fluxion
 
 FLUXION_FUNCTOR_NO_FIELDS(fluxion::MaxPool);
 FLUXION_FUNCTOR_NO_FIELDS(fluxion::MeanPool);
 FLUXION_FUNCTOR_NO_FIELDS(fluxion::GlobalMeanPool);
+FLUXION_FUNCTOR_NO_FIELDS(fluxion::GlobalMaxPool);
 FLUXION_FUNCTOR_NO_FIELDS(fluxion::AdaptiveMeanPool);
+FLUXION_FUNCTOR_NO_FIELDS(fluxion::AdaptiveMaxPool);

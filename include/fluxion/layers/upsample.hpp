@@ -1,16 +1,19 @@
-// fluxion/layers/upsample.hpp — growing images {N, C, H, W} (or one image {C, H, W}), as PyTorch.
+// fluxion/layers/upsample.hpp — growing images {N, C, H, W} (or one image {C, H, W}) and volumes
+// {N, C, D, H, W} (or one volume {C, D, H, W}), as PyTorch.
 //
 //   fx::PixelShuffle(2)                                                  // {N, 4C, H, W} -> {N, C, 2H, 2W}
 //   fx::Upsample(fx::UpsampleMode::nearest, {.scale = {2}})              // {N, C, 2H, 2W}
 //   fx::Upsample(fx::UpsampleMode::bilinear, {.size = {32, 48}, .align_corners = true})
+//   fx::Upsample(fx::UpsampleMode::trilinear, {.scale = {2}})            // {N, C, 2D, 2H, 2W}
 //
 // PixelShuffle(r) moves each run of r² channels into an r×r block of pixels in PyTorch's order:
 // out[n, c, h·r + i, w·r + j] = x[n, c·r² + i·r + j, h, w]. Upsample resizes the last two axes exactly as
 // PyTorch's F.interpolate: `scale` (one for both axes, or {height, width}) makes floor(size·scale)
 // and, as PyTorch, places samples by 1/scale; `size` sets the output's {height, width}. Nearest takes
 // input index floor(out_index · in/out); bilinear weighs the two nearest inputs of each output
-// (align_corners: the corners of input and output coincide, else their pixels' centres scale).
-// Both are differentiable in x.
+// (align_corners: the corners of input and output coincide, else their pixels' centres scale);
+// trilinear does the same along depth, height and width of volumes, and nearest resizes volumes
+// where its scale or size has three values. All are differentiable in x.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -32,12 +35,13 @@ private:
     std::int64_t factor_;
 };
 
-enum class UpsampleMode { nearest, bilinear };
+enum class UpsampleMode { nearest, bilinear, trilinear };
 
 struct UpsampleOptions {
-    std::vector<double> scale = {};  // {s} for both axes or {s_height, s_width}; or else
-    Shape size = {};                 // the output's {height, width}
-    bool align_corners = false;      // bilinear only
+    std::vector<double> scale =
+        {};                      // {s} for every axis or {s_height, s_width} ({s_depth, s_height, s_width}); or else
+    Shape size = {};             // the output's {height, width} ({depth, height, width})
+    bool align_corners = false;  // bilinear and trilinear only
 };
 
 class Upsample {
@@ -50,7 +54,8 @@ public:
 
 private:
     UpsampleMode mode_;
-    std::vector<double> scale_;  // {height, width}, or empty where size_ is set
+    int axes_;                   // 2 (images) or 3 (volumes)
+    std::vector<double> scale_;  // one per axis, or empty where size_ is set
     Shape size_;
     bool align_corners_;
 };

@@ -11,7 +11,8 @@ Tensor as_image_batch(const std::string& layer, const Tensor& x, std::int64_t ch
         throw ShapeError(layer + ": input has shape " + to_string(x.shape()) + "; expected " + expected);
     if (channels >= 0 && x.shape(-3) != channels)
         throw ShapeError(layer + ": input has " + std::to_string(x.shape(-3)) + " channels, expected " +
-                         std::to_string(channels) + " (input shape " + to_string(x.shape()) + "; expected " + expected + ")");
+                         std::to_string(channels) + " (input shape " + to_string(x.shape()) + "; expected " + expected +
+                         ")");
     return x.ndim() == 3 ? x.unsqueeze(0) : x;
 }
 
@@ -23,8 +24,22 @@ Tensor as_sequence_batch(const std::string& layer, const Tensor& x, std::int64_t
         throw ShapeError(layer + ": input has shape " + to_string(x.shape()) + "; expected " + expected);
     if (channels >= 0 && x.shape(-2) != channels)
         throw ShapeError(layer + ": input has " + std::to_string(x.shape(-2)) + " channels, expected " +
-                         std::to_string(channels) + " (input shape " + to_string(x.shape()) + "; expected " + expected + ")");
+                         std::to_string(channels) + " (input shape " + to_string(x.shape()) + "; expected " + expected +
+                         ")");
     return (x.ndim() == 2 ? x.unsqueeze(0) : x).unsqueeze(2);
+}
+
+Tensor as_volume_batch(const std::string& layer, const Tensor& x, std::int64_t channels) {
+    if (!x.defined()) throw ValueError(layer + ": the input is an empty tensor");
+    std::string c = channels < 0 ? "C" : std::to_string(channels);
+    std::string expected = "{" + c + ", D, H, W} (one volume) or {N, " + c + ", D, H, W} (a batch)";
+    if (x.ndim() != 4 && x.ndim() != 5)
+        throw ShapeError(layer + ": input has shape " + to_string(x.shape()) + "; expected " + expected);
+    if (channels >= 0 && x.shape(-4) != channels)
+        throw ShapeError(layer + ": input has " + std::to_string(x.shape(-4)) + " channels, expected " +
+                         std::to_string(channels) + " (input shape " + to_string(x.shape()) + "; expected " + expected +
+                         ")");
+    return x.ndim() == 4 ? x.unsqueeze(0) : x;
 }
 
 std::string tuple_text(const Size2& s) {

@@ -1,6 +1,7 @@
 // image.hpp — what the image layers share: one image {C, H, W} or a batch {N, C, H, W}, checked
 // with messages that name the layer, and tuple-style text for sizes ("(3, 3)"); the 1-d layers view
-// one sequence {C, L} or a batch {N, C, L} as images of height 1.
+// one sequence {C, L} or a batch {N, C, L} as images of height 1; the 3-d layers take one volume
+// {C, D, H, W} or a batch {N, C, D, H, W}.
 #pragma once
 #include <string>
 
@@ -23,6 +24,12 @@ inline Tensor like_sequence(const Tensor& x, const Tensor& y) {
     Tensor s = y.squeeze(2);
     return x.ndim() == 2 ? s.squeeze(0) : s;
 }
+
+// x as a batch of volumes {N, C, D, H, W}; ShapeError naming `layer` unless x is {C, D, H, W} or
+// {N, C, D, H, W} with `channels` channels (any number when channels < 0).
+Tensor as_volume_batch(const std::string& layer, const Tensor& x, std::int64_t channels);
+// y back to one volume when x was one.
+inline Tensor like_volume(const Tensor& x, const Tensor& y) { return x.ndim() == 4 ? y.squeeze(0) : y; }
 
 std::string tuple_text(const Size2& s);  // "(3, 3)"
 // ", name=v" when v differs from `unless`: "stride=2", "stride=(2, 1)"

@@ -1,5 +1,8 @@
-// pooling.cpp — the pooling layers on top of maxpool2d / meanpool2d and mean.
+// pooling.cpp — the pooling layers on top of maxpool2d / meanpool2d and mean; 1-d as images of
+// height 1, 3-d as (H, W) then depth.
 #include "fluxion/layers/pooling.hpp"
+
+#include <vector>
 
 #include "core/layers/context.hpp"
 #include "core/layers/image.hpp"
@@ -13,22 +16,41 @@ void check_window(const std::string& layer, Size2 window, Size2 stride, Size2 pa
         throw ValueError(layer + ": window and stride must be >= 1 and padding >= 0");
 }
 
-std::string pool_text(const char* name, Size2 window, Size2 stride, Size2 pad, bool one_d) {
-    if (one_d)
+template <class L> std::string pool_text(const char* name, const L& l, int dims) {
+    const Size2 window = l.window, stride = l.stride, pad = l.pad;
+    if (dims == 3)
+        return std::string(name) + "((" + std::to_string(l.depth_window) + ", " + std::to_string(window.h) + ", " +
+               std::to_string(window.w) + ")" + detail::option_text("pad", pad.w, 0) +
+               (stride.w == window.w && stride.h == window.h && l.depth_stride == l.depth_window
+                    ? ""
+                    : ", stride=" + std::to_string(stride.w)) +
+               ")";
+    if (dims == 1)
         return std::string(name) + "((" + std::to_string(window.w) + ",)" + detail::option_text("pad", pad.w, 0) +
                detail::option_text("stride", stride.w, window.w) + ")";
     return std::string(name) + "(" + detail::tuple_text(window) + detail::option_text("pad", pad, 0) +
            detail::option_text("stride", stride, window) + ")";
 }
 
-template <class L, class Op> Tensor pool(const L& layer, const Tensor& x, bool one_d, Op op) {
-    Tensor xb = one_d ? detail::as_sequence_batch(layer.describe(), x, -1) : detail::as_image_batch(layer.describe(), x, -1);
+template <class L, class Op> Tensor pool(const L& layer, const Tensor& x, int dims, Op op) {
+    Tensor xb = dims == 1   ? detail::as_sequence_batch(layer.describe(), x, -1)
+                : dims == 3 ? detail::as_volume_batch(layer.describe(), x, -1)
+                            : detail::as_image_batch(layer.describe(), x, -1);
     return detail::in_context(layer, [&] {
         Pool2dOptions o{.window = {layer.window.h, layer.window.w},
                         .stride = {layer.stride.h, layer.stride.w},
                         .padding = {layer.pad.h, layer.pad.w}};
+        if (dims == 3) {  // (H, W) of every depth slice, then the depth
+            auto n = xb.shape(0), c = xb.shape(1), d = xb.shape(2);
+            Tensor y = op(xb.reshape({n, c * d, xb.shape(3), xb.shape(4)}), o);
+            auto h = y.shape(2), w = y.shape(3);
+            y = op(y.reshape({n, c, d, h * w}), Pool2dOptions{.window = {layer.depth_window, 1},
+                                                              .stride = {layer.depth_stride, 1},
+                                                              .padding = {layer.depth_pad, 0}});
+            return detail::like_volume(x, y.reshape({n, c, y.shape(2), h, w}));
+        }
         Tensor y = op(xb, o);
-        return one_d ? detail::like_sequence(x, y) : detail::like_input(x, y);
+        return dims == 1 ? detail::like_sequence(x, y) : detail::like_input(x, y);
     });
 }
 
@@ -39,7 +61,8 @@ namespace detail {
 Size2 one_d_window(std::int64_t k, const PoolOptions& o) {
     const Size2 stride = o.stride.value_or(k);
     if (stride.h != stride.w || o.pad.h != o.pad.w)
-        throw ValueError("pooling with window (" + std::to_string(k) + ",): a 1-d pooling takes one stride and one pad");
+        throw ValueError("pooling with window (" + std::to_string(k) +
+                         ",): a 1-d pooling takes one stride and one pad");
     return {1, k};
 }
 
@@ -47,39 +70,79 @@ PoolOptions one_d_pool(std::int64_t k, const PoolOptions& o) {
     return {.stride = Size2(1, o.stride.value_or(k).w), .pad = Size2(0, o.pad.w)};
 }
 
+const PoolOptions& three_d_pool(const PoolOptions& o) {
+    if ((o.stride && o.stride->h != o.stride->w) || o.pad.h != o.pad.w)
+        throw ValueError("pooling with a 3-d window: a 3-d pooling takes one stride and one pad");
+    return o;
+}
+
 }  // namespace detail
 
 MaxPool::MaxPool(Size2 w, const PoolOptions& o) : window(w), stride(o.stride.value_or(w)), pad(o.pad) {
     check_window(describe(), window, stride, pad);
 }
-std::string MaxPool::describe() const { return pool_text("MaxPool", window, stride, pad, one_d_); }
-Tensor MaxPool::operator()(const Tensor& x) const { return pool(*this, x, one_d_, maxpool2d); }
+void MaxPool::check_depth() const { check_window(describe(), depth_window, depth_stride, depth_pad); }
+std::string MaxPool::describe() const { return pool_text("MaxPool", *this, dims_); }
+Tensor MaxPool::operator()(const Tensor& x) const { return pool(*this, x, dims_, maxpool2d); }
 
 MeanPool::MeanPool(Size2 w, const PoolOptions& o) : window(w), stride(o.stride.value_or(w)), pad(o.pad) {
     check_window(describe(), window, stride, pad);
 }
-std::string MeanPool::describe() const { return pool_text("MeanPool", window, stride, pad, one_d_); }
-Tensor MeanPool::operator()(const Tensor& x) const { return pool(*this, x, one_d_, meanpool2d); }
+void MeanPool::check_depth() const { check_window(describe(), depth_window, depth_stride, depth_pad); }
+std::string MeanPool::describe() const { return pool_text("MeanPool", *this, dims_); }
+Tensor MeanPool::operator()(const Tensor& x) const { return pool(*this, x, dims_, meanpool2d); }
 
 Tensor GlobalMeanPool::operator()(const Tensor& x) const {
     detail::as_image_batch(describe(), x, -1);
     return mean(mean(x, -1, true), -2, true);
 }
 
+Tensor GlobalMaxPool::operator()(const Tensor& x) const {
+    detail::as_image_batch(describe(), x, -1);
+    return max(max(x, -1, true), -2, true);
+}
+
+namespace {
+
+// PyTorch's adaptive windows along `axis` of x: cell i reduces inputs floor(i·n/m) to
+// ceil((i+1)·n/m) - 1. Max and mean are separable, so one axis at a time.
+Tensor adaptive_axis(const Tensor& x, int axis, std::int64_t m, bool take_max) {
+    const std::int64_t n = x.shape(axis);
+    std::vector<Tensor> cells;
+    for (std::int64_t i = 0; i < m; ++i) {
+        Tensor window = x.slice(axis, i * n / m, ((i + 1) * n + m - 1) / m);
+        cells.push_back(take_max ? max(window, axis, true) : mean(window, axis, true));
+    }
+    return concat(cells, axis);
+}
+
+template <class L> Tensor adaptive(const L& layer, const Tensor& x, bool take_max) {
+    Tensor xb = detail::as_image_batch(layer.describe(), x, -1);
+    return detail::in_context(layer, [&] {
+        const std::int64_t h = xb.shape(2), w = xb.shape(3);
+        if (h == 0 || w == 0)
+            throw ShapeError("input " + to_string(x.shape()) + " has no elements to pool along H or W");
+        if (h % layer.out.h == 0 && w % layer.out.w == 0) {  // equal windows: one pooling op
+            Pool2dOptions o{.window = {h / layer.out.h, w / layer.out.w}, .padding = {0, 0}};
+            return detail::like_input(x, take_max ? maxpool2d(xb, o) : meanpool2d(xb, o));
+        }
+        return detail::like_input(x,
+                                  adaptive_axis(adaptive_axis(xb, 2, layer.out.h, take_max), 3, layer.out.w, take_max));
+    });
+}
+
+}  // namespace
+
 AdaptiveMeanPool::AdaptiveMeanPool(Size2 out_size) : out(out_size) {
     if (out.h < 1 || out.w < 1) throw ValueError(describe() + ": the output size must be positive");
 }
-
 std::string AdaptiveMeanPool::describe() const { return "AdaptiveMeanPool(" + detail::tuple_text(out) + ")"; }
+Tensor AdaptiveMeanPool::operator()(const Tensor& x) const { return adaptive(*this, x, false); }
 
-Tensor AdaptiveMeanPool::operator()(const Tensor& x) const {
-    Tensor xb = detail::as_image_batch(describe(), x, -1);
-    std::int64_t h = xb.shape(2), w = xb.shape(3);
-    if (h < out.h || w < out.w)
-        throw ShapeError(describe() + ": input " + to_string(x.shape()) + " is smaller than the output size");
-    std::int64_t sh = h / out.h, sw = w / out.w;
-    Pool2dOptions o{.window = {h - (out.h - 1) * sh, w - (out.w - 1) * sw}, .stride = {sh, sw}, .padding = {0, 0}};
-    return detail::like_input(x, meanpool2d(xb, o));
+AdaptiveMaxPool::AdaptiveMaxPool(Size2 out_size) : out(out_size) {
+    if (out.h < 1 || out.w < 1) throw ValueError(describe() + ": the output size must be positive");
 }
+std::string AdaptiveMaxPool::describe() const { return "AdaptiveMaxPool(" + detail::tuple_text(out) + ")"; }
+Tensor AdaptiveMaxPool::operator()(const Tensor& x) const { return adaptive(*this, x, true); }
 
 }  // namespace fluxion

@@ -1,8 +1,10 @@
 // upsample.cpp — PixelShuffle as a reshape and a permutation; Upsample one axis at a time: nearest
-// as index_select, bilinear as a product with a small interpolation matrix {out, in} built on the host
-// (out = A_h · x · A_wᵀ), so that both are differentiable, run on every device and compile.
+// as index_select, (bi/tri)linear as a product with a small interpolation matrix {out, in} built on
+// the host (out = A_h · x · A_wᵀ, then A_d along the depth), so that all are differentiable, run on
+// every device and compile.
 #include "fluxion/layers/upsample.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -18,10 +20,17 @@ std::string number(double v) {
     return s.str();
 }
 
-void check_image(const std::string& layer, const Tensor& x) {
+void check_image(const std::string& layer, const Tensor& x, int axes = 2) {
     if (!x.defined()) throw ValueError(layer + ": the input is an empty tensor");
-    if (x.ndim() != 3 && x.ndim() != 4)
+    if (axes == 3 && x.ndim() != 4 && x.ndim() != 5)
+        throw ShapeError(layer + ": input has shape " + to_string(x.shape()) +
+                         "; expected {C, D, H, W} or {N, C, D, H, W}");
+    if (axes == 2 && x.ndim() != 3 && x.ndim() != 4)
         throw ShapeError(layer + ": input has shape " + to_string(x.shape()) + "; expected {C, H, W} or {N, C, H, W}");
+}
+
+const char* mode_name(UpsampleMode m) {
+    return m == UpsampleMode::nearest ? ":nearest" : m == UpsampleMode::bilinear ? ":bilinear" : ":trilinear";
 }
 
 // PyTorch's input index of each output index along an axis of `in` values resized to `out`:
@@ -78,44 +87,70 @@ Tensor PixelShuffle::operator()(const Tensor& x) const {
 
 Upsample::Upsample(UpsampleMode mode, const UpsampleOptions& o)
     : mode_(mode), scale_(o.scale), size_(o.size), align_corners_(o.align_corners) {
-    if (scale_.size() == 1) scale_.push_back(scale_[0]);
-    const std::string layer = mode == UpsampleMode::nearest ? "Upsample(:nearest)" : "Upsample(:bilinear)";
+    const std::string layer = std::string("Upsample(") + mode_name(mode) + ")";
+    axes_ = mode == UpsampleMode::trilinear || o.scale.size() == 3 || o.size.size() == 3 ? 3 : 2;
+    if (scale_.size() == 1) scale_.assign(std::size_t(axes_), scale_[0]);
     if (scale_.empty() == size_.empty()) throw ValueError(layer + ": give either scale or size, not both or neither");
-    if (!o.scale.empty() && (scale_.size() != 2 || scale_[0] <= 0 || scale_[1] <= 0))
-        throw ValueError(layer + ": scale must be one or two positive numbers");
-    if (!size_.empty() && (size_.size() != 2 || size_[0] < 1 || size_[1] < 1))
-        throw ValueError(layer + ": size must be two positive lengths {height, width}, got " + to_string(size_));
+    const std::string axes = axes_ == 3 ? "three" : "two";
+    if (!o.scale.empty() && (scale_.size() != std::size_t(axes_) ||
+                             std::any_of(scale_.begin(), scale_.end(), [](double v) { return v <= 0; })))
+        throw ValueError(layer + ": scale must be one or " + axes + " positive numbers");
+    if (!size_.empty() && (size_.size() != std::size_t(axes_) ||
+                           std::any_of(size_.begin(), size_.end(), [](std::int64_t v) { return v < 1; })))
+        throw ValueError(layer + ": size must be " + axes + " positive lengths " +
+                         (axes_ == 3 ? "{depth, height, width}" : "{height, width}") + ", got " + to_string(size_));
+    if (mode == UpsampleMode::bilinear && axes_ == 3)
+        throw ValueError(layer + ": bilinear resizes images; use trilinear for volumes");
     if (align_corners_ && mode == UpsampleMode::nearest)
-        throw ValueError(layer + ": align_corners applies to bilinear interpolation only");
+        throw ValueError(layer + ": align_corners applies to bilinear and trilinear interpolation only");
 }
 
 std::string Upsample::describe() const {
-    std::string s = mode_ == UpsampleMode::nearest ? "Upsample(:nearest, " : "Upsample(:bilinear, ";
+    std::string s = std::string("Upsample(") + mode_name(mode_) + ", ";
+    auto tuple = [](const auto& v, auto text) {
+        std::string t = "(";
+        for (std::size_t i = 0; i < v.size(); ++i) t += (i ? ", " : "") + text(v[i]);
+        return t + ")";
+    };
     if (!scale_.empty())
-        s += scale_[0] == scale_[1] ? "scale = " + number(scale_[0])
-                                    : "scale = (" + number(scale_[0]) + ", " + number(scale_[1]) + ")";
-    else s += "size = (" + std::to_string(size_[0]) + ", " + std::to_string(size_[1]) + ")";
+        s += std::all_of(scale_.begin(), scale_.end(), [&](double v) { return v == scale_[0]; })
+                 ? "scale = " + number(scale_[0])
+                 : "scale = " + tuple(scale_, number);
+    else s += "size = " + tuple(size_, [](std::int64_t v) { return std::to_string(v); });
     if (align_corners_) s += ", align_corners=true";
     return s + ")";
 }
 
 Tensor Upsample::operator()(const Tensor& x) const {
-    check_image(describe(), x);
-    std::int64_t out[2];
-    for (int a = 0; a < 2; ++a) {
-        out[a] = size_.empty() ? static_cast<std::int64_t>(std::floor(double(x.shape(a - 2)) * scale_[a])) : size_[a];
+    check_image(describe(), x, axes_);
+    std::vector<std::int64_t> out(std::size_t(axes_), 0);
+    for (int a = 0; a < axes_; ++a) {
+        out[a] =
+            size_.empty() ? static_cast<std::int64_t>(std::floor(double(x.shape(a - axes_)) * scale_[a])) : size_[a];
         if (out[a] < 1) throw ShapeError(describe() + ": input " + to_string(x.shape()) + " would become empty");
     }
     auto scale = [&](int a) { return scale_.empty() ? 0.0 : scale_[a]; };
     return detail::in_context(*this, [&] {
-        const std::int64_t h = x.shape(-2), w = x.shape(-1);
+        const int last = x.ndim() - 1;
         if (mode_ == UpsampleMode::nearest) {
-            Tensor y = index_select(x, x.ndim() - 2, nearest_indices(h, out[0], scale(0), x.device()));
-            return index_select(y, x.ndim() - 1, nearest_indices(w, out[1], scale(1), x.device()));
+            Tensor y = x;
+            for (int a = 0; a < axes_; ++a) {
+                const int axis = last - axes_ + 1 + a;
+                y = index_select(y, axis, nearest_indices(x.shape(axis), out[a], scale(a), x.device()));
+            }
+            return y;
         }
-        Tensor rows = bilinear_matrix(h, out[0], scale(0), align_corners_, x);
-        Tensor cols = bilinear_matrix(w, out[1], scale(1), align_corners_, x);
-        return matmul(matmul(rows, x), cols.transpose());
+        const int h = axes_ - 2, w = axes_ - 1;  // the indices of height and width in out
+        Tensor rows = bilinear_matrix(x.shape(-2), out[h], scale(h), align_corners_, x);
+        Tensor cols = bilinear_matrix(x.shape(-1), out[w], scale(w), align_corners_, x);
+        Tensor y = matmul(matmul(rows, x), cols.transpose());
+        if (axes_ == 2) return y;
+        // The depth: {..., D, H'·W'} times A_d from the left.
+        Shape flat(y.shape().begin(), y.shape().end() - 2), back = flat;
+        flat.push_back(out[h] * out[w]);
+        back.back() = out[0], back.push_back(out[h]), back.push_back(out[w]);
+        Tensor depth = bilinear_matrix(x.shape(-3), out[0], scale(0), align_corners_, x);
+        return matmul(depth, y.reshape(flat)).reshape(back);
     });
 }
 

@@ -1,0 +1,231 @@
+// A 1-d convolutional classifier: each Fashion-MNIST image is read as a signal of 28 samples with 28
+// channels (its rows), the layout of audio features over time, and two Conv/MaxPool blocks and a
+// Dense layer classify it, on the best device there is. Run with --help.
+//
+// Default: Conv((3,), 28 => 64, relu) + MaxPool((2,)) + Conv((3,), 64 => 128, relu) + MaxPool((2,))
+// + Dense(896 => 10), Adam (η = 1e-3), batch 64, 4 epochs; the target is 87% test accuracy (issue 26).
+// One run on the CPU (2 shared cores, 2026-11-27): 86.5% after 1 epoch, 87.7% after 2, 89.2% after
+// 4, in 58 s.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <fluxion/fluxion.hpp>
+#include <iostream>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+
+namespace fx = fluxion;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr double kTargetAccuracy = 0.87;
+constexpr std::int64_t kClasses = 10, kRows = 28, kColumns = 28;
+constexpr std::uint64_t kSeed = 42;
+
+struct Options {
+    int epochs = 4;
+    std::int64_t batchsize = 64, width = 64;
+    std::optional<std::string> device;  // the best one when not given
+    std::optional<std::int64_t> limit;  // training images used
+    fs::path out = ".";
+    bool eager = false;  // eager steps instead of compiled ones
+};
+
+const char* const kUsage = R"(usage: audio_like_1d [options]
+
+Trains a 1-d convolutional classifier on Fashion-MNIST read as signals: each image is a
+sequence of 28 samples with 28 channels (its rows), as audio features over time would be;
+saves audio_like_1d.safetensors (PyTorch's Conv1d layouts: conv1.weight {width, 28, 3}, ...).
+
+  --epochs N        passes over the training set (default 4)
+  --batchsize N     images per step (default 64)
+  --width N         channels of the first convolution; the second has twice as many (default 64)
+  --device NAME     CPU, CUDA, ... (default: the best functional device, see fx::get_device)
+  --limit N         train on the first N training images only (quick runs)
+  --out DIR         where the model goes (default: the working directory)
+  --eager           eager training steps (default: compiled with fx::compile)
+  --help            this text
+
+The data is read from $FLUXION_DATA, else /usr/share/datasets/fashion-mnist.
+)";
+
+std::int64_t positive(const std::string& flag, const std::string& text) {
+    std::size_t used = 0;
+    long long n = 0;
+    try {
+        n = std::stoll(text, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used != text.size() || n < 1)
+        throw std::invalid_argument(flag + " expects a positive whole number, got '" + text + "'");
+    return n;
+}
+
+// Throws std::invalid_argument for anything it does not understand; nullopt means --help.
+std::optional<Options> parse(int argc, char** argv) {
+    Options o;
+    for (int i = 1; i < argc; ++i) {
+        const std::string flag = argv[i];
+        if (flag == "--help" || flag == "-h") return std::nullopt;
+        if (flag == "--eager") {
+            o.eager = true;
+            continue;
+        }
+        static const std::string kFlags[] = {"--epochs", "--batchsize", "--width", "--device", "--limit", "--out"};
+        if (std::find(std::begin(kFlags), std::end(kFlags), flag) == std::end(kFlags))
+            throw std::invalid_argument("unknown option: " + flag);
+        if (i + 1 >= argc) throw std::invalid_argument(flag + " needs a value");
+        const std::string value = argv[++i];
+        if (flag == "--epochs") o.epochs = static_cast<int>(positive(flag, value));
+        else if (flag == "--batchsize") o.batchsize = positive(flag, value);
+        else if (flag == "--width") o.width = positive(flag, value);
+        else if (flag == "--device") o.device = value;
+        else if (flag == "--limit") o.limit = positive(flag, value);
+        else o.out = value;
+    }
+    return o;
+}
+
+// Images {N, 1, 28, 28} as signals {N, 28 channels, 28 samples}: two blocks of a 1-d convolution
+// and a max pooling, then a Dense layer on the features, whose size fx::outputsize works out.
+struct SignalClassifier {
+    fx::Conv conv1, conv2;
+    fx::MaxPool pool = fx::MaxPool(std::array{2});
+    fx::Dense head;
+
+    explicit SignalClassifier(std::int64_t width)
+        : conv1(std::array{3}, kRows, width, fx::relu, {.pad = 1}),
+          conv2(std::array{3}, width, 2 * width, fx::relu, {.pad = 1}),
+          head(features_of(conv1, conv2, pool), kClasses) {}
+    fx::Tensor features(const fx::Tensor& images) const {
+        const fx::Tensor signals = images.reshape({images.shape(0), kRows, kColumns});
+        const fx::Tensor y = pool(conv2(pool(conv1(signals))));
+        return y.reshape({y.shape(0), -1});
+    }
+    fx::Tensor operator()(const fx::Tensor& images) const { return head(features(images)); }
+
+private:
+    // The features of one signal {28, 28} after both blocks ({2·width, 7}: 896 by default).
+    static std::int64_t features_of(const fx::Conv& conv1, const fx::Conv& conv2, const fx::MaxPool& pool) {
+        const fx::Shape shape = fx::outputsize(fx::Chain(conv1, pool, conv2, pool), {1, kRows, kColumns});
+        return shape[1] * shape[2];
+    }
+};
+
+}  // namespace
+
+FLUXION_FUNCTOR(SignalClassifier, conv1, conv2, head);
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+template <class Data> double accuracy(const SignalClassifier& model, const fx::DataLoader<Data>& test) {
+    fx::NoGrad no_grad;
+    std::int64_t correct = 0;
+    for (auto [x, y] : test) correct += fx::sum(fx::argmax(model(x), 1) == y).template item<std::int64_t>();
+    return double(correct) / double(test.nobs());
+}
+
+int run(const Options& o, const fx::Device& dev) {
+    fs::create_directories(o.out);  // before training, so that a bad --out fails at once
+    auto [Xtr, Ytr] = fx::datasets::fashion_mnist(fx::datasets::Split::Train);
+    auto [Xte, Yte] = fx::datasets::fashion_mnist(fx::datasets::Split::Test);
+    if (o.limit && *o.limit < Xtr.shape(0)) {
+        Xtr = Xtr.slice(0, 0, *o.limit);
+        Ytr = Ytr.slice(0, 0, *o.limit);
+    }
+    const double mean = fx::mean(Xtr).item(), sd = std::sqrt(fx::mean(fx::square(Xtr - mean)).item());
+    Xtr = (Xtr - mean) / sd;
+    Xte = (Xte - mean) / sd;
+    std::printf("data: %lld training and %lld test images, read as %lld channels of %lld samples\n",
+                static_cast<long long>(Xtr.shape(0)), static_cast<long long>(Xte.shape(0)),
+                static_cast<long long>(kRows), static_cast<long long>(kColumns));
+
+    fx::DataLoader train_loader({Xtr, Ytr}, {.batchsize = o.batchsize, .shuffle = true, .seed = kSeed});
+    fx::DataLoader test_loader(std::tuple{Xte, Yte} | dev, {.batchsize = 1000});
+
+    SignalClassifier model = SignalClassifier(o.width) | dev;
+    std::cout << model.conv1 << "\n"
+              << model.pool << "\n"
+              << model.conv2 << "\n"
+              << model.pool << "\n"
+              << model.head << "\n";
+    auto opt = fx::setup(fx::Adam{.eta = 1e-3}, model);
+    auto lossfn = [](const SignalClassifier& m, const fx::Tensor& x, const fx::Tensor& y) {
+        return fx::logitcrossentropy(m(x), fx::onehot(y, kClasses));
+    };
+    auto compiled = fx::compile(lossfn, model, opt, {.fall_back = true});
+    auto train_step = [&](const fx::Tensor& x, const fx::Tensor& y) -> double {
+        if (!o.eager) return compiled(x, y);
+        auto [loss, grads] = fx::withgradient([&](const SignalClassifier& m) { return lossfn(m, x, y); }, model);
+        fx::update(opt, model, grads);
+        return loss.item();
+    };
+
+    fx::Progress progress({.epochs = o.epochs, .steps = train_loader.size(), .unit = "images", .terminal_only = true});
+    double final_accuracy = 0, total = 0;
+    for (int epoch = 1; epoch <= o.epochs; ++epoch) {
+        const auto start = std::chrono::steady_clock::now();
+        double loss_sum = 0;
+        std::size_t steps = 0;
+        for (auto [x, y] : train_loader | dev) {
+            const double loss = train_step(x, y);
+            loss_sum += loss;
+            progress.step(epoch, ++steps, loss, x.shape(0));
+        }
+        progress.clear();
+        const double train_seconds = seconds_since(start);
+        final_accuracy = accuracy(model, test_loader);
+        const double seconds = seconds_since(start);
+        total += seconds;
+        std::printf(
+            "epoch %d/%d  train loss %.4f  test accuracy %.2f%%  %.1f s (training %.1f s, %.0f "
+            "images/s)\n",
+            epoch, o.epochs, loss_sum / double(steps), 100 * final_accuracy, seconds, train_seconds,
+            double(Xtr.shape(0)) / train_seconds);
+        std::fflush(stdout);
+    }
+
+    fx::save(o.out / "audio_like_1d.safetensors", model);
+    std::cout << "saved " << (o.out / "audio_like_1d.safetensors").string() << "\n";
+    std::printf("final test accuracy %.2f%% after %d epoch%s in %.1f s: %s the %.0f%% target\n", 100 * final_accuracy,
+                o.epochs, o.epochs == 1 ? "" : "s", total,
+                final_accuracy >= kTargetAccuracy ? "reached" : "did NOT reach", 100 * kTargetAccuracy);
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::optional<Options> options;
+    try {
+        options = parse(argc, argv);
+    } catch (const std::invalid_argument& e) {
+        std::cerr << "audio_like_1d: " << e.what() << "\n\n" << kUsage;
+        return 2;
+    }
+    if (!options) {
+        std::cout << kUsage;
+        return 0;
+    }
+    try {
+        fx::seed(kSeed);  // weights; the loader's order comes from its own seed
+        const fx::Device dev = options->device ? fx::get_device(*options->device) : fx::get_device({.verbose = true});
+        std::cout << "device: " << dev.str() << "\n";
+        return run(*options, dev);
+    } catch (const std::exception& e) {  // fx::Error names the operation itself
+        std::cerr << "error: " << e.what() << "\n";
+        return 1;
+    }
+}
