@@ -1,7 +1,8 @@
 """Runs fluxion's model benchmarks (bench/bench_models.cpp) and the same models in PyTorch and in JAX
 (jit, bench/jax_models.py) on this machine, in one run, and prints the medians side by side as a
 Markdown table, with the ratio reference time / fluxion time (above 1: fluxion is faster) against
-the fastest reference found.
+the fastest reference found. Before the table it prints what each side ran on: fluxion's fx::info()
+and each reference's BLAS, oneDNN and threads.
 
 usage: python3 bench/compare.py [BUILD_DIR] [ROUNDS]        (default build/bench, 3 rounds)
        BENCH_DEVICES=CUDA BENCH_REPETITIONS=3 ...                 (one device; fewer repetitions)
@@ -173,6 +174,55 @@ TORCH = textwrap.dedent("""
 """)
 
 
+# What each reference runs its products and convolutions with, printed before the table as fluxion's
+# fx::info() is: PyTorch's build configuration and threads, and the kernel of any OpenBLAS the
+# interpreter has loaded (Debian's PyTorch and NumPy use OpenBLAS, which runs its generic kernel on
+# CPUs it does not know: issue 29).
+OPENBLAS_CORE = textwrap.dedent("""
+    def openblas_cores():
+        import ctypes
+        paths = sorted({line.split()[-1] for line in open("/proc/self/maps") if "openblas" in line.lower()})
+        for path in paths:  # NumPy's wheels rename the symbol
+            for symbol in ["openblas_get_corename", "scipy_openblas_get_corename64_"]:
+                try:
+                    name = getattr(ctypes.CDLL(path), symbol)
+                except (OSError, AttributeError):
+                    continue
+                name.restype = ctypes.c_char_p
+                print(f"OpenBLAS {path}: kernel {name().decode()}")
+""")
+TORCH_CONFIG = OPENBLAS_CORE + textwrap.dedent("""
+    import sys, torch
+    torch.set_num_threads(int(sys.argv[1]))
+    print(torch.__config__.show().strip())
+    print(torch.__config__.parallel_info().strip())
+    torch.mm(torch.randn(64, 64), torch.randn(64, 64))  # loads the BLAS
+    openblas_cores()
+""")
+JAX_CONFIG = OPENBLAS_CORE + textwrap.dedent("""
+    import jax, numpy
+    jax.print_environment_info()
+    print("devices:", jax.devices())
+    numpy.ones((64, 64)) @ numpy.ones((64, 64))
+    openblas_cores()
+""")
+
+
+def configurations(build, pythons, jax_py, threads):
+    """fluxion's fx::info() (bench_models prints it on stderr) and each reference's configuration."""
+    exe = os.path.join(build, "bin", "bench_models")
+    r = subprocess.run([exe, "--benchmark_list_tests=true"], capture_output=True, text=True, env=FLUXION_ENV)
+    sections = [("fluxion (bench_models)", r.stderr.strip())]
+    for py in pythons:
+        r = subprocess.run([py, "-c", TORCH_CONFIG, str(threads)], capture_output=True, text=True, env=REFERENCE_ENV)
+        sections.append((f"PyTorch ({py})", (r.stdout + r.stderr).strip()))
+    if jax_py:
+        r = subprocess.run([jax_py, "-c", JAX_CONFIG], capture_output=True, text=True, env=REFERENCE_ENV)
+        sections.append((f"JAX ({jax_py})", (r.stdout + r.stderr).strip()))
+    for name, text in sections:
+        print(f"{name}:\n" + textwrap.indent(text, "    ") + "\n")
+
+
 # Multiply-adds of one forward call per case (weights x outputs; the attention's two batched
 # products included), for the FLOP limit column.
 MULTIPLY_ADDS = {
@@ -281,6 +331,7 @@ def main():
     os.environ["FLUXION_NUM_THREADS"] = str(threads)
     pythons = torch_interpreters()
     jax_py = jax_interpreter()
+    configurations(build, pythons, jax_py, threads)
     fx, torches, versions, jaxes = {}, {py: {} for py in pythons}, {}, {}
     graphs = {py: {} for py in pythons}
     for _ in range(rounds):
