@@ -78,6 +78,11 @@ TORCH = textwrap.dedent("""
         def forward(self, x):
             return self.head(self.layer(x).mean(1))
 
+    try:  # torchvision's ResNet-18, as fx::models::resnet18 is; its cases are left out without it
+        from torchvision.models import resnet18
+    except ImportError:
+        resnet18 = None
+
     def forward(model, x):
         def run():
             with torch.no_grad():
@@ -127,7 +132,10 @@ TORCH = textwrap.dedent("""
             "lenet5_bf16_train": train_bf16(lenet5().to(dev), r(64, 1, 28, 28), labels(64), F.cross_entropy, dev, g),
             "wide_bf16_train": train_bf16(wide().to(dev), r(256, 784), labels(256), F.cross_entropy, dev, g),
             "convnet_bf16_train": train_bf16(convnet().to(dev), r(64, 3, 32, 32), labels(64), F.cross_entropy, dev, g),
-        }
+        } | ({
+            "resnet18_forward": forward(resnet18().to(dev).eval(), r(8, 3, 224, 224)),
+            "resnet18_train": train(resnet18(num_classes=10).to(dev), r(32, 3, 64, 64), labels(32), F.cross_entropy, g),
+        } if resnet18 else {})
 
     def median_us(run, sync):
         t0 = time.perf_counter()
@@ -223,6 +231,22 @@ def configurations(build, pythons, jax_py, threads):
         print(f"{name}:\n" + textwrap.indent(text, "    ") + "\n")
 
 
+def resnet18_multiply_adds(size, classes):
+    """One size × size image through torchvision's ResNet-18: its convolutions and fc."""
+    s = size // 2  # conv1, 7×7 with stride 2
+    total = 64 * 3 * 49 * s * s
+    s //= 2  # the max pool
+    cin = 64
+    for cout, stride in [(64, 1), (128, 2), (256, 2), (512, 2)]:
+        for block in range(2):
+            step = stride if block == 0 else 1
+            s //= step
+            total += (cin + cout) * cout * 9 * s * s  # two 3×3 convolutions
+            total += cin * cout * s * s if step != 1 or cin != cout else 0  # the 1×1 downsample
+            cin = cout
+    return total + 512 * classes
+
+
 # Multiply-adds of one forward call per case (weights x outputs; the attention's two batched
 # products included), for the FLOP limit column.
 MULTIPLY_ADDS = {
@@ -232,6 +256,8 @@ MULTIPLY_ADDS = {
     "convnet": 64 * (32 * 32 * 32 * 27 + 64 * 16 * 16 * 288 + 128 * 8 * 8 * 576 + 2048 * 10),
     "lstm": 64 * (28 * 4 * 128 * (28 + 128) + 128 * 10),
     "encoder": 64 * (49 * (4 * 64 * 64 + 2 * 64 * 128 + 2 * 49 * 64) + 64 * 10),
+    "resnet18_forward": 8 * resnet18_multiply_adds(224, 1000),
+    "resnet18_train": 32 * resnet18_multiply_adds(64, 10),
 }
 
 PEAK = textwrap.dedent("""
@@ -252,7 +278,8 @@ def peak_gflops(py, threads):
 
 def flop_limit(case, gflops):
     """µs that the case's multiply-adds take at `gflops`, or None for a case not in MULTIPLY_ADDS."""
-    model = case.replace("_compiled", "").replace("_bf16", "").split("_")[0]
+    model = case.replace("_compiled", "").replace("_bf16", "").split("/")[0]
+    model = model if model in MULTIPLY_ADDS else model.split("_")[0]
     if model not in MULTIPLY_ADDS:
         return None
     passes = 1 if "forward" in case else 3
