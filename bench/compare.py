@@ -297,7 +297,8 @@ def fluxion_times(build):
     if not out.stdout.strip():  # no case matched BENCH_DEVICES here
         return times
     for b in json.loads(out.stdout)["benchmarks"]:
-        if b.get("aggregate_name") == "median":
+        # One repetition has no aggregates: its single run is the median.
+        if b.get("aggregate_name") == "median" or (reps == "1" and b.get("run_type") == "iteration"):
             unit = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}[b["time_unit"]]
             times[b["run_name"].replace("/real_time", "")] = b["real_time"] * unit
     return times
