@@ -1,7 +1,8 @@
 """Runs fluxion's model benchmarks (bench/bench_models.cpp) and the same models in PyTorch and in JAX
 (jit, bench/jax_models.py) on this machine, in one run, and prints the medians side by side as a
 Markdown table, with the ratio reference time / fluxion time (above 1: fluxion is faster) against
-the fastest reference found.
+the fastest reference found. Before the table it prints what each side ran on: fluxion's fx::info()
+and each reference's BLAS, oneDNN and threads.
 
 usage: python3 bench/compare.py [BUILD_DIR] [ROUNDS]        (default build/bench, 3 rounds)
        BENCH_DEVICES=CUDA BENCH_REPETITIONS=3 ...                 (one device; fewer repetitions)
@@ -77,6 +78,11 @@ TORCH = textwrap.dedent("""
         def forward(self, x):
             return self.head(self.layer(x).mean(1))
 
+    try:  # torchvision's ResNet-18, as fx::models::resnet18 is; its cases are left out without it
+        from torchvision.models import resnet18
+    except ImportError:
+        resnet18 = None
+
     def forward(model, x):
         def run():
             with torch.no_grad():
@@ -126,7 +132,10 @@ TORCH = textwrap.dedent("""
             "lenet5_bf16_train": train_bf16(lenet5().to(dev), r(64, 1, 28, 28), labels(64), F.cross_entropy, dev, g),
             "wide_bf16_train": train_bf16(wide().to(dev), r(256, 784), labels(256), F.cross_entropy, dev, g),
             "convnet_bf16_train": train_bf16(convnet().to(dev), r(64, 3, 32, 32), labels(64), F.cross_entropy, dev, g),
-        }
+        } | ({
+            "resnet18_forward": forward(resnet18().to(dev).eval(), r(8, 3, 224, 224)),
+            "resnet18_train": train(resnet18(num_classes=10).to(dev), r(32, 3, 64, 64), labels(32), F.cross_entropy, g),
+        } if resnet18 else {})
 
     def median_us(run, sync):
         t0 = time.perf_counter()
@@ -173,6 +182,71 @@ TORCH = textwrap.dedent("""
 """)
 
 
+# What each reference runs its products and convolutions with, printed before the table as fluxion's
+# fx::info() is: PyTorch's build configuration and threads, and the kernel of any OpenBLAS the
+# interpreter has loaded (Debian's PyTorch and NumPy use OpenBLAS, which runs its generic kernel on
+# CPUs it does not know: issue 29).
+OPENBLAS_CORE = textwrap.dedent("""
+    def openblas_cores():
+        import ctypes
+        paths = sorted({line.split()[-1] for line in open("/proc/self/maps") if "openblas" in line.lower()})
+        for path in paths:  # NumPy's wheels rename the symbol
+            for symbol in ["openblas_get_corename", "scipy_openblas_get_corename64_"]:
+                try:
+                    name = getattr(ctypes.CDLL(path), symbol)
+                except (OSError, AttributeError):
+                    continue
+                name.restype = ctypes.c_char_p
+                print(f"OpenBLAS {path}: kernel {name().decode()}")
+""")
+TORCH_CONFIG = OPENBLAS_CORE + textwrap.dedent("""
+    import sys, torch
+    torch.set_num_threads(int(sys.argv[1]))
+    print(torch.__config__.show().strip())
+    print(torch.__config__.parallel_info().strip())
+    torch.mm(torch.randn(64, 64), torch.randn(64, 64))  # loads the BLAS
+    openblas_cores()
+""")
+JAX_CONFIG = OPENBLAS_CORE + textwrap.dedent("""
+    import jax, numpy
+    jax.print_environment_info()
+    print("devices:", jax.devices())
+    numpy.ones((64, 64)) @ numpy.ones((64, 64))
+    openblas_cores()
+""")
+
+
+def configurations(build, pythons, jax_py, threads):
+    """fluxion's fx::info() (bench_models prints it on stderr) and each reference's configuration."""
+    exe = os.path.join(build, "bin", "bench_models")
+    r = subprocess.run([exe, "--benchmark_list_tests=true"], capture_output=True, text=True, env=FLUXION_ENV)
+    sections = [("fluxion (bench_models)", r.stderr.strip())]
+    for py in pythons:
+        r = subprocess.run([py, "-c", TORCH_CONFIG, str(threads)], capture_output=True, text=True, env=REFERENCE_ENV)
+        sections.append((f"PyTorch ({py})", (r.stdout + r.stderr).strip()))
+    if jax_py:
+        r = subprocess.run([jax_py, "-c", JAX_CONFIG], capture_output=True, text=True, env=REFERENCE_ENV)
+        sections.append((f"JAX ({jax_py})", (r.stdout + r.stderr).strip()))
+    for name, text in sections:
+        print(f"{name}:\n" + textwrap.indent(text, "    ") + "\n")
+
+
+def resnet18_multiply_adds(size, classes):
+    """One size × size image through torchvision's ResNet-18: its convolutions and fc."""
+    s = size // 2  # conv1, 7×7 with stride 2
+    total = 64 * 3 * 49 * s * s
+    s //= 2  # the max pool
+    cin = 64
+    for cout, stride in [(64, 1), (128, 2), (256, 2), (512, 2)]:
+        for block in range(2):
+            step = stride if block == 0 else 1
+            s //= step
+            total += (cin + cout) * cout * 9 * s * s  # two 3×3 convolutions
+            total += cin * cout * s * s if step != 1 or cin != cout else 0  # the 1×1 downsample
+            cin = cout
+    return total + 512 * classes
+
+
 # Multiply-adds of one forward call per case (weights x outputs; the attention's two batched
 # products included), for the FLOP limit column.
 MULTIPLY_ADDS = {
@@ -182,6 +256,8 @@ MULTIPLY_ADDS = {
     "convnet": 64 * (32 * 32 * 32 * 27 + 64 * 16 * 16 * 288 + 128 * 8 * 8 * 576 + 2048 * 10),
     "lstm": 64 * (28 * 4 * 128 * (28 + 128) + 128 * 10),
     "encoder": 64 * (49 * (4 * 64 * 64 + 2 * 64 * 128 + 2 * 49 * 64) + 64 * 10),
+    "resnet18_forward": 8 * resnet18_multiply_adds(224, 1000),
+    "resnet18_train": 32 * resnet18_multiply_adds(64, 10),
 }
 
 PEAK = textwrap.dedent("""
@@ -202,7 +278,8 @@ def peak_gflops(py, threads):
 
 def flop_limit(case, gflops):
     """µs that the case's multiply-adds take at `gflops`, or None for a case not in MULTIPLY_ADDS."""
-    model = case.replace("_compiled", "").replace("_bf16", "").split("_")[0]
+    model = case.replace("_compiled", "").replace("_bf16", "").split("/")[0]
+    model = model if model in MULTIPLY_ADDS else model.split("_")[0]
     if model not in MULTIPLY_ADDS:
         return None
     passes = 1 if "forward" in case else 3
@@ -220,7 +297,8 @@ def fluxion_times(build):
     if not out.stdout.strip():  # no case matched BENCH_DEVICES here
         return times
     for b in json.loads(out.stdout)["benchmarks"]:
-        if b.get("aggregate_name") == "median":
+        # One repetition has no aggregates: its single run is the median.
+        if b.get("aggregate_name") == "median" or (reps == "1" and b.get("run_type") == "iteration"):
             unit = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}[b["time_unit"]]
             times[b["run_name"].replace("/real_time", "")] = b["real_time"] * unit
     return times
@@ -281,6 +359,7 @@ def main():
     os.environ["FLUXION_NUM_THREADS"] = str(threads)
     pythons = torch_interpreters()
     jax_py = jax_interpreter()
+    configurations(build, pythons, jax_py, threads)
     fx, torches, versions, jaxes = {}, {py: {} for py in pythons}, {}, {}
     graphs = {py: {} for py in pythons}
     for _ in range(rounds):

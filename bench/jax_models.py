@@ -144,6 +144,59 @@ def encoder(p, x):
     return dense(p["head"], x.mean(1))
 
 
+# resnet18_forward and resnet18_train: torchvision's ResNet-18 (BasicBlocks, convolutions without
+# bias, BatchNorm with eps 1e-5). Train mode normalises with the batch's statistics; the running
+# statistics' update (a few vectors per layer) is left out, test mode reads them from the parameters.
+RESNET18_STRIDES = [1, 1, 2, 1, 2, 1, 2, 1]  # each block's first stride, static for jit
+
+
+def batchnorm_params(c):
+    return {"g": jnp.ones((c,), jnp.float32), "b": jnp.zeros((c,), jnp.float32),
+            "mean": jnp.zeros((c,), jnp.float32), "var": jnp.ones((c,), jnp.float32)}
+
+
+def batchnorm(p, x, train):
+    if train:
+        mean, var = x.mean((0, 2, 3)), x.var((0, 2, 3))
+    else:
+        mean, var = p["mean"], p["var"]
+    scale = p["g"] * lax.rsqrt(var + 1e-5)
+    return x * scale[None, :, None, None] + (p["b"] - mean * scale)[None, :, None, None]
+
+
+def conv_nobias(w, x, stride, pad):
+    return lax.conv_general_dilated(x, w, (stride, stride), [(pad, pad), (pad, pad)],
+                                    dimension_numbers=("NCHW", "OIHW", "NCHW"))
+
+
+def resnet18_init(classes):
+    weight = lambda o, i, k: normal((o, i, k, k), (2.0 / (o * k * k)) ** 0.5)  # noqa: E731 (kaiming, fan out)
+    p = {"conv1": weight(64, 3, 7), "bn1": batchnorm_params(64), "blocks": [], "fc": dense_params(512, classes)}
+    cin = 64
+    for cout, stride in zip([64, 64, 128, 128, 256, 256, 512, 512], RESNET18_STRIDES):
+        block = {"conv1": weight(cout, cin, 3), "bn1": batchnorm_params(cout), "conv2": weight(cout, cout, 3),
+                 "bn2": batchnorm_params(cout)}
+        if stride != 1 or cin != cout:
+            block["down"], block["down_bn"] = weight(cout, cin, 1), batchnorm_params(cout)
+        p["blocks"].append(block)
+        cin = cout
+    return p
+
+
+def resnet18(train):
+    def run(p, x):
+        x = jax.nn.relu(batchnorm(p["bn1"], conv_nobias(p["conv1"], x, 2, 3), train))
+        x = lax.reduce_window(x, -jnp.inf, lax.max, (1, 1, 3, 3), (1, 1, 2, 2), [(0, 0), (0, 0), (1, 1), (1, 1)])
+        for block, stride in zip(p["blocks"], RESNET18_STRIDES):
+            y = jax.nn.relu(batchnorm(block["bn1"], conv_nobias(block["conv1"], x, stride, 1), train))
+            y = batchnorm(block["bn2"], conv_nobias(block["conv2"], y, 1, 1), train)
+            if "down" in block:
+                x = batchnorm(block["down_bn"], conv_nobias(block["down"], x, stride, 0), train)
+            x = jax.nn.relu(y + x)
+        return dense(p["fc"], x.mean((2, 3)))
+    return run
+
+
 def in_bf16(model):
     """Mixed precision: the f32 parameters and input rounded to bf16 for the forward (and so the
     backward) pass; the gradients arrive in f32, for Adam on the f32 parameters."""
@@ -219,6 +272,9 @@ def cases():
         "lenet5_bf16_train": train(in_bf16(lenet5), lenet5_init(), r((64, 1, 28, 28), 1.0), labels(64), crossentropy),
         "wide_bf16_train": train(in_bf16(wide), wide_init(), r((256, 784), 1.0), labels(256), crossentropy),
         "convnet_bf16_train": train(in_bf16(convnet), convnet_init(), r((64, 3, 32, 32), 1.0), labels(64), crossentropy),
+        "resnet18_forward": forward(resnet18(train=False), resnet18_init(1000), r((8, 3, 224, 224), 1.0)),
+        "resnet18_train": train(resnet18(train=True), resnet18_init(10), r((32, 3, 64, 64), 1.0), labels(32),
+                                crossentropy),
     }
 
 

@@ -1,8 +1,10 @@
 // test_cpu_kernels.cpp — the CPU backend's kernel table called directly, each kernel against a
 // plain reference loop written here (or, for gradients, central finite differences in f64).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <bit>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -12,6 +14,7 @@
 #include <numbers>
 #include <numeric>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -41,10 +44,7 @@ std::vector<double> random_values(int64_t n, double lo, double hi, unsigned seed
     return v;
 }
 
-template <class T>
-std::vector<T> converted(const std::vector<double>& v) {
-    return std::vector<T>(v.begin(), v.end());
-}
+template <class T> std::vector<T> converted(const std::vector<double>& v) { return std::vector<T>(v.begin(), v.end()); }
 
 be::Strided view(std::vector<int64_t> shape, std::vector<int64_t> strides = {}) {
     be::Strided v{};
@@ -84,22 +84,35 @@ TEST(CpuBackend, TableIsComplete) {
     const auto& t = cpu();
     EXPECT_EQ(t.abi_version, be::kAbiVersion);
     EXPECT_STREQ(t.name, "CPU");
-    const void* entries[] = {
-        reinterpret_cast<const void*>(t.functional),     reinterpret_cast<const void*>(t.device_count),
-        reinterpret_cast<const void*>(t.device_properties),
-        reinterpret_cast<const void*>(t.supports),    reinterpret_cast<const void*>(t.synchronize),
-        reinterpret_cast<const void*>(t.alloc),          reinterpret_cast<const void*>(t.free),
-        reinterpret_cast<const void*>(t.copy_from_host), reinterpret_cast<const void*>(t.copy_to_host),
-        reinterpret_cast<const void*>(t.copy_device),    reinterpret_cast<const void*>(t.fill),
-        reinterpret_cast<const void*>(t.copy_strided),   reinterpret_cast<const void*>(t.cast),
-        reinterpret_cast<const void*>(t.index_select),   reinterpret_cast<const void*>(t.index_add),
-        reinterpret_cast<const void*>(t.unary),          reinterpret_cast<const void*>(t.unary_backward),
-        reinterpret_cast<const void*>(t.binary),         reinterpret_cast<const void*>(t.where),
-        reinterpret_cast<const void*>(t.reduce),         reinterpret_cast<const void*>(t.gemm),
-        reinterpret_cast<const void*>(t.conv2d),         reinterpret_cast<const void*>(t.conv2d_backward_input),
-        reinterpret_cast<const void*>(t.conv2d_backward_weight), reinterpret_cast<const void*>(t.pool2d),
-        reinterpret_cast<const void*>(t.pool2d_backward), reinterpret_cast<const void*>(t.softmax),
-        reinterpret_cast<const void*>(t.softmax_backward), reinterpret_cast<const void*>(t.optimiser_step)};
+    const void* entries[] = {reinterpret_cast<const void*>(t.functional),
+                             reinterpret_cast<const void*>(t.device_count),
+                             reinterpret_cast<const void*>(t.device_properties),
+                             reinterpret_cast<const void*>(t.supports),
+                             reinterpret_cast<const void*>(t.synchronize),
+                             reinterpret_cast<const void*>(t.alloc),
+                             reinterpret_cast<const void*>(t.free),
+                             reinterpret_cast<const void*>(t.copy_from_host),
+                             reinterpret_cast<const void*>(t.copy_to_host),
+                             reinterpret_cast<const void*>(t.copy_device),
+                             reinterpret_cast<const void*>(t.fill),
+                             reinterpret_cast<const void*>(t.copy_strided),
+                             reinterpret_cast<const void*>(t.cast),
+                             reinterpret_cast<const void*>(t.index_select),
+                             reinterpret_cast<const void*>(t.index_add),
+                             reinterpret_cast<const void*>(t.unary),
+                             reinterpret_cast<const void*>(t.unary_backward),
+                             reinterpret_cast<const void*>(t.binary),
+                             reinterpret_cast<const void*>(t.where),
+                             reinterpret_cast<const void*>(t.reduce),
+                             reinterpret_cast<const void*>(t.gemm),
+                             reinterpret_cast<const void*>(t.conv2d),
+                             reinterpret_cast<const void*>(t.conv2d_backward_input),
+                             reinterpret_cast<const void*>(t.conv2d_backward_weight),
+                             reinterpret_cast<const void*>(t.pool2d),
+                             reinterpret_cast<const void*>(t.pool2d_backward),
+                             reinterpret_cast<const void*>(t.softmax),
+                             reinterpret_cast<const void*>(t.softmax_backward),
+                             reinterpret_cast<const void*>(t.optimiser_step)};
     for (const void* entry : entries) EXPECT_NE(entry, nullptr);
 }
 
@@ -121,10 +134,62 @@ TEST(CpuBackend, OpenBlasRunsTheKernelOfThisCpusFeatures) {
 TEST(CpuBackend, InfoNamesTheCpuThreadsAndTheBlasKernel) {
     const std::string text = fluxion::info();
     std::printf("%s", text.c_str());
-    for (const std::string& part : {std::string("fluxion "), std::string("CPU: "), std::string("threads: "),
-                                   "matrix products: OpenBLAS, kernel " + fluxion::backend::cpu::openblas::library().core,
-                                   std::string("convolutions: ")})
+    for (const std::string& part :
+         {std::string("fluxion "), std::string("CPU: "), std::string("threads: "),
+          "matrix products: OpenBLAS, kernel " + fluxion::backend::cpu::openblas::library().core,
+          std::string("convolutions: ")})
         EXPECT_NE(text.find(part), std::string::npos) << part << " is missing from:\n" << text;
+}
+
+// The kernel class fx::info() reports: on a CPU with AVX2 and FMA or better, one of OpenBLAS's
+// vector kernels, never a generic one (Prescott, Core2, Nehalem, ...) that an unknown processor model
+// gets from OpenBLAS's own table (issue 29).
+TEST(CpuBackend, InfoNamesAVectorKernelOnAvx2) {
+    const auto& lib = fluxion::backend::cpu::openblas::library();
+    if (lib.chosen.find("set by the user") != std::string::npos) GTEST_SKIP() << lib.chosen;
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) GTEST_SKIP() << "no AVX2 with FMA";
+    const std::string text = fluxion::info(), label = "matrix products: OpenBLAS, kernel ";
+    const auto at = text.find(label);
+    ASSERT_NE(at, std::string::npos) << text;
+    const auto start = at + label.size();
+    const std::string kernel = text.substr(start, text.find(' ', start) - start);
+    const std::set<std::string> vector_kernels{"Haswell", "Zen", "SkylakeX", "Cooperlake", "SapphireRapids"};
+    EXPECT_TRUE(vector_kernels.count(kernel)) << "fx::info() reports the kernel " << kernel << ":\n" << text;
+}
+
+// A user's OPENBLAS_CORETYPE wins over the CPU's features, even when it names the generic kernel,
+// and fx::info() says so. OpenBLAS reads the variable once, when it is opened, so the test program
+// runs this test again in a process of its own with OPENBLAS_CORETYPE=Prescott.
+TEST(CpuBackend, InfoReportsAUsersCoreType) {
+    // libfluxion sets the variable itself when it chooses, so only `chosen` tells the two apart.
+    const auto& lib = fluxion::backend::cpu::openblas::library();
+    if (lib.chosen.find("set by the user") != std::string::npos) {  // the run below, or a user's
+        const char* user = std::getenv("OPENBLAS_CORETYPE");
+        ASSERT_NE(user, nullptr);
+        const std::string text = fluxion::info();
+        std::printf("%s", text.c_str());
+        std::string core = lib.core, wanted = user;
+        for (std::string* s : {&core, &wanted})
+            for (char& ch : *s) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+        EXPECT_EQ(core, wanted) << "OpenBLAS runs another kernel than OPENBLAS_CORETYPE=" << user;
+        EXPECT_NE(text.find("(OPENBLAS_CORETYPE=" + std::string(user) + ", set by the user)"), std::string::npos)
+            << text;
+        return;
+    }
+    char self[4096] = {};
+    ASSERT_GT(::readlink("/proc/self/exe", self, sizeof self - 1), 0);
+    const std::string command = std::string("OPENBLAS_CORETYPE=Prescott '") + self +
+                                "' --gtest_filter=CpuBackend.InfoReportsAUsersCoreType 2>&1";
+    FILE* child = ::popen(command.c_str(), "r");
+    ASSERT_NE(child, nullptr);
+    std::string output;
+    char buffer[4096];
+    while (std::fgets(buffer, sizeof buffer, child)) output += buffer;
+    EXPECT_EQ(::pclose(child), 0) << output;
+    EXPECT_NE(output.find("kernel Prescott (OPENBLAS_CORETYPE=Prescott, set by the user)"), std::string::npos)
+        << output;
+    EXPECT_NE(output.find("[  PASSED  ] 1 test"), std::string::npos) << output;
 }
 
 TEST(CpuBackend, OneDeviceDescribed) {
@@ -328,15 +393,15 @@ void expect_strided_copy(const be::Strided& src_view, const std::vector<int64_t>
 }
 
 TEST(CpuLayout, CopyStridedViews) {
-    expect_strided_copy(view({3, 4}, {1, 3}), {4, 1}, 12);                      // transpose
-    expect_strided_copy(view({2, 3, 4}, {1, 8, 2}), {12, 4, 1}, 24);            // permutation
-    expect_strided_copy(view({5, 4}, {0, 1}), {4, 1}, 20);                      // broadcast rows
-    expect_strided_copy(view({4, 3}, {3, 1}), {1, 4}, 12);                      // into a transposed view
-    expect_strided_copy(view({2, 3}, {6, 2}), {3, 1}, 6);                       // every other element
-    expect_strided_copy(view({300, 257}, {1, 300}), {257, 1}, 300 * 257);      // large transpose, tiled
+    expect_strided_copy(view({3, 4}, {1, 3}), {4, 1}, 12);                 // transpose
+    expect_strided_copy(view({2, 3, 4}, {1, 8, 2}), {12, 4, 1}, 24);       // permutation
+    expect_strided_copy(view({5, 4}, {0, 1}), {4, 1}, 20);                 // broadcast rows
+    expect_strided_copy(view({4, 3}, {3, 1}), {1, 4}, 12);                 // into a transposed view
+    expect_strided_copy(view({2, 3}, {6, 2}), {3, 1}, 6);                  // every other element
+    expect_strided_copy(view({300, 257}, {1, 300}), {257, 1}, 300 * 257);  // large transpose, tiled
     expect_strided_copy(view({3, 70, 65}, {1, 3 * 65, 3}), {70 * 65, 65, 1}, 3 * 70 * 65);
-    expect_strided_copy(view({100000}, {2}), {1}, 100000);                      // one long strided row
-    expect_strided_copy(view({}), {}, 1);                                       // a scalar
+    expect_strided_copy(view({100000}, {2}), {1}, 100000);  // one long strided row
+    expect_strided_copy(view({}), {}, 1);                   // a scalar
 }
 
 TEST(CpuLayout, CopyStridedMovesAnyElementSize) {
@@ -434,8 +499,14 @@ std::vector<UnaryCase> unary_cases() {
         {U::relu, "relu", 0, 0, -2, 2, [](double x) { return x > 0 ? x : 0; }, {0}},
         {U::leakyrelu, "leakyrelu", 0.1, 0, -2, 2, [](double x) { return x > 0 ? x : 0.1 * x; }, {0}},
         {U::elu, "elu", 1.5, 0, -2, 2, [](double x) { return x > 0 ? x : 1.5 * (std::exp(x) - 1); }, {0}},
-        {U::gelu, "gelu", 0, 0, -3, 3,
-         [k](double x) { return 0.5 * x * (1 + std::tanh(k * (x + 0.044715 * x * x * x))); }, {}},
+        {U::gelu,
+         "gelu",
+         0,
+         0,
+         -3,
+         3,
+         [k](double x) { return 0.5 * x * (1 + std::tanh(k * (x + 0.044715 * x * x * x))); },
+         {}},
         {U::softplus, "softplus", 0, 0, -30, 30, [](double x) { return std::log1p(std::exp(x)); }, {}},
         {U::swish, "swish", 0, 0, -4, 4, [](double x) { return x * sigmoid(x); }, {}},
         {U::clamp, "clamp", -0.5, 0.7, -2, 2, [](double x) { return std::min(std::max(x, -0.5), 0.7); }, {-0.5, 0.7}},
@@ -443,24 +514,61 @@ std::vector<UnaryCase> unary_cases() {
         {U::recip, "recip", 0, 0, 0.3, 3, [](double x) { return 1 / x; }, {}},
         {U::pow_scalar, "pow_scalar", 2.5, 0, 0.2, 3, [](double x) { return std::pow(x, 2.5); }, {}},
         {U::gelu_erf, "gelu_erf", 0, 0, -4, 4, [](double x) { return 0.5 * x * std::erfc(-x / std::sqrt(2.0)); }, {}},
-        {U::hardswish, "hardswish", 0, 0, -5, 5,
-         [](double x) { return x * std::min(std::max(x + 3, 0.0), 6.0) / 6; }, {-3, 3}},
-        {U::relu6, "relu6", 0, 0, -2, 8, [](double x) { return std::min(std::max(x, 0.0), 6.0); }, {0, 6}},
-        {U::hardtanh, "hardtanh", -0.5, 0.7, -2, 2, [](double x) { return std::min(std::max(x, -0.5), 0.7); }, {-0.5, 0.7}},
-        {U::hardsigmoid, "hardsigmoid", 0, 0, -5, 5, [](double x) { return std::min(std::max(x / 6 + 0.5, 0.0), 1.0); },
+        {U::hardswish,
+         "hardswish",
+         0,
+         0,
+         -5,
+         5,
+         [](double x) { return x * std::min(std::max(x + 3, 0.0), 6.0) / 6; },
          {-3, 3}},
-        {U::selu, "selu", 0, 0, -3, 3,
-         [](double x) { return 1.0507009873554804934 * (x > 0 ? x : 1.6732632423543772848 * std::expm1(x)); }, {0}},
+        {U::relu6, "relu6", 0, 0, -2, 8, [](double x) { return std::min(std::max(x, 0.0), 6.0); }, {0, 6}},
+        {U::hardtanh,
+         "hardtanh",
+         -0.5,
+         0.7,
+         -2,
+         2,
+         [](double x) { return std::min(std::max(x, -0.5), 0.7); },
+         {-0.5, 0.7}},
+        {U::hardsigmoid,
+         "hardsigmoid",
+         0,
+         0,
+         -5,
+         5,
+         [](double x) { return std::min(std::max(x / 6 + 0.5, 0.0), 1.0); },
+         {-3, 3}},
+        {U::selu,
+         "selu",
+         0,
+         0,
+         -3,
+         3,
+         [](double x) { return 1.0507009873554804934 * (x > 0 ? x : 1.6732632423543772848 * std::expm1(x)); },
+         {0}},
         {U::celu, "celu", 1.5, 0, -3, 3, [](double x) { return x > 0 ? x : 1.5 * std::expm1(x / 1.5); }, {}},
         {U::softsign, "softsign", 0, 0, -5, 5, [](double x) { return x / (1 + std::abs(x)); }, {0}},
         {U::logsigmoid, "logsigmoid", 0, 0, -30, 30, [](double x) { return std::log(sigmoid(x)); }, {}},
         {U::mish, "mish", 0, 0, -5, 5, [](double x) { return x * std::tanh(std::log1p(std::exp(x))); }, {}},
         {U::tanhshrink, "tanhshrink", 0, 0, -3, 3, [](double x) { return x - std::tanh(x); }, {}},
-        {U::softshrink, "softshrink", 0.5, 0, -2, 2,
-         [](double x) { return x > 0.5 ? x - 0.5 : (x < -0.5 ? x + 0.5 : 0.0); }, {-0.5, 0.5}},
+        {U::softshrink,
+         "softshrink",
+         0.5,
+         0,
+         -2,
+         2,
+         [](double x) { return x > 0.5 ? x - 0.5 : (x < -0.5 ? x + 0.5 : 0.0); },
+         {-0.5, 0.5}},
         {U::trelu, "trelu", 0.2, -0.5, -2, 2, [](double x) { return x > 0.2 ? x : -0.5; }, {0.2}},
-        {U::gelu_sigmoid, "gelu_sigmoid", 0, 0, -3, 3,
-         [k](double x) { return 0.5 * x * (1 + std::tanh(k * (x + 0.044715 * x * x * x))); }, {}},
+        {U::gelu_sigmoid,
+         "gelu_sigmoid",
+         0,
+         0,
+         -3,
+         3,
+         [k](double x) { return 0.5 * x * (1 + std::tanh(k * (x + 0.044715 * x * x * x))); },
+         {}},
         {U::quick_gelu, "quick_gelu", 0, 0, -4, 4, [](double x) { return x * sigmoid(1.702 * x); }, {}},
         {U::logcosh, "logcosh", 0, 0, -10, 10, [](double x) { return std::log(std::cosh(x)); }, {}},
         {U::lisht, "lisht", 0, 0, -3, 3, [](double x) { return x * std::tanh(x); }, {}},
@@ -618,22 +726,20 @@ void expect_binary(const be::Strided& va, const be::Strided& vb, int64_t a_size,
         cpu().binary(0, bop, DType::f64, &va, a.data(), &vb, b.data(), comparison ? (void*)flags.data() : out.data());
         for (int64_t i = 0; i < n; ++i) {
             const double expected = reference_binary(bop, a[offset_of(va, i)], b[offset_of(vb, i)]);
-            if (comparison)
-                ASSERT_EQ(flags[i], expected) << "op " << op << " element " << i;
-            else
-                ASSERT_NEAR(out[i], expected, 1e-14 * std::abs(expected)) << "op " << op << " element " << i;
+            if (comparison) ASSERT_EQ(flags[i], expected) << "op " << op << " element " << i;
+            else ASSERT_NEAR(out[i], expected, 1e-14 * std::abs(expected)) << "op " << op << " element " << i;
         }
     }
 }
 
 TEST(CpuBinary, BroadcastViewsMatchReference) {
     expect_binary(view({4, 5}), view({4, 5}), 20, 20);                            // both contiguous
-    expect_binary(view({4, 5}), view({4, 5}, {0, 0}), 20, 1);                    // scalar on the right
-    expect_binary(view({3, 7}, {0, 0}), view({3, 7}), 1, 21);                    // scalar on the left
+    expect_binary(view({4, 5}), view({4, 5}, {0, 0}), 20, 1);                     // scalar on the right
+    expect_binary(view({3, 7}, {0, 0}), view({3, 7}), 1, 21);                     // scalar on the left
     expect_binary(view({2, 3, 4}, {4, 0, 1}), view({2, 3, 4}, {0, 1, 0}), 8, 3);  // outer-product broadcast
-    expect_binary(view({3, 4}, {1, 3}), view({3, 4}, {0, 1}), 12, 4);           // transposed left operand
+    expect_binary(view({3, 4}, {1, 3}), view({3, 4}, {0, 1}), 12, 4);             // transposed left operand
     expect_binary(view({64, 33, 40}, {1320, 40, 1}), view({64, 33, 40}, {0, 1, 0}), 64 * 33 * 40, 33);  // threads
-    expect_binary(view({200000}), view({200000}, {0}), 200000, 1);             // one long row split among threads
+    expect_binary(view({200000}), view({200000}, {0}), 200000, 1);  // one long row split among threads
 }
 
 TEST(CpuBinary, FloatEdgeCases) {
@@ -701,9 +807,9 @@ TEST(CpuBinary, MismatchedViewsAreRejected) {
 }
 
 TEST(CpuBinary, WhereBroadcastsAllThree) {
-    const std::vector<std::uint8_t> cond{1, 0, 1};                  // {3, 1}
-    const std::vector<std::int64_t> a{1, 2, 3, 4};                  // {1, 4}
-    const std::vector<std::int64_t> b{-5};                          // scalar
+    const std::vector<std::uint8_t> cond{1, 0, 1};  // {3, 1}
+    const std::vector<std::int64_t> a{1, 2, 3, 4};  // {1, 4}
+    const std::vector<std::int64_t> b{-5};          // scalar
     const auto vc = view({3, 4}, {1, 0}), va = view({3, 4}, {0, 1}), vb = view({3, 4}, {0, 0});
     std::vector<std::int64_t> out(12);
     cpu().where(0, DType::i64, &vc, cond.data(), &va, a.data(), &vb, b.data(), out.data());
@@ -712,9 +818,8 @@ TEST(CpuBinary, WhereBroadcastsAllThree) {
 
 // ---------------------------------------------------------------- reduce
 
-template <class T>
-void expect_reduction(be::Reduce op, DType t, int64_t outer, int64_t n, int64_t inner, const std::vector<T>& x,
-                      double tolerance) {
+template <class T> void expect_reduction(be::Reduce op, DType t, int64_t outer, int64_t n, int64_t inner,
+                                         const std::vector<T>& x, double tolerance) {
     const bool index = op == be::Reduce::argmax || op == be::Reduce::argmin;
     std::vector<T> values(outer * inner);
     std::vector<int64_t> indices(outer * inner);
@@ -737,10 +842,8 @@ void expect_reduction(be::Reduce op, DType t, int64_t outer, int64_t n, int64_t 
                 case be::Reduce::mean: ASSERT_NEAR(double(values[at]), sum / n, tolerance); break;
                 case be::Reduce::max:
                 case be::Reduce::min:
-                    if (std::isnan(extreme))
-                        ASSERT_TRUE(std::isnan(double(values[at])));
-                    else
-                        ASSERT_EQ(double(values[at]), extreme);
+                    if (std::isnan(extreme)) ASSERT_TRUE(std::isnan(double(values[at])));
+                    else ASSERT_EQ(double(values[at]), extreme);
                     break;
                 default: ASSERT_EQ(indices[at], best) << "outer " << o << " inner " << i;
             }
@@ -752,8 +855,8 @@ TEST(CpuReduce, EveryOpAndLayoutMatchesReference) {
     struct Layout {
         int64_t outer, n, inner;
     };
-    for (const Layout l : {Layout{3, 17, 1}, Layout{2, 9, 70}, Layout{1, 300000, 1}, Layout{1, 200, 300},
-                           Layout{4, 1, 5}}) {
+    for (const Layout l :
+         {Layout{3, 17, 1}, Layout{2, 9, 70}, Layout{1, 300000, 1}, Layout{1, 200, 300}, Layout{4, 1, 5}}) {
         const auto x = random_values(l.outer * l.n * l.inner, -3, 3, 31);
         auto rounded = x;
         for (auto& v : rounded) v = std::round(v);  // ties for the arg reductions
@@ -822,8 +925,7 @@ TEST(CpuReduce, BoolAndBytesAndEmptyAxes) {
 
 // ---------------------------------------------------------------- gemm
 
-template <class T>
-void expect_gemm(DType t, bool ta, bool tb, double tolerance) {
+template <class T> void expect_gemm(DType t, bool ta, bool tb, double tolerance) {
     const int64_t m = 5, n = 7, k = 4, batch = 3, pad = 2;
     const int64_t lda = (ta ? m : k) + pad, ldb = (tb ? k : n) + pad, ldc = n + pad;
     const int64_t sa = (ta ? k : m) * lda, sb = (tb ? n : k) * ldb, sc = m * ldc;
@@ -982,7 +1084,8 @@ void expect_conv(const be::Conv2dShape& s) {
                                const std::vector<double>& sq, const std::vector<int64_t>& m) {
         constexpr double u = 0x1p-24, ulps = 4;
         for (std::size_t i = 0; i < got.size(); ++i)
-            ASSERT_NEAR(got[i], want[i], ulps * u * std::sqrt(double(m[i]) * sq[i]) + 1e-30) << "f32 " << what << " " << i;
+            ASSERT_NEAR(got[i], want[i], ulps * u * std::sqrt(double(m[i]) * sq[i]) + 1e-30)
+                << "f32 " << what << " " << i;
     };
     expect_f32("y", yf, y32, y_sq, y_m);
     expect_f32("gx", gxf, gx32, gx_sq, gx_m);
@@ -997,9 +1100,9 @@ TEST(CpuConv, MatchesNaiveLoops) {
     expect_conv(conv_shape(2, 2, 3, 3, 2, 3, 3, 3, 3, 0, 0, 1, 1, 1));  // one output pixel
     // Channel counts that fill vector blocks, as in real networks (oneDNN's blocked layouts).
     expect_conv(conv_shape(3, 16, 9, 9, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1));
-    expect_conv(conv_shape(2, 1, 12, 12, 6, 5, 5, 1, 1, 0, 0, 1, 1, 1));    // LeNet-5's first layer
-    expect_conv(conv_shape(2, 32, 8, 8, 64, 3, 3, 2, 2, 1, 1, 1, 1, 1));    // stride 2, rows left unread
-    expect_conv(conv_shape(2, 32, 7, 7, 32, 3, 3, 1, 1, 2, 2, 2, 2, 32));   // depthwise, dilated
+    expect_conv(conv_shape(2, 1, 12, 12, 6, 5, 5, 1, 1, 0, 0, 1, 1, 1));   // LeNet-5's first layer
+    expect_conv(conv_shape(2, 32, 8, 8, 64, 3, 3, 2, 2, 1, 1, 1, 1, 1));   // stride 2, rows left unread
+    expect_conv(conv_shape(2, 32, 7, 7, 32, 3, 3, 1, 1, 2, 2, 2, 2, 32));  // depthwise, dilated
 }
 
 // Few channels, no padding and output rows of whole 8-pixel vectors: f32 takes the direct kernels
@@ -1009,23 +1112,24 @@ TEST(CpuConv, MatchesNaiveLoops) {
 // last segment).
 TEST(CpuConv, DirectKernelShapesMatchNaiveLoops) {
     expect_conv(conv_shape(2, 6, 12, 12, 16, 5, 5, 1, 1, 0, 0, 1, 1, 1));  // LeNet-5's second layer
-    expect_conv(conv_shape(3, 2, 11, 18, 5, 3, 3, 1, 1, 0, 0, 1, 1, 1));  // rows of 2 vectors; 18-pixel input rows
-    expect_conv(conv_shape(2, 1, 9, 12, 30, 2, 5, 1, 1, 0, 0, 1, 1, 1));  // 30 filters: several tiles each pass
-    expect_conv(conv_shape(2, 2, 14, 14, 3, 7, 7, 1, 1, 0, 0, 1, 1, 1));  // 7×7
-    expect_conv(conv_shape(2, 3, 4, 34, 7, 3, 3, 1, 1, 0, 0, 1, 1, 1));   // rows of 4 vectors
-    expect_conv(conv_shape(1, 1, 8, 10, 2, 1, 3, 1, 1, 0, 0, 1, 1, 1));   // one image, one-row kernel
+    expect_conv(conv_shape(3, 2, 11, 18, 5, 3, 3, 1, 1, 0, 0, 1, 1, 1));   // rows of 2 vectors; 18-pixel input rows
+    expect_conv(conv_shape(2, 1, 9, 12, 30, 2, 5, 1, 1, 0, 0, 1, 1, 1));   // 30 filters: several tiles each pass
+    expect_conv(conv_shape(2, 2, 14, 14, 3, 7, 7, 1, 1, 0, 0, 1, 1, 1));   // 7×7
+    expect_conv(conv_shape(2, 3, 4, 34, 7, 3, 3, 1, 1, 0, 0, 1, 1, 1));    // rows of 4 vectors
+    expect_conv(conv_shape(1, 1, 8, 10, 2, 1, 3, 1, 1, 0, 0, 1, 1, 1));    // one image, one-row kernel
 }
 
 // A fused replay's convolution with bias and relu (the table's conv2d_epilogue) gives the bits of the eager calls it
 // stands for: the convolution, the broadcast add of the bias, then relu as x < 0 ? 0 : x, which
 // keeps NaN. One image holds a NaN, so that part of the output is NaN.
 TEST(CpuConv, FusedBiasAndReluGiveTheEagerBits) {
-    for (const auto& s : {conv_shape(2, 1, 12, 12, 6, 5, 5, 1, 1, 0, 0, 1, 1, 1),      // direct kernel
+    for (const auto& s : {conv_shape(2, 1, 12, 12, 6, 5, 5, 1, 1, 0, 0, 1, 1, 1),    // direct kernel
                           conv_shape(2, 8, 9, 9, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1)}) {  // oneDNN or im2col
         const int64_t nx = s.n * s.c * s.h * s.w, nw = s.k * s.c * s.r * s.s, plane = s.oh * s.ow;
         const int64_t ny = s.n * s.k * plane;
         auto x = converted<float>(random_values(nx, -1, 1, 61));
-        const auto w = converted<float>(random_values(nw, -1, 1, 62)), b = converted<float>(random_values(s.k, -1, 1, 63));
+        const auto w = converted<float>(random_values(nw, -1, 1, 62)),
+                   b = converted<float>(random_values(s.k, -1, 1, 63));
         x[nx - 1] = NAN;  // read by the last output pixel of every filter
         std::vector<float> eager(ny), fused(ny);
         cpu().conv2d(0, DType::f32, &s, x.data(), w.data(), eager.data());
@@ -1039,7 +1143,8 @@ TEST(CpuConv, FusedBiasAndReluGiveTheEagerBits) {
         cpu().conv2d_epilogue(0, DType::f32, &s, x.data(), w.data(), b.data(), &e, fused.data());
         EXPECT_TRUE(std::isnan(eager[ny - 1]));
         for (int64_t i = 0; i < ny; ++i)
-            ASSERT_EQ(std::bit_cast<uint32_t>(fused[i]), std::bit_cast<uint32_t>(eager[i])) << "c " << s.c << ", y " << i;
+            ASSERT_EQ(std::bit_cast<uint32_t>(fused[i]), std::bit_cast<uint32_t>(eager[i]))
+                << "c " << s.c << ", y " << i;
     }
 }
 
@@ -1113,11 +1218,11 @@ void expect_pool(const be::Pool2dShape& s) {
 
 TEST(CpuPool, MaxAndMeanWithPadding) {
     expect_pool(pool_shape(2, 3, 8, 8, 2, 2, 2, 2, 0, 0));
-    expect_pool(pool_shape(2, 3, 7, 9, 2, 2, 2, 2, 0, 0));  // odd sizes leave cells that no window covers
-    expect_pool(pool_shape(1, 2, 6, 6, 2, 2, 2, 2, 1, 1));  // padded on every side
-    expect_pool(pool_shape(1, 2, 7, 6, 3, 3, 2, 2, 1, 1));  // padded borders
-    expect_pool(pool_shape(2, 2, 5, 9, 3, 2, 1, 3, 1, 1));  // overlapping windows, unequal strides
-    expect_pool(pool_shape(2, 3, 6, 7, 3, 3, 1, 1, 1, 1));  // stride 1 (its own compiled loops), padded
+    expect_pool(pool_shape(2, 3, 7, 9, 2, 2, 2, 2, 0, 0));      // odd sizes leave cells that no window covers
+    expect_pool(pool_shape(1, 2, 6, 6, 2, 2, 2, 2, 1, 1));      // padded on every side
+    expect_pool(pool_shape(1, 2, 7, 6, 3, 3, 2, 2, 1, 1));      // padded borders
+    expect_pool(pool_shape(2, 2, 5, 9, 3, 2, 1, 3, 1, 1));      // overlapping windows, unequal strides
+    expect_pool(pool_shape(2, 3, 6, 7, 3, 3, 1, 1, 1, 1));      // stride 1 (its own compiled loops), padded
     expect_pool(pool_shape(64, 32, 14, 14, 2, 2, 2, 2, 0, 0));  // enough work for threads
     expect_pool(pool_shape(3, 2, 7, 8, 2, 2, 2, 2, 0, 0));      // windows tile the columns, a row left over
     expect_pool(pool_shape(2, 3, 9, 12, 3, 3, 3, 3, 0, 0));     // 3×3 windows tiling the input
@@ -1192,8 +1297,7 @@ TEST(CpuPool, TiledMaxBreaksEveryTieAsTheGeneralLoops) {
     for (std::size_t i = 0; i < y.size(); ++i)
         ASSERT_EQ(std::bit_cast<std::uint32_t>(y[i]), std::bit_cast<std::uint32_t>(y_ref[i])) << "window " << i;
     cpu().pool2d_backward(0, be::Pool::max, DType::f32, &tiled, x.data(), y.data(), gy.data(), gx.data());
-    cpu().pool2d_backward(0, be::Pool::max, DType::f32, &general, wide.data(), y_ref.data(), gy.data(),
-                          gx_wide.data());
+    cpu().pool2d_backward(0, be::Pool::max, DType::f32, &general, wide.data(), y_ref.data(), gy.data(), gx_wide.data());
     for (int64_t r = 0; r < 625 * 2; ++r)
         for (int64_t c = 0; c < 30; ++c)
             ASSERT_EQ(std::bit_cast<std::uint32_t>(gx[r * 30 + c]), std::bit_cast<std::uint32_t>(gx_wide[r * 31 + c]))
@@ -1206,8 +1310,8 @@ TEST(CpuPool, MaxGradientWithReluGivesThePoolsThenRelusBits) {
     const int64_t nx = s.n * s.c * s.h * s.w, ny = s.n * s.c * s.oh * s.ow;
     std::vector<float> x = converted<float>(random_values(nx, -1, 2, 93));
     for (int64_t i = 0; i < nx; ++i) {
-        x[i] = x[i] < 0 ? 0.0f : x[i];               // relu's output
-        if (i % 5 == 0) x[i] = std::round(x[i]);     // ties, and windows whose maximum is 0
+        x[i] = x[i] < 0 ? 0.0f : x[i];            // relu's output
+        if (i % 5 == 0) x[i] = std::round(x[i]);  // ties, and windows whose maximum is 0
         if (i % 43 == 0) x[i] = std::numeric_limits<float>::quiet_NaN();
     }
     const auto gy = converted<float>(random_values(ny, -1, 1, 94));
@@ -1290,9 +1394,8 @@ TEST(CpuSoftmax, BackwardMatchesFiniteDifferences) {
 
 // ---------------------------------------------------------------- optimisers
 
-template <class T>
-void expect_step(be::Optimiser rule, const be::OptimiserStep& hp, T p, T g, T s1, T s2, T want_p, T want_s1,
-                 T want_s2, double tolerance) {
+template <class T> void expect_step(be::Optimiser rule, const be::OptimiserStep& hp, T p, T g, T s1, T s2, T want_p,
+                                    T want_s1, T want_s2, double tolerance) {
     const DType t = sizeof(T) == 4 ? DType::f32 : DType::f64;
     cpu().optimiser_step(0, rule, t, 1, &p, &g, &s1, &s2, nullptr, &hp);
     EXPECT_NEAR(p, want_p, tolerance) << "rule " << int(rule);
@@ -1307,16 +1410,15 @@ TEST(CpuOptimiser, StepsMatchHandComputedValues) {
     // p = 1, g = 0.5, s1 = 0.2, s2 = 0.04 before the step.
     for (double tol : {1e-12, 1e-6}) {
         const auto check = [&](O rule, double want_p, double want_s1, double want_s2) {
-            if (tol < 1e-9)
-                expect_step<double>(rule, hp, 1.0, 0.5, 0.2, 0.04, want_p, want_s1, want_s2, tol);
+            if (tol < 1e-9) expect_step<double>(rule, hp, 1.0, 0.5, 0.2, 0.04, want_p, want_s1, want_s2, tol);
             else
                 expect_step<float>(rule, hp, 1.0f, 0.5f, 0.2f, 0.04f, float(want_p), float(want_s1), float(want_s2),
                                    tol);
         };
         check(O::descent, 1 - 0.1 * 0.5, 0.2, 0.04);
-        check(O::momentum, 1 - 0.1 * 0.68, 0.68, 0.04);              // s1 = 0.9 * 0.2 + 0.5
+        check(O::momentum, 1 - 0.1 * 0.68, 0.68, 0.04);  // s1 = 0.9 * 0.2 + 0.5
         check(O::nesterov, 1 - 0.1 * (0.5 + 0.9 * 0.68), 0.68, 0.04);
-        const double rms = 0.9 * 0.2 + 0.1 * 0.25;                   // 0.205
+        const double rms = 0.9 * 0.2 + 0.1 * 0.25;  // 0.205
         check(O::rmsprop, 1 - 0.1 * 0.5 / (std::sqrt(rms) + 1e-8), rms, 0.04);
         const double m = 0.9 * 0.2 + 0.1 * 0.5, v = 0.999 * 0.04 + 0.001 * 0.25;  // 0.23, 0.04021
         const double update = 0.1 * (m / (1 - 0.81)) / (std::sqrt(v / (1 - 0.999 * 0.999)) + 1e-8);
@@ -1330,8 +1432,7 @@ TEST(CpuOptimiser, LargeBuffersAndMissingState) {
     std::vector<float> p(n, 1.0f), g(n, 2.0f), s1(n, 0.0f), s2(n, 0.0f);
     be::OptimiserStep hp;
     hp.eta = 0.01, hp.beta1 = 0.9, hp.beta2 = 0.999, hp.epsilon = 1e-8, hp.t = 1;
-    cpu().optimiser_step(0, be::Optimiser::adam, DType::f32, n, p.data(), g.data(), s1.data(), s2.data(), nullptr,
-                         &hp);
+    cpu().optimiser_step(0, be::Optimiser::adam, DType::f32, n, p.data(), g.data(), s1.data(), s2.data(), nullptr, &hp);
     for (int64_t i = 0; i < n; i += 997) EXPECT_NEAR(p[i], 0.99f, 1e-6);  // Adam's first step moves by eta
     const auto step = [&](be::Optimiser rule, void* state1, void* state2) {
         cpu().optimiser_step(0, rule, DType::f32, n, p.data(), g.data(), state1, state2, nullptr, &hp);

@@ -13,6 +13,7 @@
 
 #include "cpu/fused.hpp"
 #include "cpu/kernels.hpp"
+#include "cpu/onednn.hpp"
 #include "cpu/openblas.hpp"
 #if FLUXION_HAVE_ONEDNN
 #include <oneapi/dnnl/dnnl.h>
@@ -29,8 +30,10 @@ int thread_count_from_env() {
     char* end = nullptr;
     const long value = std::strtol(text, &end, 10);
     if (*end != '\0' || value < 1 || value > 4096) {
-        std::fprintf(stderr, "fluxion: ignoring FLUXION_NUM_THREADS='%s' (expected a whole number from 1 to 4096); "
-                     "using %d threads\n", text, hardware);
+        std::fprintf(stderr,
+                     "fluxion: ignoring FLUXION_NUM_THREADS='%s' (expected a whole number from 1 to 4096); "
+                     "using %d threads\n",
+                     text, hardware);
         return hardware;
     }
     return int(value);
@@ -145,11 +148,11 @@ namespace fluxion::backend {
 
 std::string cpu_description() {
     __builtin_cpu_init();
-    const char* isa = __builtin_cpu_supports("avx512bf16")                                         ? "AVX-512 with BF16"
-                      : __builtin_cpu_supports("avx512f")                                          ? "AVX-512"
-                      : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")            ? "AVX2 with FMA"
-                      : __builtin_cpu_supports("avx")                                              ? "AVX"
-                                                                                                   : "SSE";
+    const char* isa = __builtin_cpu_supports("avx512bf16")                              ? "AVX-512 with BF16"
+                      : __builtin_cpu_supports("avx512f")                               ? "AVX-512"
+                      : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? "AVX2 with FMA"
+                      : __builtin_cpu_supports("avx")                                   ? "AVX"
+                                                                                        : "SSE";
     const char* threads_env = std::getenv("FLUXION_NUM_THREADS");
     const char* wait = std::getenv("OMP_WAIT_POLICY");
     const cpu::openblas::Library& blas = cpu::openblas::library();
@@ -163,6 +166,11 @@ std::string cpu_description() {
     const dnnl_version_t* v = dnnl_version();
     out += "convolutions: oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
            std::to_string(v->patch) + " where measured faster, else fluxion's own kernels or im2col + GEMM\n";
+    out += std::string("bf16 products and convolutions: ") +
+           (cpu::onednn_bf16_preferred() ? "oneDNN's bf16 kernels\n"
+            : cpu::onednn_bf16_native()
+                ? "widened to f32 (oneDNN's bf16 kernels run here, slower than f32 on an Intel CPU without AMX)\n"
+                : "widened to f32 (no bf16 instructions)\n");
 #else
     out += "convolutions: im2col + GEMM and fluxion's own kernels (built without oneDNN)\n";
 #endif

@@ -35,9 +35,23 @@ bool onednn_bf16_native() {
     return native;
 }
 
+bool onednn_bf16_preferred() {
+    static const bool preferred = [] {
+        if (!onednn_bf16_native()) return false;
+        const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+        const auto amx = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_amx);
+        if ((isa & amx) == amx) return true;
+        __builtin_cpu_init();
+        return !__builtin_cpu_is("intel");
+    }();
+    return preferred;
+}
+
 #else
 
 bool onednn_bf16_native() { return false; }
+
+bool onednn_bf16_preferred() { return false; }
 
 std::uint64_t onednn_bf16_runs() { return 0; }
 

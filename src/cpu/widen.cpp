@@ -2,10 +2,11 @@
 // kernel runs (so sums, dot products and convolutions accumulate in f32) and the results are
 // rounded back once, to nearest even. Every other type goes straight to its kernel.
 //
-// bf16 matrix products and convolutions go first to oneDNN's native bf16 kernels where the CPU has
-// bf16 instructions (matmul_onednn.cpp, conv_onednn.cpp): the same f32 accumulation and single
-// rounding, without the widened copies. oneDNN 2.6 declined f16 matmuls and convolutions on the
-// AVX-512 BF16 CPU (Zen 4, no AVX-512 FP16) this was written on, so f16 is always widened.
+// bf16 matrix products and convolutions go first to oneDNN's native bf16 kernels where they are
+// faster than f32 ones on this CPU (onednn_bf16_preferred(); matmul_onednn.cpp, conv_onednn.cpp):
+// the same f32 accumulation and single rounding, without the widened copies. oneDNN 2.6 declined
+// f16 matmuls and convolutions on the AVX-512 BF16 CPU (Zen 4, no AVX-512 FP16) this was written
+// on, so f16 is always widened.
 #include <algorithm>
 #include <cstddef>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "cpu/conv_onednn.hpp"
 #include "cpu/kernels.hpp"
 #include "cpu/matmul_onednn.hpp"
+#include "cpu/onednn.hpp"
 
 namespace fluxion::backend::cpu::widen {
 namespace {
@@ -174,13 +176,16 @@ void gemm(int device, DType t, bool trans_a, bool trans_b, int64_t m, int64_t n,
     if (!is_half(t))
         return cpu::gemm(device, t, trans_a, trans_b, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc,
                          stride_c, batch);
-    if (t == DType::bf16 && onednn_gemm_bf16(trans_a, trans_b, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta,
-                                             c, ldc, stride_c, batch))
+    if (t == DType::bf16 && onednn_bf16_preferred() &&
+        onednn_gemm_bf16(trans_a, trans_b, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c,
+                         batch))
         return;
     F32 wa(t, matrix_reach(trans_a ? k : m, trans_a ? m : k, lda, stride_a, batch), a);
     F32 wb(t, matrix_reach(trans_b ? n : k, trans_b ? k : n, ldb, stride_b, batch), b);
-    // C is read only when beta is not zero; rows of C between the m × n blocks keep their values.
-    F32 wc(t, matrix_reach(m, n, ldc, stride_c, batch), c);
+    // C is read when beta is not zero, and where rows of C between the m × n blocks must keep their
+    // values through the narrowing of the whole reach.
+    const bool packed_c = ldc == n && (batch == 1 || stride_c == m * n);
+    F32 wc(t, matrix_reach(m, n, ldc, stride_c, batch), beta != 0 || !packed_c ? c : nullptr);
     cpu::gemm(device, DType::f32, trans_a, trans_b, m, n, k, alpha, wa.data(), lda, stride_a, wb.data(), ldb, stride_b,
               beta, wc.data(), ldc, stride_c, batch);
     wc.narrow(c);
@@ -188,7 +193,7 @@ void gemm(int device, DType t, bool trans_a, bool trans_b, int64_t m, int64_t n,
 
 void conv2d(int device, DType t, const Conv2dShape* s, const void* x, const void* w, void* y) {
     if (!is_half(t)) return cpu::conv2d(device, t, s, x, w, y);
-    if (t == DType::bf16 && onednn_conv2d_bf16(ConvPass::forward, *s, x, w, y)) return;
+    if (t == DType::bf16 && onednn_bf16_preferred() && onednn_conv2d_bf16(ConvPass::forward, *s, x, w, y)) return;
     F32 wx(t, s->n * s->c * s->h * s->w, x), ww(t, s->k * (s->c / s->groups) * s->r * s->s, w);
     F32 wy(t, s->n * s->k * s->oh * s->ow, nullptr);
     cpu::conv2d(device, DType::f32, s, wx.data(), ww.data(), wy.data());
@@ -197,7 +202,8 @@ void conv2d(int device, DType t, const Conv2dShape* s, const void* x, const void
 
 void conv2d_backward_input(int device, DType t, const Conv2dShape* s, const void* gy, const void* w, void* gx) {
     if (!is_half(t)) return cpu::conv2d_backward_input(device, t, s, gy, w, gx);
-    if (t == DType::bf16 && onednn_conv2d_bf16(ConvPass::backward_input, *s, gy, w, gx)) return;
+    if (t == DType::bf16 && onednn_bf16_preferred() && onednn_conv2d_bf16(ConvPass::backward_input, *s, gy, w, gx))
+        return;
     F32 wgy(t, s->n * s->k * s->oh * s->ow, gy), ww(t, s->k * (s->c / s->groups) * s->r * s->s, w);
     F32 wgx(t, s->n * s->c * s->h * s->w, nullptr);
     cpu::conv2d_backward_input(device, DType::f32, s, wgy.data(), ww.data(), wgx.data());
@@ -206,7 +212,8 @@ void conv2d_backward_input(int device, DType t, const Conv2dShape* s, const void
 
 void conv2d_backward_weight(int device, DType t, const Conv2dShape* s, const void* x, const void* gy, void* gw) {
     if (!is_half(t)) return cpu::conv2d_backward_weight(device, t, s, x, gy, gw);
-    if (t == DType::bf16 && onednn_conv2d_bf16(ConvPass::backward_weight, *s, x, gy, gw)) return;
+    if (t == DType::bf16 && onednn_bf16_preferred() && onednn_conv2d_bf16(ConvPass::backward_weight, *s, x, gy, gw))
+        return;
     F32 wx(t, s->n * s->c * s->h * s->w, x), wgy(t, s->n * s->k * s->oh * s->ow, gy);
     F32 wgw(t, s->k * (s->c / s->groups) * s->r * s->s, nullptr);
     cpu::conv2d_backward_weight(device, DType::f32, s, wx.data(), wgy.data(), wgw.data());
