@@ -8,11 +8,13 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <type_traits>
 #include <string>
 #include <vector>
 
@@ -25,7 +27,7 @@ using io_test::ScratchDir;
 namespace {
 
 struct OrtRun {
-    nlohmann::json json;  // opset, inputs, outputs, shape, output (tests/reference/onnx_run.py)
+    nlohmann::json json;  // opset, inputs, outputs, results (tests/reference/onnx_run.py)
     std::string skip, error;
 };
 
@@ -48,16 +50,16 @@ OrtRun run_onnxruntime(const std::filesystem::path& model, const fx::Tensor& x) 
 }
 
 // max |ONNX Runtime − fluxion| over max |fluxion|.
-double relative_error(const OrtRun& r, const fx::Tensor& expected) {
+double relative_error(const nlohmann::json& output, const fx::Tensor& expected) {
     const std::vector<float> e = expected.to_vector<float>();
-    const auto got = r.json["output"].get<std::vector<double>>();
+    const auto got = output.get<std::vector<double>>();
     EXPECT_EQ(got.size(), e.size());
     double largest = 0, worst = 0;
     for (std::size_t i = 0; i < e.size() && i < got.size(); ++i) {
         largest = std::max(largest, std::abs(double(e[i])));
         worst = std::max(worst, std::abs(got[i] - double(e[i])));
     }
-    return worst / largest;
+    return largest > 0 ? worst / largest : worst;
 }
 
 ::onnx::ModelProto read_model(const std::filesystem::path& path) {
@@ -77,7 +79,9 @@ template <class M> void settle_batchnorm(M& m, const fx::Shape& shape) {
 
 // Exports `m` traced at batch `shape[0]`, checks the file with libonnx's checker, and runs it with
 // ONNX Runtime at the traced batch size and at `other_batch`, against fluxion's outputs.
-template <class M> void export_and_run(const M& m, fx::Shape shape, std::int64_t other_batch) {
+// `state_names`: whether every parameter is an initialiser under its state name (the LSTM's are
+// reordered into ONNX's gate order, under names of their own).
+template <class M> void export_and_run(const M& m, fx::Shape shape, std::int64_t other_batch, bool state_names = true) {
     ScratchDir dir;
     const auto path = dir / "m.onnx";
     fx::onnx::save(path, m, fx::randn(shape));
@@ -90,16 +94,24 @@ template <class M> void export_and_run(const M& m, fx::Shape shape, std::int64_t
     // Every parameter is an initialiser under its state name.
     std::set<std::string> initialisers;
     for (const auto& t : model.graph().initializer()) initialisers.insert(t.name());
-    for (const auto& [name, t] : fx::state(m)) EXPECT_TRUE(initialisers.count(name)) << name;
+    if (state_names) {
+        for (const auto& [name, t] : fx::state(m)) EXPECT_TRUE(initialisers.count(name)) << name;
+    }
     for (const std::int64_t batch : {shape[0], other_batch}) {
         shape[0] = batch;
         const fx::Tensor x = fx::randn(shape);
-        const fx::Tensor y = m(x);
+        const auto out = m(x);
+        std::vector<fx::Tensor> ys;
+        if constexpr (std::is_same_v<std::decay_t<decltype(out)>, fx::LSTMOutput>) ys = {out.output, out.h, out.c};
+        else ys = {out};
         const OrtRun r = run_onnxruntime(path, x);
         if (!r.error.empty()) FAIL() << r.error;
         if (!r.skip.empty()) GTEST_SKIP() << r.skip;
-        EXPECT_EQ(r.json["shape"].get<fx::Shape>(), y.shape());
-        EXPECT_LE(relative_error(r, y), 1e-4) << "batch " << batch;
+        ASSERT_EQ(r.json["results"].size(), ys.size());
+        for (std::size_t i = 0; i < ys.size(); ++i) {
+            EXPECT_EQ(r.json["results"][i]["shape"].get<fx::Shape>(), ys[i].shape()) << "output " << i;
+            EXPECT_LE(relative_error(r.json["results"][i]["output"], ys[i]), 1e-4) << "batch " << batch << ", output " << i;
+        }
     }
 }
 
@@ -160,18 +172,52 @@ TEST(OnnxExport, MobileNetV2) {
     export_and_run(m, {2, 3, 32, 32}, 3);
 }
 
+// Each activation before a linear output (a softmax or σ at the end would hide an error under 1e-4).
 TEST(OnnxExport, LayersAndActivationsOfEveryKindRun) {
     auto m = fx::Chain(fx::Conv({3, 3}, 2, 4, fx::leakyrelu, {.stride = 2, .pad = 1}), fx::BatchNorm(4, fx::elu),
-                       fx::MeanPool({2, 2}, {.stride = 2, .pad = 1}), fx::Conv({3, 3}, 4, 4, fx::tanh, {.pad = fx::SamePad(), .groups = 2}),
+                       fx::MeanPool({2, 2}, {.stride = 2, .pad = 1}),
+                       fx::Conv({3, 3}, 4, 4, fx::tanh, {.pad = fx::SamePad(), .groups = 2}),
                        fx::MaxPool({3, 3}, {.stride = 1, .pad = 1}), fx::GlobalMeanPool(), fx::Flatten(),
-                       fx::Dense(4, 6, fx::sigmoid), fx::Dropout(0.5), fx::Dense(6, 5, fx::softplus), fx::hardswish,
-                       fx::Dense(5, 3, fx::hardsigmoid, false), fx::softmax);
+                       fx::Dense(4, 6, fx::softplus), fx::Dropout(0.5), fx::Dense(6, 5, fx::hardswish), fx::Dense(5, 3));
     settle_batchnorm(m, {3, 2, 12, 12});
     export_and_run(m, {3, 2, 12, 12}, 4);
+    // σ last: its outputs are never all zero, so the output never is.
+    export_and_run(fx::Chain(fx::Dense(4, 8, fx::relu6), fx::Dense(8, 8, fx::relu, false), fx::Dense(8, 8, fx::hardsigmoid),
+                             fx::Dense(8, 6, fx::sigmoid), fx::Dense(6, 4)),
+                   {3, 4}, 2);
+    export_and_run(fx::Chain(fx::Dense(4, 5), fx::softmax), {3, 4}, 2);
+}
+
+TEST(OnnxExport, OneDimensionalConvolutionsAndPools) {
+    export_and_run(fx::Chain(fx::Conv(std::array<int, 1>{3}, 2, 4, fx::relu, {.stride = 2, .pad = 1}),
+                             fx::MaxPool(std::array<int, 1>{2}), fx::Conv(std::array<int, 1>{3}, 4, 3, {.dilation = 2}),
+                             fx::MeanPool(std::array<int, 1>{2})),
+                   {2, 2, 23}, 3);
 }
 
 TEST(OnnxExport, DenseOverTheLastAxisOfARank3Batch) {
     export_and_run(fx::Chain(fx::Dense(6, 4, fx::relu), fx::Dense(4, 2), fx::logsoftmax), {2, 5, 6}, 3);
+}
+
+TEST(OnnxExport, TransformerEncoder) {
+    // Post-norm and pre-norm layers, gelu_erf's feed-forward, a final LayerNorm; run at another
+    // batch size (the sequence length is the traced one's).
+    fx::TransformerEncoder post(16, 4, 2, {.feedforward = 32});
+    export_and_run(post, {2, 5, 16}, 3);
+    fx::TransformerEncoder pre(16, 2, 1, {.feedforward = 24, .activation = fx::gelu_erf, .norm_first = true}, true);
+    try {
+        export_and_run(pre, {2, 5, 16}, 1);
+        ADD_FAILURE() << "gelu_erf exported; opset 17 has no Gelu";
+    } catch (const fx::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("activation gelu_erf at 'layers.0.linear1'"), std::string::npos) << e.what();
+    }
+    fx::TransformerEncoder pre_relu(16, 2, 1, {.feedforward = 24, .norm_first = true}, true);
+    export_and_run(fx::Chain(fx::Dense(6, 16), pre_relu, fx::Dense(16, 3)), {2, 5, 6}, 4);
+}
+
+TEST(OnnxExport, LstmWithItsFinalStates) {
+    export_and_run(fx::LSTM(3, 5), {2, 7, 3}, 4, false);
+    export_and_run(fx::LSTM(3, 4, {.layers = 2, .bidirectional = true}), {3, 6, 3}, 1, false);
 }
 
 TEST(OnnxExport, RefusesWhatItCannotExpressByNameAndWritesNothing) {
@@ -186,7 +232,7 @@ TEST(OnnxExport, RefusesWhatItCannotExpressByNameAndWritesNothing) {
         }
         EXPECT_FALSE(std::filesystem::exists(path));
     };
-    expect_refusal(fx::Chain(fx::Dense(4, 3), fx::LayerNorm(3)), fx::randn({2, 4}), "fluxion::LayerNorm at 'layers.1'");
+    expect_refusal(fx::Chain(fx::Dense(4, 3), fx::GroupNorm(3, 1)), fx::randn({2, 4}), "fluxion::GroupNorm at 'layers.1'");
     expect_refusal(fx::Chain(fx::Dense(4, 3, [](const fx::Tensor& x) { return x * 2.0f; })), fx::randn({2, 4}),
                    "activation λ at 'layers.0'");
     auto bn = fx::Chain(fx::Dense(4, 3), fx::BatchNorm(3));

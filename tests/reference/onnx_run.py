@@ -1,6 +1,6 @@
 # onnx_run.py — checks an ONNX model with the onnx package's full checker (shape inference included)
 # and runs it with ONNX Runtime on the CPU, printing what it finds as JSON: the graph's input and
-# output shapes (a named axis as its name), the opset, and the output on the given input.
+# output shapes (a named axis as its name), the opset, and each output (shape, values) on the input.
 # Usage: python3 onnx_run.py <model.onnx> <input.f32> <comma-separated input shape> <out.json>
 import json
 import sys
@@ -20,13 +20,12 @@ def dims(value):
 
 x = np.fromfile(input_path, dtype="<f4").reshape([int(d) for d in shape.split(",")])
 session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
-(y,) = session.run(None, {session.get_inputs()[0].name: x})
+ys = session.run(None, {session.get_inputs()[0].name: x})
 result = {
     "opset": [o.version for o in model.opset_import if o.domain in ("", "ai.onnx")][0],
     "inputs": [dims(v) for v in model.graph.input],
     "outputs": [dims(v) for v in model.graph.output],
-    "shape": list(y.shape),
-    "output": y.astype(np.float64).ravel().tolist(),
+    "results": [{"shape": list(y.shape), "output": y.astype(np.float64).ravel().tolist()} for y in ys],
 }
 with open(out, "w") as f:
     json.dump(result, f)

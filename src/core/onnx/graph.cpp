@@ -13,13 +13,13 @@
 namespace fluxion::onnx::detail {
 namespace {
 
-void set_type(::onnx::ValueInfoProto& v, const std::string& name, const Shape& shape) {
+void set_type(::onnx::ValueInfoProto& v, const std::string& name, const Shape& shape, int batch_axis) {
     v.set_name(name);
     auto* t = v.mutable_type()->mutable_tensor_type();
     t->set_elem_type(::onnx::TensorProto::FLOAT);
     auto* s = t->mutable_shape();
     for (std::size_t i = 0; i < shape.size(); ++i) {
-        if (i == 0) s->add_dim()->set_dim_param("batch");
+        if (static_cast<int>(i) == batch_axis) s->add_dim()->set_dim_param("batch");
         else s->add_dim()->set_dim_value(shape[i]);
     }
 }
@@ -61,6 +61,24 @@ std::string Graph::initializer(const std::vector<float>& values, const std::vect
     return p->name();
 }
 
+std::string Graph::initializer_i64(const std::vector<std::int64_t>& values, const std::vector<std::int64_t>& dims,
+                                   const std::string& name) {
+    ::onnx::TensorProto* p = graph->add_initializer();
+    p->set_name(unique(name));
+    p->set_data_type(::onnx::TensorProto::INT64);
+    for (auto d : dims) p->add_dims(d);
+    for (auto v : values) p->add_int64_data(v);
+    ranks[p->name()] = static_cast<int>(dims.size());
+    return p->name();
+}
+
+void attribute(::onnx::NodeProto& n, const std::string& name, const std::string& v) {
+    auto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto::STRING);
+    a->set_s(v);
+}
+
 void attribute(::onnx::NodeProto& n, const std::string& name, std::int64_t v) {
     auto* a = n.add_attribute();
     a->set_name(name);
@@ -98,7 +116,7 @@ std::shared_ptr<Graph> new_graph(const Tensor& example_input) {
     opset->set_version(kOpset);
     g->graph = g->model.mutable_graph();
     g->graph->set_name("fluxion");
-    set_type(*g->graph->add_input(), "input", example_input.shape());
+    set_type(*g->graph->add_input(), "input", example_input.shape(), 0);
     g->ranks["input"] = example_input.ndim();
     return g;
 }
@@ -108,13 +126,16 @@ const std::string& input_name(const Graph&) {
     return name;
 }
 
-void write(Graph& g, const std::string& output, const Tensor& example_output, const std::filesystem::path& path) {
-    if (!example_output.defined() || example_output.ndim() < 1)
-        throw ShapeError("fx::onnx::save: the model's output has no batch axis");
-    // The output gets its own name through an Identity where the last node's is a layer path.
-    const std::string y = output == "output" ? output : g.node("Identity", {output}, "output", example_output.ndim());
-    if (y != "output") throw ValueError("fx::onnx::save: a layer path is named \"output\"; the graph's output needs it");
-    set_type(*g.graph->add_output(), y, example_output.shape());
+void write(Graph& g, const std::vector<Output>& outputs, const std::filesystem::path& path) {
+    for (const auto& o : outputs) {
+        if (!o.example.defined() || o.example.ndim() <= o.batch_axis)
+            throw ShapeError("fx::onnx::save: the model's output " + o.name + " has no batch axis");
+        // Each output gets its own name through an Identity.
+        const std::string y = g.node("Identity", {o.value}, o.name, o.example.ndim());
+        if (y != o.name)
+            throw ValueError("fx::onnx::save: a layer path is named \"" + o.name + "\"; the graph's output needs it");
+        set_type(*g.graph->add_output(), y, o.example.shape(), o.batch_axis);
+    }
     try {
         ::onnx::checker::check_model(g.model);
     } catch (const std::exception& e) {

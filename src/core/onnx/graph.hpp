@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,23 @@ struct Graph {
     std::string initializer(const Tensor& t, const std::string& name);
     std::string initializer(const std::vector<float>& values, const std::vector<std::int64_t>& dims,
                             const std::string& name);
+    std::string initializer_i64(const std::vector<std::int64_t>& values, const std::vector<std::int64_t>& dims,
+                                const std::string& name);
+    // A node of several outputs, named `name` + each of `outputs`' suffixes with its rank.
+    template <class Set>
+    std::vector<std::string> nodes(const std::string& op, const std::vector<std::string>& inputs,
+                                   const std::string& name, const std::vector<std::pair<std::string, int>>& outputs,
+                                   Set&& set) {
+        ::onnx::NodeProto* n = add_node(op, inputs, name, outputs[0].second);
+        std::vector<std::string> names{n->output(0)};
+        for (std::size_t i = 1; i < outputs.size(); ++i) {
+            names.push_back(unique(n->name() + outputs[i].first));
+            n->add_output(names.back());
+            ranks[names.back()] = outputs[i].second;
+        }
+        set(*n);
+        return names;
+    }
     int rank(const std::string& value) const { return ranks.at(value); }
 
 private:
@@ -49,5 +67,6 @@ private:
 void attribute(::onnx::NodeProto& n, const std::string& name, std::int64_t v);
 void attribute(::onnx::NodeProto& n, const std::string& name, float v);
 void attribute(::onnx::NodeProto& n, const std::string& name, const std::vector<std::int64_t>& v);
+void attribute(::onnx::NodeProto& n, const std::string& name, const std::string& v);
 
 }  // namespace fluxion::onnx::detail

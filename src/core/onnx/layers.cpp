@@ -109,6 +109,20 @@ std::string layer(Graph& g, const BatchNorm& bn, const std::string& x, const std
     return layer(g, bn.activation, y, path);
 }
 
+std::string layer(Graph& g, const LayerNorm& ln, const std::string& x, const std::string& path) {
+    const Shape& shape = ln.normalised_shape();
+    I size = 1;
+    for (auto d : shape) size *= d;
+    std::vector<std::string> in{x, ln.weight.defined() ? g.initializer(ln.weight, join(path, "weight"))
+                                                       : g.initializer(std::vector<float>(size, 1.0f), shape, join(path, "weight"))};
+    if (ln.bias.defined()) in.push_back(g.initializer(ln.bias, join(path, "bias")));
+    const std::string y = g.node("LayerNormalization", in, path, g.rank(x), [&](auto& n) {
+        attribute(n, "axis", -static_cast<I>(shape.size()));
+        attribute(n, "epsilon", static_cast<float>(ln.epsilon));
+    });
+    return layer(g, ln.activation, y, path);
+}
+
 std::string layer(Graph& g, const MaxPool& p, const std::string& x, const std::string& path) {
     const bool one_d = g.rank(x) == 3;
     return g.node("MaxPool", {x}, or_else(path, "maxpool"), g.rank(x), [&](auto& n) {
