@@ -19,12 +19,15 @@
 #include <vector>
 
 #include "fluxion/fluxion.hpp"
+#include "other_devices.hpp"
 #include "test_io_support.hpp"
 
 namespace fx = fluxion;
 using io_test::ScratchDir;
 
 namespace {
+
+const bool plugin_path_set = [] { return ::setenv("FLUXION_PLUGIN_PATH", FLUXION_TEST_PLUGIN_DIR, 1) == 0; }();
 
 struct OrtRun {
     nlohmann::json json;  // opset, inputs, outputs, results (tests/reference/onnx_run.py)
@@ -124,6 +127,22 @@ auto lenet5() {  // examples/fashion_mnist's model
 }  // namespace
 
 TEST(OnnxExport, LeNet5RunsInOnnxRuntimeAtAnyBatchSize) { export_and_run(lenet5(), {2, 1, 28, 28}, 5); }
+
+// A model on another device exports the same graph: its parameters are copied to the host.
+TEST(OnnxExport, FromEveryDevice) {
+    auto m = lenet5();
+    const fx::Tensor x = fx::randn({3, 1, 28, 28});
+    const fx::Tensor y = m(x);
+    for (const auto& d : fx::testing::other_devices()) {
+        SCOPED_TRACE(d.str());
+        ScratchDir dir;
+        fx::onnx::save(dir / "m.onnx", m | d, x.to(d));
+        const OrtRun r = run_onnxruntime(dir / "m.onnx", x);
+        if (!r.error.empty()) FAIL() << r.error;
+        if (!r.skip.empty()) GTEST_SKIP() << r.skip;
+        EXPECT_LE(relative_error(r.json["results"][0]["output"], y), 1e-4);
+    }
+}
 
 TEST(OnnxExport, NodesAndInitialisersAreNamedByStatePath) {
     ScratchDir dir;
