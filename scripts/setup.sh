@@ -17,6 +17,7 @@ packages=(
   libvulkan-dev glslc                       # the Vulkan backend plugin: headers, loader, shader compiler
   mesa-vulkan-drivers vulkan-validationlayers  # its tests: lavapipe (Vulkan on the CPU), validation
   libprotobuf-dev protobuf-compiler libpng-dev  # TensorBoard's event files (protocol buffers) and PNG images
+  libonnx-dev                               # fx::onnx: ONNX's protocol buffers and its checker
 )
 
 missing=()
@@ -39,5 +40,15 @@ if ! python3 -c 'import tensorboard' 2>/dev/null; then
     echo "setup: installed tensorboard (PyPI) for $(command -v python3)"
   else
     echo "setup: tensorboard not installed for $(command -v python3); test_tensorboard's reading tests will skip"
+  fi
+fi
+
+# ONNX Runtime runs the models fx::onnx::save writes, and onnx's Python checker checks them
+# (tests/test_onnx.cpp); PyPI only, installed as tensorboard is, else those tests skip and say so.
+if ! python3 -c 'import onnx, onnxruntime' 2>/dev/null; then
+  if python3 -m pip --version >/dev/null 2>&1 && python3 -m pip install --quiet onnx onnxruntime >/dev/null 2>&1; then
+    echo "setup: installed onnx and onnxruntime (PyPI) for $(command -v python3)"
+  else
+    echo "setup: onnx/onnxruntime not installed for $(command -v python3); test_onnx's ONNX Runtime tests will skip"
   fi
 fi

@@ -15,6 +15,7 @@
 #include "fluxion/layers.hpp"
 #include "fluxion/losses.hpp"
 #include "fluxion/mixed_precision.hpp"
+#include "fluxion/onnx.hpp"
 #include "fluxion/ops.hpp"
 #include "fluxion/models.hpp"
 #include "fluxion/optimisers.hpp"

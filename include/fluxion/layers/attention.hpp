@@ -84,6 +84,7 @@ public:
 
     Tensor operator()(const Tensor& x, const AttentionMasks& masks = {}) const;
     std::string describe() const;  // "TransformerEncoderLayer(64, heads = 4, feedforward = 128)"
+    const Activation& activation() const { return activation_; }  // the feed-forward block's
 
 private:
     Activation activation_;

@@ -1,0 +1,151 @@
+// fluxion/onnx.hpp — ONNX export: a model's forward (as in test mode) written as an ONNX graph that
+// ONNX Runtime, TensorRT and the like run.
+//
+//   auto m = fx::models::resnet18();
+//   fx::onnx::save("resnet18.onnx", m, fx::randn({1, 3, 224, 224}));
+//
+// The file is an ONNX model at opset 17 (IR version 8), written with ONNX's own protocol-buffer
+// definitions (Debian's libonnx-dev) and checked by ONNX's checker before it is written. The graph
+// has one input, "input", and one output, "output"; their first axis is a dynamic "batch", so the
+// model runs at any batch size whatever the example's. The example input (f32, batched, on any
+// device) fixes the other axes; the model runs on it once, and its output fixes the output's shape.
+// Every parameter (and BatchNorm's running statistics) is an initialiser named as in fx::state
+// ("layer1.0.conv1.weight"); each node is named after its layer's state path ("layer1.0.conv1",
+// "layer1.0.add"; at the root, what it is: "maxpool").
+//
+// The walk is over layers, each written as the ONNX operators that compute it: Chain, std::tuple,
+// std::vector and std::optional of layers; Dense (Gemm on {N, F}, MatMul + Add over the last axis
+// otherwise), Conv (1-d and 2-d, groups), BatchNorm (running statistics), LayerNorm, MaxPool,
+// MeanPool, GlobalMeanPool, AdaptiveMeanPool((1, 1)), Flatten, Dropout and AlphaDropout (identities),
+// the activations relu, σ, tanh, relu6, leakyrelu, elu, softplus, hardσ, hardswish, softmax and
+// logsoftmax (as layers or in a layer's `activation`), MultiHeadAttention (self-attention without
+// masks), TransformerEncoderLayer and TransformerEncoder on {N, L, E}, and the zoo's ResNet and
+// MobileNetV2 (fluxion/models.hpp). An fx::LSTM, saved as the model, is one ONNX LSTM node per layer
+// (its weights reordered into ONNX's gate order, as "layers.0.W", "layers.0.R", "layers.0.B") and
+// has three outputs, "output" {batch, T, D·H}, "h" and "c" {L·D, batch, H}. Anything else (a
+// lambda activation, gelu, GRU, a layer of your own) throws fx::Error naming it, and no file is
+// written.
+#pragma once
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <typeinfo>
+#include <vector>
+
+#include "fluxion/error.hpp"
+#include "fluxion/layers/chain.hpp"
+#include "fluxion/tensor.hpp"
+
+namespace fluxion {
+class Activation;
+class Conv;
+class Dense;
+class BatchNorm;
+class MaxPool;
+class MeanPool;
+class GlobalMeanPool;
+class AdaptiveMeanPool;
+class Flatten;
+class Dropout;
+class AlphaDropout;
+class LayerNorm;
+class MultiHeadAttention;
+class TransformerEncoderLayer;
+class TransformerEncoder;
+class LSTM;
+struct LSTMOutput;
+namespace models {
+struct ResidualBlock;
+struct ResNet;
+struct InvertedResidual;
+struct MobileNetV2;
+}  // namespace models
+}  // namespace fluxion
+
+namespace fluxion::onnx {
+namespace detail {
+
+// An ONNX graph being built (src/core/onnx/graph.hpp). Each `layer` below appends the nodes of one
+// layer applied to the value named `x`, naming them and their initialisers under `path`, and returns
+// the name of the value it computes.
+struct Graph;
+std::shared_ptr<Graph> new_graph(const Tensor& example_input);
+const std::string& input_name(const Graph& g);
+struct Output {
+    std::string name, value;  // the graph's output `name` is the value `value`
+    Tensor example;           // its shape on the example input
+    int batch_axis = 0;
+};
+void write(Graph& g, const std::vector<Output>& outputs, const std::filesystem::path& path);
+[[noreturn]] void unsupported(const std::type_info& type, const std::string& path);
+
+std::string layer(Graph& g, const Activation& l, const std::string& x, const std::string& path);
+std::string layer(Graph& g, const Conv& l, const std::string& x, const std::string& path);
+std::string layer(Graph& g, const Dense& l, const std::string& x, const std::string& path);
+std::string layer(Graph& g, const BatchNorm& l, const std::string& x, const std::string& path);
+std::string layer(Graph& g, const MaxPool& l, const std::string& x, const std::string& path);
+std::string layer(Graph& g, const MeanPool& l, const std::string& x, const std::string& path);
+std::string layer(Graph& g, const GlobalMeanPool& l, const std::string& x, const std::string& path);
+std::string layer(Graph& g, const AdaptiveMeanPool& l, const std::string& x, const std::string& path);
+std::string layer(Graph& g, const Flatten& l, const std::string& x, const std::string& path);
+std::string layer(Graph& g, const Dropout& l, const std::string& x, const std::string& path);
+std::string layer(Graph& g, const AlphaDropout& l, const std::string& x, const std::string& path);
+std::string layer(Graph& g, const LayerNorm& l, const std::string& x, const std::string& path);
+std::string layer(Graph& g, const MultiHeadAttention& l, const std::string& x, const std::string& path);
+std::string layer(Graph& g, const TransformerEncoderLayer& l, const std::string& x, const std::string& path);
+std::string layer(Graph& g, const TransformerEncoder& l, const std::string& x, const std::string& path);
+// An LSTM's output, final hidden and cell states ({N, T, D·H}, {L·D, N, H}, {L·D, N, H}).
+std::vector<std::string> lstm(Graph& g, const LSTM& l, const std::string& x, const std::string& path);
+std::string layer(Graph& g, const models::ResidualBlock& l, const std::string& x, const std::string& path);
+std::string layer(Graph& g, const models::ResNet& l, const std::string& x, const std::string& path);
+std::string layer(Graph& g, const models::InvertedResidual& l, const std::string& x, const std::string& path);
+std::string layer(Graph& g, const models::MobileNetV2& l, const std::string& x, const std::string& path);
+
+std::string join(const std::string& path, const std::string& name);  // "a" + "b" -> "a.b"; "" + "b" -> "b"
+
+template <class... Ls>
+std::string layer(Graph& g, const std::tuple<Ls...>& layers, const std::string& x, const std::string& path) {
+    std::string y = x;
+    std::size_t i = 0;
+    std::apply([&](const auto&... l) { ((y = layer(g, l, y, join(path, std::to_string(i++)))), ...); }, layers);
+    return y;
+}
+template <class... Ls> std::string layer(Graph& g, const Chain<Ls...>& c, const std::string& x, const std::string& path) {
+    return layer(g, c.layers, x, join(path, "layers"));
+}
+template <class L> std::string layer(Graph& g, const std::vector<L>& ls, const std::string& x, const std::string& path) {
+    std::string y = x;
+    for (std::size_t i = 0; i < ls.size(); ++i) y = layer(g, ls[i], y, join(path, std::to_string(i)));
+    return y;
+}
+template <class L> std::string layer(Graph& g, const std::optional<L>& l, const std::string& x, const std::string& path) {
+    return l ? layer(g, *l, x, path) : x;
+}
+// Every other type: no ONNX counterpart is known.
+template <class L> std::string layer(Graph&, const L&, const std::string&, const std::string& path) {
+    unsupported(typeid(L), path);
+}
+
+}  // namespace detail
+
+// Writes `model` applied to inputs like `example_input` ({N, ...}, f32, on any device) to `path` as
+// an ONNX model (see above). Throws fx::Error naming the first layer it cannot express, or
+// fx::IOError when the file cannot be written.
+template <class Model>
+void save(const std::filesystem::path& path, const Model& model, const Tensor& example_input) {
+    const auto output = model(example_input);
+    auto g = detail::new_graph(example_input);
+    if constexpr (std::is_same_v<std::decay_t<decltype(output)>, LSTMOutput>) {
+        static_assert(std::is_same_v<Model, LSTM>, "fx::onnx::save: of the models giving LSTMOutput, only fx::LSTM exports");
+        const auto y = detail::lstm(*g, model, detail::input_name(*g), "");
+        detail::write(*g, {{"output", y[0], output.output, 0}, {"h", y[1], output.h, 1}, {"c", y[2], output.c, 1}}, path);
+    } else {
+        const std::string y = detail::layer(*g, model, detail::input_name(*g), "");
+        detail::write(*g, {{"output", y, output, 0}}, path);
+    }
+}
+
+}  // namespace fluxion::onnx

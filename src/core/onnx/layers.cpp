@@ -1,0 +1,167 @@
+// layers.cpp — fluxion's layers as ONNX operators (opset 17), in test mode: BatchNorm with its
+// running statistics, Dropout as the identity.
+#include <string>
+
+#include "core/onnx/graph.hpp"
+#include "fluxion/layers/activation.hpp"
+#include "fluxion/layers/conv.hpp"
+#include "fluxion/layers/dense.hpp"
+#include "fluxion/layers/dropout.hpp"
+#include "fluxion/layers/flatten.hpp"
+#include "fluxion/layers/normalise.hpp"
+#include "fluxion/layers/pooling.hpp"
+
+namespace fluxion::onnx::detail {
+namespace {
+
+using I = std::int64_t;
+
+// A 2-d window's attributes, or a 1-d one's (fluxion keeps 1-d windows as a height of 1) on {N, C, L}.
+std::vector<I> pair(const Size2& s, bool one_d) { return one_d ? std::vector<I>{s.w} : std::vector<I>{s.h, s.w}; }
+std::vector<I> pads(I top, I bottom, I left, I right, bool one_d) {
+    return one_d ? std::vector<I>{left, right} : std::vector<I>{top, left, bottom, right};  // ONNX: begins, then ends
+}
+
+// A layer's node is named by its path; at the model's root, by what it is.
+std::string or_else(const std::string& path, const char* what) { return path.empty() ? what : path; }
+
+std::string scalar(Graph& g, float v, const std::string& name) { return g.initializer({v}, {}, name); }
+
+}  // namespace
+
+std::string layer(Graph& g, const Activation& a, const std::string& x, const std::string& path) {
+    const std::string& f = a.name();
+    const std::string name = join(path, f == "σ" ? "sigmoid" : f == "hardσ" ? "hardsigmoid" : f);
+    const int r = g.rank(x);
+    if (a.is_identity()) return x;
+    if (f == "relu") return g.node("Relu", {x}, name, r);
+    if (f == "σ") return g.node("Sigmoid", {x}, name, r);
+    if (f == "tanh") return g.node("Tanh", {x}, name, r);
+    if (f == "softplus") return g.node("Softplus", {x}, name, r);
+    if (f == "hardswish") return g.node("HardSwish", {x}, name, r);
+    if (f == "hardσ")
+        return g.node("HardSigmoid", {x}, name, r, [](auto& n) {
+            attribute(n, "alpha", 1.0f / 6);
+            attribute(n, "beta", 0.5f);
+        });
+    if (f == "relu6")
+        return g.node("Clip", {x, scalar(g, 0, name + ".min"), scalar(g, 6, name + ".max")}, name, r);
+    if (f == "leakyrelu") return g.node("LeakyRelu", {x}, name, r, [](auto& n) { attribute(n, "alpha", 0.01f); });
+    if (f == "elu") return g.node("Elu", {x}, name, r, [](auto& n) { attribute(n, "alpha", 1.0f); });
+    if (f == "softmax") return g.node("Softmax", {x}, name, r, [](auto& n) { attribute(n, "axis", I{-1}); });
+    if (f == "logsoftmax") return g.node("LogSoftmax", {x}, name, r, [](auto& n) { attribute(n, "axis", I{-1}); });
+    throw Error("fx::onnx::save: the activation " + f + (path.empty() ? "" : " at '" + path + "'") +
+                " has no ONNX export (relu, σ, tanh, relu6, leakyrelu, elu, softplus, hardσ, hardswish, softmax and "
+                "logsoftmax have)");
+}
+
+std::string layer(Graph& g, const Conv& c, const std::string& x, const std::string& path) {
+    const bool one_d = c.weight.ndim() == 3;
+    if (g.rank(x) != c.weight.ndim())
+        throw ShapeError("fx::onnx::save: " + c.describe() + " at '" + path + "' takes a batch of rank " +
+                         std::to_string(c.weight.ndim()) + ", given rank " + std::to_string(g.rank(x)));
+    std::vector<std::string> in{x, g.initializer(c.weight, join(path, "weight"))};
+    if (c.bias.defined()) in.push_back(g.initializer(c.bias, join(path, "bias")));
+    const Size2 kernel = one_d ? Size2(1, c.weight.shape(2)) : Size2(c.weight.shape(2), c.weight.shape(3));
+    const std::string y = g.node("Conv", in, path, g.rank(x), [&](auto& n) {
+        attribute(n, "kernel_shape", pair(kernel, one_d));
+        attribute(n, "strides", pair(c.stride, one_d));
+        attribute(n, "dilations", pair(c.dilation, one_d));
+        attribute(n, "pads", pads(c.pad_top, c.pad_bottom, c.pad_left, c.pad_right, one_d));
+        attribute(n, "group", c.groups);
+    });
+    return layer(g, c.activation, y, path);
+}
+
+std::string layer(Graph& g, const Dense& d, const std::string& x, const std::string& path) {
+    const std::string w = g.initializer(d.weight, join(path, "weight"));
+    const std::string b = d.bias.defined() ? g.initializer(d.bias, join(path, "bias")) : "";
+    std::string y;
+    if (g.rank(x) == 2) {  // one Gemm: x · Wᵀ + b
+        std::vector<std::string> in{x, w};
+        if (!b.empty()) in.push_back(b);
+        y = g.node("Gemm", in, path, 2, [](auto& n) { attribute(n, "transB", I{1}); });
+    } else {  // over the last axis of a batch of any rank
+        y = g.node("MatMul", {x, g.node("Transpose", {w}, join(path, "weight_t"), 2)}, path, g.rank(x));
+        if (!b.empty()) y = g.node("Add", {y, b}, join(path, "bias_add"), g.rank(x));
+    }
+    return layer(g, d.activation, y, path);
+}
+
+std::string layer(Graph& g, const BatchNorm& bn, const std::string& x, const std::string& path) {
+    if (!bn.running_mean.defined())
+        throw Error("fx::onnx::save: " + bn.describe() + " at '" + path +
+                    "' keeps no running statistics (track_stats = false): its test-mode output depends on the batch, "
+                    "which ONNX's BatchNormalization does not compute");
+    if (bn.mode == Mode::train)
+        throw Error("fx::onnx::save: " + bn.describe() + " at '" + path +
+                    "' is in train mode (fx::trainmode); the export writes test mode: call fx::testmode or "
+                    "fx::automode first");
+    const I c = bn.channels();
+    const std::string scale = bn.weight.defined() ? g.initializer(bn.weight, join(path, "weight"))
+                                                  : g.initializer(std::vector<float>(c, 1.0f), {c}, join(path, "weight"));
+    const std::string shift = bn.bias.defined() ? g.initializer(bn.bias, join(path, "bias"))
+                                                : g.initializer(std::vector<float>(c, 0.0f), {c}, join(path, "bias"));
+    const std::string y = g.node("BatchNormalization",
+                                 {x, scale, shift, g.initializer(bn.running_mean, join(path, "running_mean")),
+                                  g.initializer(bn.running_var, join(path, "running_var"))},
+                                 path, g.rank(x), [&](auto& n) { attribute(n, "epsilon", static_cast<float>(bn.epsilon)); });
+    return layer(g, bn.activation, y, path);
+}
+
+std::string layer(Graph& g, const LayerNorm& ln, const std::string& x, const std::string& path) {
+    const Shape& shape = ln.normalised_shape();
+    I size = 1;
+    for (auto d : shape) size *= d;
+    std::vector<std::string> in{x, ln.weight.defined() ? g.initializer(ln.weight, join(path, "weight"))
+                                                       : g.initializer(std::vector<float>(size, 1.0f), shape, join(path, "weight"))};
+    if (ln.bias.defined()) in.push_back(g.initializer(ln.bias, join(path, "bias")));
+    const std::string y = g.node("LayerNormalization", in, path, g.rank(x), [&](auto& n) {
+        attribute(n, "axis", -static_cast<I>(shape.size()));
+        attribute(n, "epsilon", static_cast<float>(ln.epsilon));
+    });
+    return layer(g, ln.activation, y, path);
+}
+
+std::string layer(Graph& g, const MaxPool& p, const std::string& x, const std::string& path) {
+    const bool one_d = g.rank(x) == 3;
+    return g.node("MaxPool", {x}, or_else(path, "maxpool"), g.rank(x), [&](auto& n) {
+        attribute(n, "kernel_shape", pair(p.window, one_d));
+        attribute(n, "strides", pair(p.stride, one_d));
+        attribute(n, "pads", pads(p.pad.h, p.pad.h, p.pad.w, p.pad.w, one_d));
+    });
+}
+
+std::string layer(Graph& g, const MeanPool& p, const std::string& x, const std::string& path) {
+    const bool one_d = g.rank(x) == 3;
+    return g.node("AveragePool", {x}, or_else(path, "meanpool"), g.rank(x), [&](auto& n) {
+        attribute(n, "kernel_shape", pair(p.window, one_d));
+        attribute(n, "strides", pair(p.stride, one_d));
+        attribute(n, "pads", pads(p.pad.h, p.pad.h, p.pad.w, p.pad.w, one_d));
+        attribute(n, "count_include_pad", I{1});  // padded cells count as zeros in the mean
+    });
+}
+
+std::string layer(Graph& g, const GlobalMeanPool&, const std::string& x, const std::string& path) {
+    return g.node("GlobalAveragePool", {x}, or_else(path, "avgpool"), g.rank(x));
+}
+
+std::string layer(Graph& g, const AdaptiveMeanPool& p, const std::string& x, const std::string& path) {
+    if (p.out != Size2(1))
+        throw Error("fx::onnx::save: AdaptiveMeanPool(" + std::to_string(p.out.h) + ", " + std::to_string(p.out.w) +
+                    ") at '" + path + "' has no ONNX export (only an output of (1, 1), GlobalAveragePool, has)");
+    return g.node("GlobalAveragePool", {x}, or_else(path, "avgpool"), g.rank(x));
+}
+
+std::string layer(Graph& g, const Flatten&, const std::string& x, const std::string& path) {
+    if (g.rank(x) == 2) return x;
+    if (g.rank(x) != 4)
+        throw ShapeError("fx::onnx::save: Flatten at '" + path + "' is given a batch of rank " +
+                         std::to_string(g.rank(x)) + "; it flattens {N, C, H, W}");
+    return g.node("Flatten", {x}, or_else(path, "flatten"), 2, [](auto& n) { attribute(n, "axis", I{1}); });
+}
+
+std::string layer(Graph&, const Dropout&, const std::string& x, const std::string&) { return x; }
+std::string layer(Graph&, const AlphaDropout&, const std::string& x, const std::string&) { return x; }
+
+}  // namespace fluxion::onnx::detail
