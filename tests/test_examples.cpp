@@ -16,6 +16,7 @@
 #include "fluxion/device.hpp"
 #include "fluxion/io.hpp"
 #include "tensorboard_reading.hpp"
+#include "vulkan_environment.hpp"
 
 namespace fx = fluxion;
 namespace fs = std::filesystem;
@@ -235,7 +236,7 @@ TEST(Examples, FashionMnistOnVulkanMatchesTheCpu) {
     if (!fashion_mnist_installed())
         GTEST_SKIP() << "Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist, or set FLUXION_DATA)";
     std::string why;
-    if (!fx::functional("Vulkan", &why)) GTEST_SKIP() << "Vulkan is not functional here: " << why;
+    if (!fx_test::vulkan_runs(&why)) GTEST_SKIP() << "Vulkan is not functional here: " << why;
     TempDir out_cpu, out_vulkan;
     const std::string options = "--epochs 1 --limit 320 --test-limit 500 --out ";
     const Result cpu = run("fashion_mnist", options + "'" + out_cpu.path().string() + "' --device CPU");

@@ -93,9 +93,9 @@ TEST_P(HalfTest, MatchesF32ForwardAndGradients) {
     }
 }
 
-// Backends with half kernels (the TestHost plugin, which runs the CPU's; Vulkan, which computes in
-// f32 as the CPU does) give the CPU's results; those without (CUDA) are left out with the reason
-// their fx::supports gives.
+// Backends with half kernels (Vulkan and CUDA, which compute in f32 as the CPU does) give the CPU's
+// results; one without any is left out with the reason its fx::supports gives, one lacking some
+// fails (other_devices.hpp).
 TEST_P(HalfTest, OtherBackendsMatchCpu) {
     const auto& [c, t] = GetParam();
     if (fx::testing::other_devices().empty()) GTEST_SKIP() << "no backend besides the CPU is functional";
