@@ -67,11 +67,9 @@ void remove_stale_temporaries(const std::filesystem::path& target) {
     for (const auto& entry : std::filesystem::directory_iterator(folder_of(target), ec)) {
         const std::string leaf = entry.path().filename().string();
         if (leaf.size() <= prefix.size() || leaf.compare(0, prefix.size(), prefix) != 0) continue;
-        const std::string_view rest = std::string_view(leaf).substr(prefix.size());  // PID-N
-        long pid = 0;
-        const auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), pid);
-        if (error != std::errc() || end == rest.data() || *end != '-' || pid <= 0 || pid == ::getpid()) continue;
-        if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) ::unlink(entry.path().c_str());
+        const pid_t pid = temporary_writer(std::string_view(leaf).substr(prefix.size()));
+        if (pid <= 0 || pid == ::getpid()) continue;
+        if (::kill(pid, 0) != 0 && errno == ESRCH) ::unlink(entry.path().c_str());
     }
 }
 
@@ -85,6 +83,20 @@ int sync_folder(const std::filesystem::path& folder) {
 }
 
 }  // namespace
+
+// Parsed as pid_t itself: a wider number cut down to pid_t could name another process, or (negative)
+// a process group for kill().
+pid_t temporary_writer(std::string_view rest) {
+    const auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
+    pid_t pid = 0;
+    const char* last = rest.data() + rest.size();
+    const auto [end, error] = std::from_chars(rest.data(), last, pid);
+    if (rest.empty() || !is_digit(rest.front()) || error != std::errc() || end == last || *end != '-' || end + 1 == last)
+        return 0;
+    for (const char* c = end + 1; c != last; ++c)
+        if (!is_digit(*c)) return 0;
+    return pid > 0 ? pid : 0;
+}
 
 AtomicFile::AtomicFile(std::filesystem::path target, std::string operation)
     : target_(std::move(target)), operation_(std::move(operation)) {
