@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <string_view>
 #include <system_error>
 
@@ -73,6 +74,17 @@ void remove_stale_temporaries(const std::filesystem::path& target) {
     }
 }
 
+// FLUXION_DEBUG_KILL_SAVE=PHASE:N, for the crash test (tests/test_io_crash.cpp): the process
+// SIGKILLs itself at PHASE of its Nth commit, so that a kill lands at each step of the recipe
+// deterministically, not only where a random one happens to fall.
+void debug_kill_point(const char* phase, int commit) {
+    static const std::string wanted = [] {
+        const char* v = std::getenv("FLUXION_DEBUG_KILL_SAVE");
+        return std::string(v ? v : "");
+    }();
+    if (!wanted.empty() && wanted == std::string(phase) + ":" + std::to_string(commit)) ::raise(SIGKILL);
+}
+
 int sync_folder(const std::filesystem::path& folder) {
     const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return errno;
@@ -124,12 +136,18 @@ void AtomicFile::write(const void* data, std::size_t bytes) {
 }
 
 void AtomicFile::commit() {
+    static std::atomic<int> commits{0};
+    const int commit = ++commits;
     if (std::fflush(file_) != 0) fail("writing failed after " + std::to_string(written_) + " bytes", errno);
+    debug_kill_point("written", commit);
     if (::fsync(::fileno(file_)) != 0) fail("cannot flush the file to disk", errno);
+    debug_kill_point("synced", commit);
     const int closed = std::fclose(file_);
     file_ = nullptr;
     if (closed != 0) fail("cannot close the file", errno);
+    debug_kill_point("closed", commit);
     if (::rename(temporary_.c_str(), target_.c_str()) != 0) fail("cannot replace the file", errno);
+    debug_kill_point("renamed", commit);
     committed_ = true;
     remove_stale_temporaries(target_);
     if (const int error = sync_folder(folder_of(target_)))
