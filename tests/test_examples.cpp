@@ -134,6 +134,11 @@ TEST(Examples, FashionMnistHelpAndBadOptions) {
     const Result bad = run("fashion_mnist", "--epochs 0");
     EXPECT_EQ(bad.status, 2) << bad.output;
     EXPECT_NE(bad.output.find("--epochs expects a positive whole number, got '0'"), std::string::npos) << bad.output;
+    // Wider than an int: was cast to 1 epoch, silently (the other examples' --epochs alike).
+    const Result wide = run("fashion_mnist", "--epochs 4294967297");
+    EXPECT_EQ(wide.status, 2) << wide.output;
+    EXPECT_NE(wide.output.find("--epochs is at most 2147483647, got '4294967297'"),
+              std::string::npos) << wide.output;
     const Result model = run("fashion_mnist", "--model resnet");
     EXPECT_EQ(model.status, 2) << model.output;
     EXPECT_NE(model.output.find("--model is lenet5 or seed_cnn"), std::string::npos) << model.output;
