@@ -37,13 +37,13 @@ inline std::vector<Device> other_devices(DType t) {
         constexpr int kOps = static_cast<int>(Op::optimiser_step) + 1;
         for (int op = 0; op < kOps; ++op)
             if (!supports(d, static_cast<Op>(op), t, &why) && missing++ == 0) first = op, first_why = why;
-        if (missing == 0)
-            out.push_back(d);
+        if (missing == 0) out.push_back(d);
         else if (missing == kOps)
             std::cout << "[ LEFT OUT ] " << d.str() << " takes no " << name(t) << ": " << first_why << "\n";
         else
-            ADD_FAILURE() << d.str() << " lacks " << missing << " of " << kOps << " kernels for " << name(t)
-                          << " (" << name(static_cast<Op>(first)) << ": " << first_why << "), so it would be left out of a comparison";
+            ADD_FAILURE() << d.str() << " lacks " << missing << " of " << kOps << " kernels for " << name(t) << " ("
+                          << name(static_cast<Op>(first)) << ": " << first_why
+                          << "), so it would be left out of a comparison";
     }
     return out;
 }

@@ -78,7 +78,8 @@ TEST(FuzzCorpora, TemporaryNameSeedsGiveTheirWriterOrNone) {
         const std::string rest = text_of(p);
         const pid_t pid = fluxion::detail::temporary_writer(rest);
         if (pid == 0) throw fluxion::IOError("not a temporary file's name: '" + rest + "'");
-        EXPECT_EQ(std::to_string(pid), rest.substr(rest.find_first_not_of('0'), rest.find('-') - rest.find_first_not_of('0')));
+        const std::size_t digits = rest.find_first_not_of('0');  // the pid without leading zeros
+        EXPECT_EQ(std::to_string(pid), rest.substr(digits, rest.find('-') - digits));
     });
     EXPECT_GE(files, 10u);
 }

@@ -121,8 +121,8 @@ void expect_within_roundings(const Tensor& got, const Tensor& want, DType t, int
 // Backends with half kernels (Vulkan and CUDA, which compute in f32 as the CPU does) give the CPU's
 // results within one rounding to the half type (the f32 results differ by a few f32 units at most,
 // so they round to the same half or to neighbours; Vulkan's log1p, folded by lavapipe into a plain
-// log, was 10 units off in logsigmoid); one without any is left out with the reason its fx::supports gives, one lacking some
-// fails (other_devices.hpp).
+// log, was 10 units off in logsigmoid); one without any is left out with the reason its
+// fx::supports gives, one lacking some fails (other_devices.hpp).
 TEST_P(HalfTest, OtherBackendsMatchCpu) {
     const auto& [c, t] = GetParam();
     if (fx::testing::other_devices().empty()) GTEST_SKIP() << "no backend besides the CPU is functional";

@@ -63,7 +63,8 @@ std::vector<fx::Device> devices_for(DType t, std::initializer_list<fx::Op> ops) 
         for (int op = 0; !takes_t && op <= static_cast<int>(fx::Op::optimiser_step); ++op)
             takes_t = fx::supports(d, static_cast<fx::Op>(op), t);
         if (runs) out.push_back(d);
-        else if (takes_t) ADD_FAILURE() << d.str() << " runs kernels on " << fx::name(t) << " but not this one: " << why;
+        else if (takes_t)
+            ADD_FAILURE() << d.str() << " runs kernels on " << fx::name(t) << " but not this one: " << why;
         else std::cout << "[ LEFT OUT ] " << d.str() << " takes no " << fx::name(t) << ": " << why << "\n";
     }
     return out;

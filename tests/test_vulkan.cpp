@@ -85,7 +85,8 @@ protected:
     void SetUp() override {
         if (driver_files_missing()) GTEST_SKIP() << "VK_DRIVER_FILES names no file (the no-driver test's run)";
         if (!plugin().why.empty()) {
-            if (fx_test::vulkan_expected()) FAIL() << "lavapipe is installed, yet no usable Vulkan device: " << plugin().why;
+            if (fx_test::vulkan_expected())
+                FAIL() << "lavapipe is installed, yet no usable Vulkan device: " << plugin().why;
             GTEST_SKIP() << "no usable Vulkan device: " << plugin().why;
         }
         messages_before_ = plugin().validation_messages();

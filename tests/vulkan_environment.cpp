@@ -6,10 +6,11 @@
 // the Vulkan plugin (FLUXION_TEST_VULKAN_BUILT) and lavapipe runs, the tests must find Vulkan usable.
 #include "vulkan_environment.hpp"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <gtest/gtest.h>
 #include <fstream>
 #include <iterator>
 #include <sstream>

@@ -1,7 +1,6 @@
 // runtime.cpp — starting and stopping MPI, who this process is, and the timeout that turns a
 // collective stuck on a dead or diverged peer into an error instead of a hang.
 #include "distributed/runtime.hpp"
-#include "distributed/rank_variables.hpp"
 
 #include <chrono>
 #include <cstdio>
@@ -10,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "distributed/rank_variables.hpp"
 #include "fluxion/distributed.hpp"
 
 namespace fluxion::distributed {

@@ -103,7 +103,8 @@ pid_t temporary_writer(std::string_view rest) {
     pid_t pid = 0;
     const char* last = rest.data() + rest.size();
     const auto [end, error] = std::from_chars(rest.data(), last, pid);
-    if (rest.empty() || !is_digit(rest.front()) || error != std::errc() || end == last || *end != '-' || end + 1 == last)
+    if (rest.empty() || !is_digit(rest.front()) || error != std::errc() || end == last || *end != '-' ||
+        end + 1 == last)
         return 0;
     for (const char* c = end + 1; c != last; ++c)
         if (!is_digit(*c)) return 0;
