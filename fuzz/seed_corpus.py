@@ -112,7 +112,42 @@ PREFERENCES = {
     "nul_byte": b'[fluxion]\ngpu_backend = "CU\x00DA"\n',
 }
 
-CORPORA = {"safetensors": SAFETENSORS, "idx": IDX, "preferences": PREFERENCES}
+# The rest of a temporary file's name after ".NAME.tmp-HOST-": valid ones name a writer's pid.
+TEMPORARY_NAMES = {
+    "valid_pid_counter": b"12345-0",
+    "valid_leading_zeros": b"007-12",
+    "no_counter": b"12345-",
+    "no_dash": b"12345",
+    "negative_pid": b"-5-1",
+    "plus_sign": b"+5-1",
+    "zero_pid": b"0-1",
+    "wider_than_pid_t": b"4294967297-1",
+    "text_after_counter": b"12345-0.bak",
+    "empty": b"",
+}
+
+# Values of OMPI_COMM_WORLD_LOCAL_RANK (and MPICH's, Slurm's): valid ones are local ranks.
+RANK_VARIABLES = {
+    "valid_zero": b"0",
+    "valid_three": b"3",
+    "valid_leading_zeros": b"007",
+    "negative": b"-1",
+    "plus_sign": b"+1",
+    "space": b" 1",
+    "trailing_text": b"1x",
+    "overflow": b"99999999999999999999",
+    "empty": b"",
+}
+
+# Any bytes are a valid file to map: the empty file, one byte, a page and a byte.
+MAPPED_FILE = {
+    "valid_empty": b"",
+    "valid_one_byte": b"\x00",
+    "valid_page_and_a_byte": bytes(range(256)) * 16 + b"\xff",
+}
+
+CORPORA = {"safetensors": SAFETENSORS, "idx": IDX, "preferences": PREFERENCES, "temporary_names": TEMPORARY_NAMES,
+           "rank_variables": RANK_VARIABLES, "mapped_file": MAPPED_FILE}
 
 if __name__ == "__main__":
     for folder, seeds in CORPORA.items():

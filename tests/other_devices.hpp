@@ -1,8 +1,12 @@
 // other_devices.hpp — every device of every functional backend but the CPU, for the tests that
-// compare backends: the TestHost plugin's two devices everywhere it is built, Vulkan's (lavapipe
-// here: cpu-kind devices are listed, though fx::gpu never picks them unnamed), CUDA's on a GPU
-// machine. Those tests set FLUXION_PLUGIN_PATH to the test plugins' folder before the first call.
+// compare backends: Vulkan's (lavapipe here: cpu-kind devices are listed, though fx::gpu never
+// picks them unnamed), CUDA's on a GPU machine. The TestHost plugins (tests/plugin/), which run the
+// CPU's own kernels, are no other backend and are left out: they test plugin loading and device
+// semantics only (test_device, test_compile). Those tests set FLUXION_PLUGIN_PATH to the test
+// plugins' folder before the first call.
 #pragma once
+#include <gtest/gtest.h>
+
 #include <iostream>
 #include <string>
 #include <vector>
@@ -16,25 +20,30 @@ namespace fluxion::testing {
 inline std::vector<Device> other_devices() {
     std::vector<Device> out;
     for (const auto& name : supported_devices())
-        if (name != "CPU" && name != "AMDGPU" && name != "Metal" && functional(name))
+        if (name != "CPU" && name != "AMDGPU" && name != "Metal" && name.rfind("TestHost", 0) != 0 && functional(name))
             for (const auto& d : devices(name)) out.push_back(d.device);
     return out;
 }
 
-// Those of other_devices() that run every kernel on element type `t` (fx::supports); each one left
-// out is named on stdout with the device's reason. Not as "[  SKIPPED ]": the test itself still
-// runs, on the CPU and the devices kept, and gtest reports its own status.
+// Those of other_devices() that run every kernel on element type `t` (fx::supports). A device that
+// takes `t` for no kernel at all (a GPU without 64-bit floats) is left out, named on stdout with its
+// reason; one that lacks only some of them fails the calling test, naming the first missing op: a
+// device that quietly dropped out of a comparison would turn its evidence into nothing.
 inline std::vector<Device> other_devices(DType t) {
     std::vector<Device> out;
     for (const auto& d : other_devices()) {
-        std::string why;
-        bool runs = true;
-        for (int op = 0; runs && op <= static_cast<int>(Op::optimiser_step); ++op)
-            runs = supports(d, static_cast<Op>(op), t, &why);
-        if (runs)
-            out.push_back(d);
+        std::string first_why, why;
+        int missing = 0, first = -1;
+        constexpr int kOps = static_cast<int>(Op::optimiser_step) + 1;
+        for (int op = 0; op < kOps; ++op)
+            if (!supports(d, static_cast<Op>(op), t, &why) && missing++ == 0) first = op, first_why = why;
+        if (missing == 0) out.push_back(d);
+        else if (missing == kOps)
+            std::cout << "[ LEFT OUT ] " << d.str() << " takes no " << name(t) << ": " << first_why << "\n";
         else
-            std::cout << "[ LEFT OUT ] " << d.str() << " for " << name(t) << ": " << why << "\n";
+            ADD_FAILURE() << d.str() << " lacks " << missing << " of " << kOps << " kernels for " << name(t) << " ("
+                          << name(static_cast<Op>(first)) << ": " << first_why
+                          << "), so it would be left out of a comparison";
     }
     return out;
 }

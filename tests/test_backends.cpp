@@ -1,9 +1,9 @@
 // test_backends.cpp — the layers, losses and optimisers on every other functional backend against
 // the CPU: forward values, gradients of parameters and inputs, running statistics, and several
 // optimiser steps with their state, in f64 and f32 (a device lacking a kernel for one of them,
-// by fx::supports, is skipped for it with its reason). test_ops.cpp does the same op by op. On a GPU
-// machine the other backend is CUDA; everywhere, the TestHost plugin (tests/plugin/) keeps the
-// device code paths honest (every tensor stays on its device, nothing falls back to the host).
+// by fx::supports, fails; one taking no kernel of it is left out with its reason: other_devices.hpp).
+// test_ops.cpp does the same op by op. The other backends are Vulkan (lavapipe here) and, on a GPU
+// machine, CUDA; the TestHost plugin, a copy of the CPU's kernels, is not one of them.
 #include <gtest/gtest.h>
 
 #include <cmath>

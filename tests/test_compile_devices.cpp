@@ -1,5 +1,5 @@
-// test_compile_devices.cpp — fx::compile on every other device (the TestHost plugin's, Vulkan's on
-// lavapipe under validation, CUDA's where a GPU exists): compiled steps replay the device's own
+// test_compile_devices.cpp — fx::compile on every other device (Vulkan's on lavapipe under
+// validation, CUDA's where a GPU exists): compiled steps replay the device's own
 // kernels and train a model to the parameters eager steps reach there; compiled inference matches
 // the model; fx::train compiles there too.
 #include <gtest/gtest.h>
@@ -21,8 +21,8 @@ using namespace compile_cases;
 namespace {
 
 // The same kernels in the same order on the same device: only a kernel whose summation order
-// depends on the buffers' placement could differ. Measured here: 0 (bit-identical) on TestHost
-// and Vulkan (lavapipe) for all three models.
+// depends on the buffers' placement could differ. Measured here: 0 (bit-identical) on Vulkan
+// (lavapipe) for all three models.
 constexpr double kTolerance = 1e-5;
 
 // Shapes are small: lavapipe runs a GEMM at about 1 GFLOP/s, and under validation every call is checked.
@@ -118,7 +118,7 @@ TEST(CompileDevices, ForwardMatchesTheModel) {
 
 // The GPU backends record each phase (loss and gradients; the update) once and resubmit the
 // recording (Vulkan: a command buffer; CUDA: a CUDA graph); a device without recorded submissions
-// (TestHost) replays call by call.
+// replays call by call.
 TEST(CompileDevices, GpuBackendsReplayEachPhaseAsOneRecordedSubmission) {
     for (const auto& d : fx::testing::other_devices(fx::DType::f32)) {
         fx::seed(25);

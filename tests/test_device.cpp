@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "fluxion/fluxion.hpp"
+#include "vulkan_environment.hpp"
 
 namespace fx = fluxion;
 using fx::Tensor;
@@ -384,7 +385,8 @@ int main(int argc, char** argv) {
     // Selection is tested among the TestHost plugins alone: a real GPU (CUDA's devices, a Vulkan
     // driver other than lavapipe, whose devices are cpu-kind and never chosen unnamed) is hidden.
     setenv("CUDA_VISIBLE_DEVICES", "-1", 1);
-    setenv("VK_DRIVER_FILES", "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json", 1);
+    const std::string lavapipe = fx_test::lavapipe_manifest();
+    setenv("VK_DRIVER_FILES", lavapipe.empty() ? FLUXION_BINARY_DIR "/no-such-driver.json" : lavapipe.c_str(), 1);
     setenv("FLUXION_PLUGIN_PATH", FLUXION_TEST_PLUGIN_DIR ":" FLUXION_TEST_DEVICE_PLUGIN_DIR, 1);
     setenv("FLUXION_TESTHOST_VENDOR", "AMD", 1);
     unsetenv("FLUXION_TESTHOST_KIND");

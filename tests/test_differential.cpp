@@ -226,8 +226,12 @@ TEST(Differential, RandomConfigurationsMatchPyTorch) {
     ASSERT_TRUE(torch.error.empty()) << torch.error;
     ASSERT_EQ(torch.results.size(), run.configs.size()) << script << " answered a different number of configurations";
     std::size_t mismatches = 0, refused = 0;
+    std::map<std::string, std::pair<std::size_t, std::size_t>> per_family;  // compared, refused by both
     for (std::size_t k = 0; k < run.configs.size(); ++k) {
-        refused += !run.answers[k].error.empty() && torch.results[k].contains("error");
+        const bool both_refuse = !run.answers[k].error.empty() && torch.results[k].contains("error");
+        refused += both_refuse;
+        auto& [compared_here, refused_here] = per_family[run.configs[k].family];
+        ++(both_refuse ? refused_here : compared_here);
         std::string d = compare(run.configs[k], run.answers[k], torch.results[k]);
         if (d.empty()) continue;
         ++mismatches;
@@ -238,6 +242,20 @@ TEST(Differential, RandomConfigurationsMatchPyTorch) {
     }
     std::cout << "[differential] seed " << seed << ": " << count << " configurations from " << first << ", "
               << mismatches << " mismatches, " << refused << " refused by both\n";
+    // A configuration both sides refuse passes without comparing anything: the refusals are bounded
+    // (at most kRefusedShare of each family's configurations, with room for small families), so that
+    // a generator drifting into errors cannot turn the run into agreement about errors.
+    constexpr double kRefusedShare = 0.25;
+    for (const auto& [family, counts] : per_family) {
+        const auto [compared, refused_both] = counts;
+        std::cout << "[differential]   " << family << ": " << compared << " compared, " << refused_both
+                  << " refused by both\n";
+        EXPECT_LE(double(refused_both), kRefusedShare * double(compared + refused_both) + 2)
+            << family << ": too many configurations refused by both sides to count as compared";
+        if (count >= default_count) {  // the short run: every family compared several times
+            EXPECT_GE(compared, 5u) << family << ": too few configurations compared";
+        }
+    }
 }
 
 // The f32 tolerance catches issue 15's precision loss: log-softmax as x - logsumexp(x) with

@@ -16,6 +16,7 @@
 #include "fluxion/device.hpp"
 #include "fluxion/io.hpp"
 #include "tensorboard_reading.hpp"
+#include "vulkan_environment.hpp"
 
 namespace fx = fluxion;
 namespace fs = std::filesystem;
@@ -133,6 +134,11 @@ TEST(Examples, FashionMnistHelpAndBadOptions) {
     const Result bad = run("fashion_mnist", "--epochs 0");
     EXPECT_EQ(bad.status, 2) << bad.output;
     EXPECT_NE(bad.output.find("--epochs expects a positive whole number, got '0'"), std::string::npos) << bad.output;
+    // Wider than an int: was cast to 1 epoch, silently (the other examples' --epochs alike).
+    const Result wide = run("fashion_mnist", "--epochs 4294967297");
+    EXPECT_EQ(wide.status, 2) << wide.output;
+    EXPECT_NE(wide.output.find("--epochs is at most 2147483647, got '4294967297'"),
+              std::string::npos) << wide.output;
     const Result model = run("fashion_mnist", "--model resnet");
     EXPECT_EQ(model.status, 2) << model.output;
     EXPECT_NE(model.output.find("--model is lenet5 or seed_cnn"), std::string::npos) << model.output;
@@ -235,7 +241,7 @@ TEST(Examples, FashionMnistOnVulkanMatchesTheCpu) {
     if (!fashion_mnist_installed())
         GTEST_SKIP() << "Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist, or set FLUXION_DATA)";
     std::string why;
-    if (!fx::functional("Vulkan", &why)) GTEST_SKIP() << "Vulkan is not functional here: " << why;
+    if (!fx_test::vulkan_runs(&why)) GTEST_SKIP() << "Vulkan is not functional here: " << why;
     TempDir out_cpu, out_vulkan;
     const std::string options = "--epochs 1 --limit 320 --test-limit 500 --out ";
     const Result cpu = run("fashion_mnist", options + "'" + out_cpu.path().string() + "' --device CPU");

@@ -1,22 +1,30 @@
-// The seed corpora of the IDX and preference fuzz targets (fuzz/corpus/idx, fuzz/corpus/preferences;
-// fuzz/seed_corpus.py writes them) through the library's own readers: files named valid_* are
-// accepted, every other one is refused with an IOError, and none crashes. The fuzzers' regression
-// check, as test_io_malformed.cpp is for the safetensors corpus.
+// The seed corpora of the fuzz targets but safetensors' (fuzz/corpus/NAME; fuzz/seed_corpus.py
+// writes them) through the library's own readers: files named valid_* are accepted, every other one
+// is refused (an IOError, a ValueError for the rank variables, 0 for a name that is no temporary
+// file's), and none crashes. The fuzzers' regression check, as test_io_malformed.cpp is for the
+// safetensors corpus.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <string>
 
+#include "core/io/atomic_file.hpp"
+#include "core/io/mapped_file.hpp"
 #include "core/preferences.hpp"
+#include "distributed/rank_variables.hpp"
 #include "fluxion/datasets.hpp"
 #include "fluxion/error.hpp"
 
 namespace {
 namespace fs = std::filesystem;
 
-// Runs read on every file of fuzz/corpus/`name`; returns how many there were.
+// Runs read on every file of fuzz/corpus/`name`, which refuses one with a `Refusal`; returns how
+// many there were.
+template <class Refusal = fluxion::IOError>
 std::size_t check_corpus(const std::string& name, const std::function<void(const fs::path&)>& read) {
     const fs::path corpus = fs::path(FLUXION_SOURCE_DIR) / "fuzz" / "corpus" / name;
     EXPECT_TRUE(fs::is_directory(corpus)) << corpus;
@@ -30,7 +38,7 @@ std::size_t check_corpus(const std::string& name, const std::function<void(const
         try {
             read(entry.path());
             EXPECT_TRUE(valid) << "accepted a file the corpus marks invalid";
-        } catch (const fluxion::IOError& e) {
+        } catch (const Refusal& e) {
             EXPECT_FALSE(valid) << e.what();
         }
     }
@@ -55,6 +63,51 @@ TEST(FuzzCorpora, PreferenceSeedsReadOrAreRefusedClearly) {
     fs::current_path(old);
     fs::remove_all(dir);
     EXPECT_GE(files, 16u);
+}
+
+std::string text_of(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), {}};
+}
+
+// Names that are no "PID-N" (a sign, text after the counter, a pid wider than pid_t that was cut down
+// to another process's, or to a negative process group for kill()) give 0: no file is taken for a
+// stale temporary and deleted.
+TEST(FuzzCorpora, TemporaryNameSeedsGiveTheirWriterOrNone) {
+    const std::size_t files = check_corpus("temporary_names", [](const fs::path& p) {
+        const std::string rest = text_of(p);
+        const pid_t pid = fluxion::detail::temporary_writer(rest);
+        if (pid == 0) throw fluxion::IOError("not a temporary file's name: '" + rest + "'");
+        const std::size_t digits = rest.find_first_not_of('0');  // the pid without leading zeros
+        EXPECT_EQ(std::to_string(pid), rest.substr(digits, rest.find('-') - digits));
+    });
+    EXPECT_GE(files, 10u);
+}
+
+// std::atoi took "1x", " 1" and "-1" for ranks and overflowed on long text (undefined behaviour).
+TEST(FuzzCorpora, RankVariableSeedsGiveARankOrAClearError) {
+    const std::size_t files = check_corpus<fluxion::ValueError>("rank_variables", [](const fs::path& p) {
+        const std::string value = text_of(p);
+        const int rank = fluxion::distributed::detail::parse_local_rank("SLURM_LOCALID", value);
+        EXPECT_EQ(rank, std::stoi(value));
+    });
+    EXPECT_GE(files, 9u);
+    try {
+        (void)fluxion::distributed::detail::parse_local_rank("SLURM_LOCALID", "1x");
+        ADD_FAILURE() << "1x taken for a rank";
+    } catch (const fluxion::ValueError& e) {
+        EXPECT_NE(std::string(e.what()).find("SLURM_LOCALID is '1x'"), std::string::npos) << e.what();
+    }
+}
+
+TEST(FuzzCorpora, MappedFileSeedsMapToTheirBytes) {
+    const std::size_t files = check_corpus("mapped_file", [](const fs::path& p) {
+        const fluxion::detail::MappedFile mapped(p);
+        const std::string want = text_of(p);
+        ASSERT_EQ(mapped.bytes().size(), want.size());
+        EXPECT_EQ(std::string(reinterpret_cast<const char*>(mapped.bytes().data()), want.size()), want);
+    });
+    EXPECT_GE(files, 3u);
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // test_half_models.cpp — whole models in f16 and bf16: fx::f16, fx::bf16 and fx::f32 convert every
 // floating tensor of a structure; a converted model runs, trains and saves in its type, and
 // PyTorch (Debian's /usr/bin/python3, skipped with the reason where it cannot import torch) reads
-// the F16 and BF16 safetensors it writes; every other backend that runs the half type (TestHost,
-// Vulkan) computes and trains a converted model as the CPU does.
+// the F16 and BF16 safetensors it writes; every other backend that runs the half type (Vulkan,
+// CUDA) computes and trains a converted model as the CPU does.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -3,7 +3,8 @@
 // every kill the file must load and hold a complete checkpoint of some step the unbroken run went
 // through (never torn, never older than the last one seen), and the run, resumed after every kill,
 // must end bit for bit where an unbroken run ends. FLUXION_CRASH_KILLS sets the number of kills
-// (scripts/crash_checkpoints.sh runs 5000; CTest runs 400, in a few seconds).
+// (scripts/crash_checkpoints.sh runs 5000; CTest runs 400, in a few seconds). And a kill at each
+// phase of a save in turn (FLUXION_DEBUG_KILL_SAVE), where the file's content is known exactly.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -11,8 +12,10 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <map>
 #include <optional>
 #include <random>
+#include <string>
 #include <thread>
 
 #include "reliability/crash_run.hpp"
@@ -70,8 +73,8 @@ int kills_wanted() {
     return v ? std::atoi(v) : 400;
 }
 
-TEST(IOCrash, CheckpointsSurviveSigkillAtRandomMomentsAndTheResumedRunMatches) {
-    // The unbroken run's parameters after every step: the reference for each checkpoint.
+// The unbroken run's parameters after every step: the reference for each checkpoint.
+std::vector<std::vector<float>> unbroken_run() {
     const auto d = crash_run::data();
     auto model = crash_run::make_model();
     auto opt = crash_run::make_optimiser(model);
@@ -80,6 +83,11 @@ TEST(IOCrash, CheckpointsSurviveSigkillAtRandomMomentsAndTheResumedRunMatches) {
         crash_run::step(model, opt, d);
         after.push_back(crash_run::parameters(model));
     }
+    return after;
+}
+
+TEST(IOCrash, CheckpointsSurviveSigkillAtRandomMomentsAndTheResumedRunMatches) {
+    const auto after = unbroken_run();
 
     ScratchDir dir;
     const auto file = dir / "run.safetensors";
@@ -126,6 +134,55 @@ TEST(IOCrash, CheckpointsSurviveSigkillAtRandomMomentsAndTheResumedRunMatches) {
     EXPECT_EQ(crash_run::parameters(resumed), after.back());
     std::printf("crash test: %d SIGKILLs survived, %d interrupted runs completed and matched\n", kills,
                 completed_runs + 1);
+}
+
+// The phases of a save, in order, at which FLUXION_DEBUG_KILL_SAVE=PHASE:N makes the writer
+// SIGKILL itself during its Nth save (src/core/io/atomic_file.cpp), and whether the new checkpoint
+// is the file's after a kill there: only once the rename has happened.
+struct Phase {
+    const char* name;
+    bool replaced;
+};
+constexpr Phase kPhases[] = {{"written", false}, {"synced", false}, {"closed", false}, {"renamed", true}};
+
+// A kill at each phase of a save, deterministically: after the data is written (not yet fsynced),
+// after the fsync, between the close and the rename, and after the rename (before the folder's
+// fsync). The file then holds the previous complete checkpoint, or the new one once renamed; the
+// temporary file of the killed writer is removed by the next save, and the resumed run ends where
+// the unbroken run ends.
+TEST(IOCrash, AKillAtEachPhaseOfASaveLeavesACompleteCheckpoint) {
+    const auto after = unbroken_run();
+    for (const Phase& phase : kPhases) {
+        SCOPED_TRACE(phase.name);
+        ScratchDir dir;
+        const auto file = dir / "run.safetensors";
+        constexpr int kKilledSave = 3;
+        ::setenv("FLUXION_DEBUG_KILL_SAVE", (std::string(phase.name) + ":" + std::to_string(kKilledSave)).c_str(), 1);
+        const Outcome killed = run_writer(file, std::nullopt);
+        ::unsetenv("FLUXION_DEBUG_KILL_SAVE");
+        ASSERT_TRUE(WIFSIGNALED(killed.status) && WTERMSIG(killed.status) == SIGKILL)
+            << "the writer was not killed at " << phase.name << " (status " << killed.status << ")";
+        const int want = phase.replaced ? kKilledSave : kKilledSave - 1;
+        auto loaded = crash_run::make_model();
+        auto loaded_opt = crash_run::make_optimiser(loaded);
+        std::map<std::string, std::string> extra;
+        ASSERT_NO_THROW(extra = fx::load_checkpoint(file, loaded, loaded_opt));
+        EXPECT_EQ(std::stoi(extra.at("step")), want);
+        EXPECT_EQ(crash_run::parameters(loaded), after[static_cast<std::size_t>(want)]);
+        int temporaries = 0;
+        for (const auto& entry : std::filesystem::directory_iterator(dir.path()))
+            temporaries += entry.path().filename().string().rfind(".run.safetensors.tmp-", 0) == 0;
+        EXPECT_EQ(temporaries, phase.replaced ? 0 : 1) << "the killed writer's temporary file";
+
+        const Outcome resumed = run_writer(file, std::nullopt);
+        ASSERT_TRUE(WIFEXITED(resumed.status) && WEXITSTATUS(resumed.status) == 0) << resumed.status;
+        auto final_model = crash_run::make_model();
+        auto final_opt = crash_run::make_optimiser(final_model);
+        EXPECT_EQ(std::stoi(fx::load_checkpoint(file, final_model, final_opt).at("step")), kSteps);
+        EXPECT_EQ(crash_run::parameters(final_model), after.back());
+        for (const auto& entry : std::filesystem::directory_iterator(dir.path()))
+            EXPECT_EQ(entry.path().filename(), "run.safetensors") << "left behind after the resumed run";
+    }
 }
 
 }  // namespace

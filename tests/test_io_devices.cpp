@@ -1,5 +1,5 @@
-// test_io_devices.cpp — saving from and loading onto every non-CPU device (the test backend
-// "TestHost" of tests/plugin, and CUDA on a GPU machine): a model saved on one device loads on
+// test_io_devices.cpp — saving from and loading onto every non-CPU device (Vulkan on lavapipe
+// here, CUDA on a GPU machine: other_devices.hpp): a model saved on one device loads on
 // another with identical weights and outputs, and loading keeps each tensor's device and storage.
 #include <gtest/gtest.h>
 
@@ -17,14 +17,13 @@ using io_test::ScratchDir;
 // The plugin is found through FLUXION_PLUGIN_PATH, read at the first device call.
 const bool plugin_path_set = [] { return ::setenv("FLUXION_PLUGIN_PATH", FLUXION_TEST_PLUGIN_DIR, 1) == 0; }();
 
-// Every device of every functional backend but the CPU: TestHost:0 and :1 here, CUDA on a GPU
-// machine. Comparisons between devices are of weights, exact; outputs are compared on one device.
+// Every device of every functional backend but the CPU: Vulkan's here, CUDA's on a GPU machine. Comparisons between devices are of weights, exact; outputs are compared on one device.
 class IODevices : public ::testing::Test {
 protected:
     void SetUp() override {
         ASSERT_TRUE(plugin_path_set);
         devices = fx::testing::other_devices();
-        if (devices.empty()) GTEST_SKIP() << "no backend besides the CPU is functional (the TestHost plugin is not built)";
+        if (devices.empty()) GTEST_SKIP() << "no backend besides the CPU is functional";
     }
     std::vector<fx::Device> devices;
 };

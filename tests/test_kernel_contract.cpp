@@ -14,11 +14,11 @@
 // is known (Σ of arange, a matmul by a double loop, softmax rows summing to 1, a planted argmax), the
 // CPU is checked against it too, so the program is useful with the CPU alone.
 //
-// Here the other devices are the TestHost plugin's two (the CPU's kernels behind a device table)
-// and Vulkan on Mesa's lavapipe under the validation layer (tests/vulkan_environment.cpp); a GPU
-// machine runs it against CUDA and NVIDIA's Vulkan through scripts/gpu-check.sh, where the splits
-// are real. A device without a kernel for a case's element type (fx::supports) is left out of that
-// case with its reason on stdout.
+// Here the other device is Vulkan on Mesa's lavapipe under the validation layer
+// (tests/vulkan_environment.cpp; the TestHost plugin runs the CPU's own kernels and is no other
+// backend); a GPU machine runs it against CUDA and NVIDIA's Vulkan through scripts/gpu-check.sh,
+// where the splits are real. A device without a kernel for a case's element type (fx::supports) is
+// left out of that case with its reason on stdout.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -50,16 +50,22 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 double unit_roundoff(DType t) { return t == DType::f64 ? 0x1p-53 : 0x1p-24; }
 
-// The devices besides the CPU that run every kernel in `ops` on `t`; each one left out is named on
-// stdout with the device's reason (as other_devices(DType) does for all kernels at once).
+// The devices besides the CPU that run every kernel in `ops` on `t`. As other_devices(DType): one
+// that takes `t` for no kernel at all is left out, named on stdout with its reason; one that lacks
+// some of `ops` but runs other kernels on `t` fails the test.
 std::vector<fx::Device> devices_for(DType t, std::initializer_list<fx::Op> ops) {
     std::vector<fx::Device> out;
     for (const auto& d : fx::testing::other_devices()) {
         std::string why;
         bool runs = true;
         for (auto op : ops) runs = runs && fx::supports(d, op, t, &why);
+        bool takes_t = runs;
+        for (int op = 0; !takes_t && op <= static_cast<int>(fx::Op::optimiser_step); ++op)
+            takes_t = fx::supports(d, static_cast<fx::Op>(op), t);
         if (runs) out.push_back(d);
-        else std::cout << "[ LEFT OUT ] " << d.str() << " for " << fx::name(t) << ": " << why << "\n";
+        else if (takes_t)
+            ADD_FAILURE() << d.str() << " runs kernels on " << fx::name(t) << " but not this one: " << why;
+        else std::cout << "[ LEFT OUT ] " << d.str() << " takes no " << fx::name(t) << ": " << why << "\n";
     }
     return out;
 }
@@ -756,8 +762,8 @@ TEST(KernelContract, ZeroSizeTensorsGiveTheCpusResultsOrErrorsOnEveryDevice) {
     }
 }
 
-// The TestHost plugin's two devices are other devices wherever no GPU is; Vulkan (lavapipe here) is
-// found beside libfluxion.
+// The test plugins' folder, as in every program that loads them; Vulkan (lavapipe here) is found
+// beside libfluxion.
 int main(int argc, char** argv) {
     setenv("FLUXION_PLUGIN_PATH", FLUXION_TEST_PLUGIN_DIR, 0);
     ::testing::InitGoogleTest(&argc, argv);

@@ -1,7 +1,7 @@
 // test_mixed_precision_compiled.cpp — fx::compile(lossfn, mp): a mixed-precision step traced once and
 // replayed trains the f32 masters as MixedPrecision::step does, skips and counts the f16 steps whose
 // gradients overflow (tracing again at the new loss scale), and replays without allocating; on the
-// CPU and every other device (TestHost, Vulkan on lavapipe under validation, CUDA where a GPU exists).
+// CPU and every other device (Vulkan on lavapipe under validation, CUDA where a GPU exists).
 #include <gtest/gtest.h>
 
 #include <cstdio>

@@ -2,7 +2,10 @@
 // channels-last data permuted to NCHW, strided slices, broadcast (stride 0) batches, and permuted
 // weights, on the CPU and every other functional backend. Each must give the values and the
 // gradients that its contiguous copy gives on the same device (the op table, test_ops.cpp, checks
-// the contiguous ones against PyTorch and across backends).
+// the contiguous ones against PyTorch and across backends). The convolution and pooling kernels
+// take no strides: conv_forward and pool (src/core/ops/nn.cpp) copy a view dense first, so this
+// tests that copy on each backend and the gradients' way back through the view, not strided
+// kernels.
 #include <gtest/gtest.h>
 
 #include <cmath>

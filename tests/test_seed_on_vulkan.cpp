@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "fluxion/fluxion.hpp"
+#include "vulkan_environment.hpp"
 
 namespace fx = fluxion;
 using fx::Tensor;
@@ -28,7 +29,7 @@ class SeedOnVulkan : public ::testing::Test {
 protected:
     void SetUp() override {
         std::string why;
-        if (!fx::functional("Vulkan", &why)) GTEST_SKIP() << "Vulkan is not functional here: " << why;
+        if (!fx_test::vulkan_runs(&why)) GTEST_SKIP() << "Vulkan is not functional here: " << why;
         ASSERT_EQ(fx::get_device().type, "Vulkan") << "FLUXION_GPU_BACKEND=Vulkan must make fx::gpu pick Vulkan";
     }
 };

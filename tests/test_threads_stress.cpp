@@ -20,6 +20,7 @@
 
 #include "fluxion/fluxion.hpp"
 #include "other_devices.hpp"
+#include "vulkan_environment.hpp"
 
 namespace fx = fluxion;
 
@@ -30,8 +31,11 @@ const bool kPluginPathSet = [] { return ::setenv("FLUXION_PLUGIN_PATH", FLUXION_
 
 constexpr int kThreads = 4;
 
+// The CPU, TestHost's two devices (device moves and queues, not kernels: they run the CPU's) and
+// every other backend's.
 std::vector<fx::Device> all_devices() {
     std::vector<fx::Device> out{fx::Device{}};
+    for (const auto& d : fx::devices("TestHost")) out.push_back(d.device);
     for (const auto& d : fx::testing::other_devices()) out.push_back(d);
     std::cout << "[   INFO   ] devices:";
     for (const auto& d : out) std::cout << " " << d.str();
@@ -125,7 +129,7 @@ TEST(ThreadsStress, TensorsMoveBetweenDevicesFromSeveralThreads) {
 // allocator frees while the queue still runs other threads' work).
 TEST(ThreadsStress, VulkanServesLoadersAndMovesFromSeveralThreadsAtOnce) {
     std::string why;
-    if (!fx::functional("Vulkan", &why)) GTEST_SKIP() << "Vulkan is not functional: " << why;
+    if (!fx_test::vulkan_runs(&why)) GTEST_SKIP() << "Vulkan is not functional: " << why;
     const fx::Device vulkan = fx::devices("Vulkan").at(0).device;
     on_threads([&](int thread) {
         std::mt19937 random(100 + thread);

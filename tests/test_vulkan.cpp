@@ -3,7 +3,8 @@
 // offsets and sizes that are no multiple of the workgroup, out of memory, the validation hook, and
 // the loader without a driver; f16 and bf16 against the CPU's rounding and at odd element offsets.
 // In ctest it runs on lavapipe with the validation layer on (tests/CMakeLists.txt); every test
-// skips, saying why, where the plugin is not built or not usable.
+// skips, saying why, where the plugin is not built or lavapipe is not installed, and fails where
+// both are there and the plugin is not usable (fx_test::vulkan_expected).
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
@@ -83,7 +84,11 @@ class Vulkan : public ::testing::Test {
 protected:
     void SetUp() override {
         if (driver_files_missing()) GTEST_SKIP() << "VK_DRIVER_FILES names no file (the no-driver test's run)";
-        if (!plugin().why.empty()) GTEST_SKIP() << "no usable Vulkan device: " << plugin().why;
+        if (!plugin().why.empty()) {
+            if (fx_test::vulkan_expected())
+                FAIL() << "lavapipe is installed, yet no usable Vulkan device: " << plugin().why;
+            GTEST_SKIP() << "no usable Vulkan device: " << plugin().why;
+        }
         messages_before_ = plugin().validation_messages();
     }
     // Every test ends with no validation message (FLUXION_VULKAN_VALIDATION=1 in ctest).
@@ -661,10 +666,13 @@ TEST_F(Vulkan, TensorsLargerThanTheStorageBufferRangeAreAClearError) {
 // and the validation layer must be installed (scripts/setup.sh installs both) and together give a
 // usable device, or this fails with the reason. A run that names another driver is left alone.
 TEST(VulkanEnvironment, TheBuiltPluginRunsOnLavapipeUnderTheValidationLayer) {
+#ifndef FLUXION_TEST_VULKAN_BUILT
+    GTEST_SKIP() << "this build has no Vulkan plugin (libvulkan-dev and glslc were not found)";
+#endif
     const std::string lavapipe = fx_test::lavapipe_manifest(), layer = fx_test::validation_layer_manifest();
-    const char* named = std::getenv("VK_DRIVER_FILES");
-    if (named && *named && std::string(named) != lavapipe)
-        GTEST_SKIP() << "VK_DRIVER_FILES names another driver: " << named;
+    for (const char* variable : {"VK_DRIVER_FILES", "VK_ICD_FILENAMES"})
+        if (const char* named = std::getenv(variable); named && *named && std::string(named) != lavapipe)
+            GTEST_SKIP() << variable << " names another driver: " << named;
     ASSERT_FALSE(lavapipe.empty()) << "the Vulkan plugin is built, but Mesa's lavapipe is not installed where Vulkan's "
                                       "loader looks (apt-get install mesa-vulkan-drivers; scripts/setup.sh does)";
     ASSERT_FALSE(layer.empty()) << "the Vulkan plugin is built, but the Khronos validation layer is not installed "

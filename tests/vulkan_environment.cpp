@@ -2,8 +2,11 @@
 // Mesa's lavapipe (a conformant Vulkan on the CPU), whatever GPU drivers are installed, and turns on
 // the Khronos validation layer with synchronization validation (src/vulkan/context.cpp), under
 // which any validation message fails the test that caused it. Variables already set win, so that
-// a run can name another driver (ctest's vulkan.loader_without_driver does).
+// a run can name another driver (ctest's vulkan.loader_without_driver does). Where this build has
+// the Vulkan plugin (FLUXION_TEST_VULKAN_BUILT) and lavapipe runs, the tests must find Vulkan usable.
 #include "vulkan_environment.hpp"
+
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -12,6 +15,8 @@
 #include <iterator>
 #include <sstream>
 #include <vector>
+
+#include "fluxion/device.hpp"
 
 namespace fx_test {
 namespace {
@@ -33,7 +38,8 @@ std::vector<fs::path> loader_folders(const char* kind) {
     return out;
 }
 
-// The first manifest in those folders whose text contains `needle`.
+// The first manifest in those folders whose text contains `needle` (the library it names: Mesa
+// calls lavapipe's manifest lvp_icd.ARCH.json, or lvp_icd.json, so the name is not relied on).
 std::string manifest_with(const char* kind, const std::string& needle) {
     for (const auto& dir : loader_folders(kind)) {
         std::error_code ec;
@@ -50,8 +56,15 @@ std::string manifest_with(const char* kind, const std::string& needle) {
     return "";
 }
 
+// The drivers a run names itself: VK_DRIVER_FILES, or the loader's older name VK_ICD_FILENAMES.
+std::string named_drivers() {
+    for (const char* variable : {"VK_DRIVER_FILES", "VK_ICD_FILENAMES"})
+        if (const char* v = std::getenv(variable); v && *v) return v;
+    return "";
+}
+
 const bool kVulkanEnvironment = [] {
-    if (const std::string lavapipe = lavapipe_manifest(); !lavapipe.empty())
+    if (const std::string lavapipe = lavapipe_manifest(); !lavapipe.empty() && named_drivers().empty())
         setenv("VK_DRIVER_FILES", lavapipe.c_str(), 0);
     setenv("FLUXION_VULKAN_VALIDATION", "1", 0);
     return true;
@@ -61,5 +74,24 @@ const bool kVulkanEnvironment = [] {
 
 std::string lavapipe_manifest() { return manifest_with("icd.d", "libvulkan_lvp"); }
 std::string validation_layer_manifest() { return manifest_with("explicit_layer.d", "VK_LAYER_KHRONOS_validation"); }
+
+bool vulkan_expected() {
+#ifdef FLUXION_TEST_VULKAN_BUILT
+    const std::string lavapipe = lavapipe_manifest();
+    return !lavapipe.empty() && !validation_layer_manifest().empty() && named_drivers() == lavapipe;
+#else
+    return false;
+#endif
+}
+
+bool vulkan_runs(std::string* why) {
+    std::string reason;
+    if (fluxion::functional("Vulkan", &reason)) return true;
+    if (vulkan_expected())
+        ADD_FAILURE() << "the Vulkan plugin is built and lavapipe (" << lavapipe_manifest()
+                      << ") and the validation layer are installed, yet Vulkan is not usable: " << reason;
+    if (why) *why = reason;
+    return false;
+}
 
 }  // namespace fx_test

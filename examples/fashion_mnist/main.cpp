@@ -27,6 +27,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -98,7 +99,9 @@ Trains a CNN on Fashion-MNIST and saves fashion_mnist.safetensors and its traini
 The data is read from $FLUXION_DATA, else /usr/share/datasets/fashion-mnist.
 )";
 
-std::int64_t positive(const std::string& flag, const std::string& text) {
+// At most `most`: --epochs is an int, and 4294967297 cast to one was 1 epoch, without a word.
+std::int64_t positive(const std::string& flag, const std::string& text,
+                      std::int64_t most = std::numeric_limits<std::int64_t>::max()) {
     std::size_t used = 0;
     long long n = 0;
     try {
@@ -108,6 +111,7 @@ std::int64_t positive(const std::string& flag, const std::string& text) {
     }
     if (used != text.size() || n < 1)
         throw std::invalid_argument(flag + " expects a positive whole number, got '" + text + "'");
+    if (n > most) throw std::invalid_argument(flag + " is at most " + std::to_string(most) + ", got '" + text + "'");
     return n;
 }
 
@@ -139,7 +143,7 @@ std::optional<Options> parse(int argc, char** argv) {
             throw std::invalid_argument("unknown option: " + flag);
         if (i + 1 >= argc) throw std::invalid_argument(flag + " needs a value");
         const std::string value = argv[++i];
-        if (flag == "--epochs") o.epochs = static_cast<int>(positive(flag, value));
+        if (flag == "--epochs") o.epochs = static_cast<int>(positive(flag, value, std::numeric_limits<int>::max()));
         else if (flag == "--batchsize") o.batchsize = positive(flag, value);
         else if (flag == "--device") o.device = value;
         else if (flag == "--model") o.model = value;

@@ -15,6 +15,7 @@
 #include <exception>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -55,7 +56,9 @@ sequence_lstm.safetensors (PyTorch's nn.LSTM names: lstm.weight_ih_l0, ...).
 The data is read from $FLUXION_DATA, else /usr/share/datasets/fashion-mnist.
 )";
 
-std::int64_t positive(const std::string& flag, const std::string& text) {
+// At most `most`: --epochs is an int, and 4294967297 cast to one was 1 epoch, without a word.
+std::int64_t positive(const std::string& flag, const std::string& text,
+                      std::int64_t most = std::numeric_limits<std::int64_t>::max()) {
     std::size_t used = 0;
     long long n = 0;
     try {
@@ -65,6 +68,7 @@ std::int64_t positive(const std::string& flag, const std::string& text) {
     }
     if (used != text.size() || n < 1)
         throw std::invalid_argument(flag + " expects a positive whole number, got '" + text + "'");
+    if (n > most) throw std::invalid_argument(flag + " is at most " + std::to_string(most) + ", got '" + text + "'");
     return n;
 }
 
@@ -85,7 +89,7 @@ std::optional<Options> parse(int argc, char** argv) {
         if (i + 1 >= argc) throw std::invalid_argument(flag + " needs a value");
         const std::string value = argv[++i];
         if (flag == "--epochs")
-            o.epochs = static_cast<int>(positive(flag, value));
+            o.epochs = static_cast<int>(positive(flag, value, std::numeric_limits<int>::max()));
         else if (flag == "--batchsize")
             o.batchsize = positive(flag, value);
         else if (flag == "--hidden")

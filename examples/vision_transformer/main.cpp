@@ -26,6 +26,7 @@
 #include <exception>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -87,7 +88,9 @@ double positive_number(const std::string& flag, const std::string& text) {
     return x;
 }
 
-std::int64_t positive(const std::string& flag, const std::string& text) {
+// At most `most`: --epochs is an int, and 4294967297 cast to one was 1 epoch, without a word.
+std::int64_t positive(const std::string& flag, const std::string& text,
+                      std::int64_t most = std::numeric_limits<std::int64_t>::max()) {
     std::size_t used = 0;
     long long n = 0;
     try {
@@ -97,6 +100,7 @@ std::int64_t positive(const std::string& flag, const std::string& text) {
     }
     if (used != text.size() || n < 1)
         throw std::invalid_argument(flag + " expects a positive whole number, got '" + text + "'");
+    if (n > most) throw std::invalid_argument(flag + " is at most " + std::to_string(most) + ", got '" + text + "'");
     return n;
 }
 
@@ -116,7 +120,7 @@ std::optional<Options> parse(int argc, char** argv) {
             throw std::invalid_argument("unknown option: " + flag);
         if (i + 1 >= argc) throw std::invalid_argument(flag + " needs a value");
         const std::string value = argv[++i];
-        if (flag == "--epochs") o.epochs = static_cast<int>(positive(flag, value));
+        if (flag == "--epochs") o.epochs = static_cast<int>(positive(flag, value, std::numeric_limits<int>::max()));
         else if (flag == "--batchsize") o.batchsize = positive(flag, value);
         else if (flag == "--width") o.width = positive(flag, value);
         else if (flag == "--heads") o.heads = positive(flag, value);

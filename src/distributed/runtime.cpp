@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "distributed/rank_variables.hpp"
 #include "fluxion/distributed.hpp"
 
 namespace fluxion::distributed {
@@ -38,8 +39,7 @@ bool launched_by_mpi() {
 }
 
 int local_rank_of(MPI_Comm comm) {
-    for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
-        if (const char* v = std::getenv(name)) return std::atoi(v);
+    if (const auto rank = detail::local_rank_from_environment()) return *rank;
     MPI_Comm node;
     detail::check(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node), "init");
     int r = 0;

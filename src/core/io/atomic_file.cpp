@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <string_view>
 #include <system_error>
 
@@ -67,12 +68,21 @@ void remove_stale_temporaries(const std::filesystem::path& target) {
     for (const auto& entry : std::filesystem::directory_iterator(folder_of(target), ec)) {
         const std::string leaf = entry.path().filename().string();
         if (leaf.size() <= prefix.size() || leaf.compare(0, prefix.size(), prefix) != 0) continue;
-        const std::string_view rest = std::string_view(leaf).substr(prefix.size());  // PID-N
-        long pid = 0;
-        const auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), pid);
-        if (error != std::errc() || end == rest.data() || *end != '-' || pid <= 0 || pid == ::getpid()) continue;
-        if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) ::unlink(entry.path().c_str());
+        const pid_t pid = temporary_writer(std::string_view(leaf).substr(prefix.size()));
+        if (pid <= 0 || pid == ::getpid()) continue;
+        if (::kill(pid, 0) != 0 && errno == ESRCH) ::unlink(entry.path().c_str());
     }
+}
+
+// FLUXION_DEBUG_KILL_SAVE=PHASE:N, for the crash test (tests/test_io_crash.cpp): the process
+// SIGKILLs itself at PHASE of its Nth commit, so that a kill lands at each step of the recipe
+// deterministically, not only where a random one happens to fall.
+void debug_kill_point(const char* phase, int commit) {
+    static const std::string wanted = [] {
+        const char* v = std::getenv("FLUXION_DEBUG_KILL_SAVE");
+        return std::string(v ? v : "");
+    }();
+    if (!wanted.empty() && wanted == std::string(phase) + ":" + std::to_string(commit)) ::raise(SIGKILL);
 }
 
 int sync_folder(const std::filesystem::path& folder) {
@@ -85,6 +95,21 @@ int sync_folder(const std::filesystem::path& folder) {
 }
 
 }  // namespace
+
+// Parsed as pid_t itself: a wider number cut down to pid_t could name another process, or (negative)
+// a process group for kill().
+pid_t temporary_writer(std::string_view rest) {
+    const auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
+    pid_t pid = 0;
+    const char* last = rest.data() + rest.size();
+    const auto [end, error] = std::from_chars(rest.data(), last, pid);
+    if (rest.empty() || !is_digit(rest.front()) || error != std::errc() || end == last || *end != '-' ||
+        end + 1 == last)
+        return 0;
+    for (const char* c = end + 1; c != last; ++c)
+        if (!is_digit(*c)) return 0;
+    return pid > 0 ? pid : 0;
+}
 
 AtomicFile::AtomicFile(std::filesystem::path target, std::string operation)
     : target_(std::move(target)), operation_(std::move(operation)) {
@@ -112,12 +137,18 @@ void AtomicFile::write(const void* data, std::size_t bytes) {
 }
 
 void AtomicFile::commit() {
+    static std::atomic<int> commits{0};
+    const int commit = ++commits;
     if (std::fflush(file_) != 0) fail("writing failed after " + std::to_string(written_) + " bytes", errno);
+    debug_kill_point("written", commit);
     if (::fsync(::fileno(file_)) != 0) fail("cannot flush the file to disk", errno);
+    debug_kill_point("synced", commit);
     const int closed = std::fclose(file_);
     file_ = nullptr;
     if (closed != 0) fail("cannot close the file", errno);
+    debug_kill_point("closed", commit);
     if (::rename(temporary_.c_str(), target_.c_str()) != 0) fail("cannot replace the file", errno);
+    debug_kill_point("renamed", commit);
     committed_ = true;
     remove_stale_temporaries(target_);
     if (const int error = sync_folder(folder_of(target_)))

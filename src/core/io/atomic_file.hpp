@@ -5,6 +5,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <string_view>
+
+#include <sys/types.h>
 
 namespace fluxion::detail {
 
@@ -33,5 +36,11 @@ private:
     std::size_t written_ = 0;
     bool committed_ = false;
 };
+
+// The writer's process id in the rest of a temporary file's name after its ".NAME.tmp-HOST-"
+// prefix, which is "PID-N" (both decimal, nothing after N); 0 where the rest is not that form or
+// the number is no valid process id, so that a file of another name is never taken for a
+// temporary (and deleted as stale). Outside data: file names in a folder others write to.
+pid_t temporary_writer(std::string_view rest);
 
 }  // namespace fluxion::detail
