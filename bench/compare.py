@@ -6,6 +6,8 @@ and each reference's BLAS, oneDNN and threads.
 
 usage: python3 bench/compare.py [BUILD_DIR] [ROUNDS]        (default build/bench, 3 rounds)
        BENCH_DEVICES=CUDA BENCH_REPETITIONS=3 ...                 (one device; fewer repetitions)
+       BENCH_BEFORE=OTHER_BUILD_DIR ...        (a second fluxion build, e.g. of an earlier commit,
+                                                timed in the same rounds: a "before" column)
 
 PyTorch is taken from every interpreter that has it: Debian's /usr/bin/python3 and the first
 python3 on PATH. Both sides use FLUXION_NUM_THREADS threads (default: every core).
@@ -288,6 +290,8 @@ def flop_limit(case, gflops):
 
 def fluxion_times(build):
     exe = os.path.join(build, "bin", "bench_models")
+    if not os.path.exists(exe):
+        sys.exit(f"{exe} is missing: build the target bench_models of {build} first")
     reps = os.environ.get("BENCH_REPETITIONS", "5")
     only = ["--benchmark_filter=/(" + "|".join(DEVICES) + ")"] if "BENCH_DEVICES" in os.environ else []
     out = subprocess.run([exe, *only, "--benchmark_format=json", f"--benchmark_repetitions={reps}",
@@ -360,10 +364,13 @@ def main():
     pythons = torch_interpreters()
     jax_py = jax_interpreter()
     configurations(build, pythons, jax_py, threads)
-    fx, torches, versions, jaxes = {}, {py: {} for py in pythons}, {}, {}
+    before_build = os.environ.get("BENCH_BEFORE")
+    fx, before, torches, versions, jaxes = {}, {}, {py: {} for py in pythons}, {}, {}
     graphs = {py: {} for py in pythons}
     for _ in range(rounds):
         fx = lowest(fx, fluxion_times(build))
+        if before_build:
+            before = lowest(before, fluxion_times(before_build))
         for py in pythons:
             t = torch_times(py, threads)
             if t is None:
@@ -385,7 +392,9 @@ def main():
     others += [(f"PyTorch {versions[py]} CUDA graph", graphs[py]) for py in pythons if graphs[py]]
     if "jax" in versions:
         others.append((f"JAX {versions['jax']} jit", jaxes))
-    head = "| case | fluxion |" + "".join(f" {name} |" for name, _ in others) + " ratio | FLOP limit |"
+    if before_build:
+        print(f"before: {before_build}; after (the fluxion column): {build}\n")
+    head = "| case | fluxion |" + (" before |" if before_build else "") + "".join(f" {name} |" for name, _ in others) + " ratio | FLOP limit |"
     print(head)
     print("|" + " --- |" * (head.count("|") - 1))
     for case, us in fx.items():
@@ -394,7 +403,8 @@ def main():
         best = min((times[same] for _, times in others if same in times), default=None)
         ratio = f"{best / us:.2f}×" if best else "–"
         limit = flop_limit(case, gflops) if gflops else None
-        print(f"| {case} | {us:.1f} | " + " | ".join(cells) + (" | " if cells else "") + f"{ratio} | "
+        was = ([f"{before[case]:.1f}" if case in before else "–"] if before_build else [])
+        print(f"| {case} | {us:.1f} | " + " | ".join(was + cells) + (" | " if was + cells else "") + f"{ratio} | "
               + (f"{limit:.0f}" if limit else "–") + " |")
 
 if __name__ == "__main__":

@@ -53,7 +53,7 @@ struct CompileOptions {
     bool fall_back = false;  // a step that cannot be replayed (it keeps a tensor it made outside the
                              // function, ...) runs eagerly instead of raising ValueError
     bool fuse = true;        // replay some runs of kernels as one fused call each, on every backend
-                             // (docs/ARCHITECTURE.md, "Compiled steps"); FLUXION_FUSE=0 turns it off too
+                             // (docs/ARCHITECTURE.md, "Fusion"); FLUXION_FUSE=0 turns it off too
 };
 
 // What the plan for the latest inputs holds.

@@ -7,7 +7,10 @@
 // f32), which the cache kept resident for the rest of the run (the main job peaked at 1.09 GB), while
 // a step's tensors that large are rare, their first touch is cheap beside the arithmetic on them,
 // and compiled steps place them in an arena once.
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstdint>
 #include <cstdio>
@@ -15,7 +18,6 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
-#include <unistd.h>
 #include <vector>
 
 #include "cpu/kernels.hpp"
@@ -24,7 +26,7 @@
 namespace fluxion::backend::cpu {
 namespace {
 
-constexpr std::size_t kAlignment = 64;  // a cache line, and the widest vector register
+constexpr std::size_t kAlignment = 64;       // a cache line, and the widest vector register
 constexpr std::size_t kHeader = kAlignment;  // before each block: its size class (keeps data aligned)
 constexpr std::size_t kCachedMin = std::size_t(64) << 10;
 constexpr std::size_t kCachedMax = std::size_t(64) << 20;
@@ -40,11 +42,21 @@ constexpr bool kCaching = true;
 struct Cache {
     std::mutex mutex;
     std::unordered_map<std::size_t, std::vector<void*>> blocks;  // free blocks (headers) by size class
-    std::size_t bytes = 0;                                        // in those blocks
+    std::size_t bytes = 0;                                       // in those blocks
     // At most an eighth of the machine's memory, and 1 GiB, is kept unused.
-    const std::size_t limit = std::min(std::size_t(1) << 30,
-                                       std::size_t(sysconf(_SC_PHYS_PAGES)) * std::size_t(sysconf(_SC_PAGESIZE)) / 8);
+    const std::size_t limit =
+        std::min(std::size_t(1) << 30, std::size_t(sysconf(_SC_PHYS_PAGES)) * std::size_t(sysconf(_SC_PAGESIZE)) / 8);
 };
+
+// What the tensors hold (tests measure with it what the tape keeps, test_tape_memory.cpp).
+std::atomic<std::size_t> in_use{0}, peak{0};
+
+void count_alloc(std::size_t size) {
+    const std::size_t now = in_use.fetch_add(size, std::memory_order_relaxed) + size;
+    std::size_t seen = peak.load(std::memory_order_relaxed);
+    while (now > seen && !peak.compare_exchange_weak(seen, now, std::memory_order_relaxed)) {
+    }
+}
 
 // Lives as long as the process: tensors in static objects are freed after static destructors run.
 Cache& cache() {
@@ -87,6 +99,7 @@ void* alloc(int device, std::size_t bytes) {
             void* block = it->second.back();
             it->second.pop_back();
             c.bytes -= size;
+            count_alloc(size);
             return static_cast<char*>(block) + kHeader;
         }
     }
@@ -98,6 +111,7 @@ void* alloc(int device, std::size_t bytes) {
     }
     if (!block) throw out_of_memory(bytes);
     *static_cast<std::size_t*>(block) = size;
+    count_alloc(size);
     return static_cast<char*>(block) + kHeader;
 }
 
@@ -105,6 +119,7 @@ void free(int device, void* ptr) {
     if (!ptr) return;
     void* block = static_cast<char*>(ptr) - kHeader;
     const std::size_t size = *static_cast<std::size_t*>(block);
+    in_use.fetch_sub(size, std::memory_order_relaxed);
     if (kCaching && size >= kCachedMin && size <= kCachedMax) {
         Cache& c = cache();
         std::lock_guard lock(c.mutex);
@@ -116,5 +131,9 @@ void free(int device, void* ptr) {
     }
     std::free(block);
 }
+
+std::size_t host_bytes_in_use() { return in_use.load(std::memory_order_relaxed); }
+std::size_t host_peak_bytes() { return peak.load(std::memory_order_relaxed); }
+void reset_host_peak() { peak.store(in_use.load(std::memory_order_relaxed), std::memory_order_relaxed); }
 
 }  // namespace fluxion::backend::cpu

@@ -11,8 +11,8 @@
 //                    the transposed weight with the output gradient, up to 6 rows × 4 pixel vectors
 //                    a tile), then col2im as a sum of shifted column rows per input row. Computing
 //                    the input rows directly instead multiplies zeros: on LeNet-5's 12-pixel rows,
-//                    twice the useful products (one thread: 465 µs against 246 this way, and
-//                    oneDNN's 467).
+//                    twice the useful products, and twice the time (BENCHMARKS.md, "Kernel
+//                    choices").
 //
 // Channels are split into equal tiles of at most 24 accumulators, so that with the operands they
 // stay in the 32 vector registers of AVX-512. Each tile is a function of its own (noinline):
@@ -292,15 +292,11 @@ void backward_input(const Conv2dShape& s, const float* gy, const float* w, float
 
 // ---- which shapes ----
 
-// Measured against oneDNN at one thread (batch 64, no padding; µs). Forward: 109 against 420 for
-// 1 => 6 channels (5×5 on 28×28), 269 against 713 for 2 => 8 (5×5), 1163 against 1789 for 3 => 32
-// (3×3 on 34×34); but 215 against 177 for 6 => 16 (5×5 on 12×12) and 397 against 362 for 8 => 16
-// (3×3 on 18×18): with more input channels oneDNN's blocked kernels win. Weight gradient: 106
-// against 306 for 1 => 6, 275 against 562 for 2 => 8, 225 against 313 for 6 => 16; but 554 against
-// 457 for 8 => 16, and 2058 against 1657 for 3 => 32 on 32×32 outputs, where each task's output
-// gradients over all images no longer fit in the L2 cache. Input gradient: 200 against 788 for
-// 1 => 6, 246 against 467 for 6 => 16, 492 against 567 for 8 => 16; but 1181 against 936 for
-// 16 => 32 (5×5 on 12×12) and 6561 against 5997 for 32 => 64 (3×3).
+// Where the direct kernels beat oneDNN, measured pass by pass against it (BENCHMARKS.md, "Kernel
+// choices"): the forward pass up to 3 input channels (with more, oneDNN's blocked kernels win); the
+// weight gradient while each task's output gradients over all images fit in the L2 cache (not for
+// 8 => 16 channels, nor 3 => 32 on 32×32 outputs); the input gradient for few channels (not from
+// 16 => 32 on).
 bool takes(ConvPass pass, const Conv2dShape& s) {
     const bool plain = s.n > 0 && s.c > 0 && s.k > 0 && s.oh > 0 && s.ow > 0 && s.groups == 1 && s.stride_h == 1 &&
                        s.stride_w == 1 && s.dil_h == 1 && s.dil_w == 1 && s.pad_h == 0 && s.pad_w == 0 &&

@@ -4,12 +4,11 @@
 // plans are made once (creating a primitive takes far longer than running a small one) and shared
 // by every thread. The reorders, and oneDNN's own scratchpad, use one Scratch per call.
 //
-// Measured on the LeNet-5 and CIFAR-style shapes (2 cores, AVX-512): the blocked kernels with
-// reorders took 1/1.5 to 1/4 of the time of im2col + OpenBLAS for every pass, except the input
-// gradient of convolutions with few input channels (an RGB or grey image), where oneDNN's blocked
-// kernel was 2 to 4 times slower than its plain-layout one: those keep the plain layouts. From 4
-// input channels on the blocked kernel wins: LeNet-5's second convolution (6 => 16, 5×5, batch 64)
-// took 490 µs blocked (reorders included) against 748 µs plain (one thread, DNNL_VERBOSE timings).
+// On the LeNet-5 and CIFAR-style shapes the blocked kernels with their reorders beat im2col +
+// OpenBLAS on every pass, except the input gradient of convolutions with few input channels (an
+// RGB or grey image), where oneDNN's blocked kernel lost to its plain-layout one: those keep the
+// plain layouts. From 4 input channels on the blocked kernel wins (figures: BENCHMARKS.md, "Kernel
+// choices").
 #include "cpu/conv_onednn.hpp"
 
 #if FLUXION_HAVE_ONEDNN
@@ -33,11 +32,8 @@ namespace {
 using dnnl::memory;
 using Tag = memory::format_tag;
 
-// Input channels below this keep plain layouts for the input gradient (see the top of the file).
-// From 4 input channels in f32 (above) and in bf16: at one thread, the blocked bf16 kernel took
-// 0.25 ms against 0.65 ms plain for LeNet-5's second convolution (6 => 16 channels), 1.2 against
-// 1.8 ms for 4 => 16 (3×3), but 3.9 against 2.2 ms for 3 => 32 (3×3) and 2.3 against 0.78 ms for
-// 1 => 6 (5×5).
+// Input channels below this keep plain layouts for the input gradient (see the top of the file);
+// the same threshold holds in bf16 (BENCHMARKS.md, "Kernel choices").
 constexpr int64_t kBlockedMinChannels = 4;
 
 // One argument of the primitive: the layout of the caller's buffer, the one the primitive wants,
@@ -187,10 +183,9 @@ std::unique_ptr<Plan> make_plan_in(ConvPass pass, const Conv2dShape& s, memory::
     plan->scratchpad_offset = ws;
     plan->workspace = ws + aligned(plan->scratchpad.get_size());
     // Some bf16 shapes have no direct kernel in blocked layouts, and oneDNN's GEMM fallback lost to
-    // widening: at one thread, the weight gradient of LeNet-5's first convolution (1 => 6 channels,
-    // 5×5, batch 64) took 1.2 ms against 0.35 ms widened to oneDNN's direct f32 kernel. Those are
+    // widening to its direct f32 kernel (3.4× on LeNet-5's first weight gradient): those are
     // declined, and widened. The plain-layout input gradient is the exception: there the GEMM path
-    // beat widening (0.78 against 0.85 ms for that convolution, 2.3 against 3.9 ms for 3 => 32, 3×3).
+    // beat widening (BENCHMARKS.md, "Kernel choices").
     if (dt == memory::data_type::bf16 && !plain && !direct(implementation)) return nullptr;
     if ((!x_layout.is_zero() || !y_layout.is_zero()) && !direct(implementation)) return nullptr;
     return plan;
@@ -198,10 +193,8 @@ std::unique_ptr<Plan> make_plan_in(ConvPass pass, const Conv2dShape& s, memory::
 
 // Where oneDNN's choice holds 8 channels or fewer in blocks of 16 (LeNet-5's 6-channel
 // activations), the plan with blocks of 8 instead, the AVX2 kernels' layout, where oneDNN has a
-// direct kernel for it. The kernels take about as long (at one thread, LeNet-5's second
-// convolution's input gradient 451 µs in blocks of 8 against 449, its first convolution 306
-// against 286), but every reorder of the activation moves half the bytes (the first convolution's
-// output into NCHW: 51 against 142 µs): the compiled LeNet-5 step took 3% less at 1 and 2 threads.
+// direct kernel for it. The kernels take about as long, but every reorder of the activation moves
+// half the bytes: the compiled LeNet-5 step took 3% less (BENCHMARKS.md, "Kernel choices").
 // Backward passes only: the forward kernel for blocks of 8 with a fused bias rounds
 // differently from the eager convolution and bias, so a compiled step traced again after a
 // restart from a checkpoint (the trace step runs eagerly) drifted from an unbroken run in the last

@@ -44,8 +44,8 @@ void scale_rows(int64_t m, int64_t n, T beta, T* c, int64_t ldc) {
 // Products of fewer FLOPs than split_min() run on one thread: OpenBLAS does that itself below 2^19
 // (its m n k below 2^18), and threads would cost more than they save. With OMP_WAIT_POLICY=passive
 // (README, "Threads on a busy machine") threads sleep between parallel regions and waking them
-// costs tens of microseconds, so a product needs 16 times the work (2^23, about 80 µs on one core)
-// before it is split. Products from kSplitMax on (a millisecond and more of work) keep OpenBLAS's
+// costs tens of microseconds, so a product needs 16 times the work (2^23 multiply-adds, tens of
+// microseconds on one core) before it is split. Products from kSplitMax on (a millisecond and more of work) keep OpenBLAS's
 // own threading, which also splits the columns.
 constexpr double kSplitMax = double(1 << 27);
 

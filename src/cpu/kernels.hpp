@@ -65,6 +65,10 @@ void synchronize(int device);
 bool supports(int device, Op op, DType t, char* why, std::size_t why_size);
 void* alloc(int device, std::size_t bytes);
 void free(int device, void* ptr);
+// ---- allocator.cpp: tensor memory handed out (size classes, cached blocks not counted) ----
+std::size_t host_bytes_in_use();
+std::size_t host_peak_bytes();  // the most in use since the last reset_host_peak()
+void reset_host_peak();
 void copy_from_host(int device, void* dst, const void* src, std::size_t bytes);
 void copy_to_host(int device, void* dst, const void* src, std::size_t bytes);
 void copy_device(int dst_device, void* dst, int src_device, const void* src, std::size_t bytes);

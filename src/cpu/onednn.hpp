@@ -20,9 +20,8 @@ bool onednn_bf16_native();
 // bf16 entries take them: with AMX, and with AVX-512 BF16 on AMD (Zen 4, whose 512-bit FMAs take two
 // cycles, so that one bf16 dot product does twice an f32 FMA's work: products 2.2x as fast as f32
 // there). Not on Intel CPUs with AVX-512 BF16 and no AMX (Cooper Lake; Sapphire Rapids where AMX is
-// hidden), whose two 512-bit FMA ports keep f32 at the bf16 dot product's arithmetic rate: on such a
-// Sapphire Rapids, oneDNN 2.6's bf16 matmul ran at 55 GFLOP/s against 95-110 for f32 (OpenBLAS or
-// oneDNN) on the wide MLP's products, 2 threads, and 85 against 146 at one thread.
+// hidden), whose two 512-bit FMA ports keep f32 at the bf16 dot product's arithmetic rate: there
+// oneDNN 2.6's bf16 matmul ran at about half f32's rate (BENCHMARKS.md, "Kernel choices").
 bool onednn_bf16_preferred();
 
 // The bf16 products and convolutions oneDNN has run in this process. Their results are the widened

@@ -2,8 +2,8 @@
 // each row are split into their even and odd columns (the windows' left and right cells), and 8
 // windows are reduced, or compared with their maxima and the gradients interleaved back into
 // place, at once; then 4 windows at a time in 128-bit registers, then one. pool.cpp's tiled passes
-// take three trips through buffers for the gradient. One thread, batch 64: LeNet-5's first pool
-// (6 channels of 24×24) gradient 43 µs against 96, its second (16 channels of 8×8) 20 against 65.
+// take three trips through buffers for the gradient: this one took a third to a half of their time
+// on LeNet-5's pools (BENCHMARKS.md, "Kernel choices").
 #include "cpu/pool_max2x2.hpp"
 
 #if defined(__AVX2__)

@@ -3,9 +3,9 @@
 // flat buffer, exchanged in buckets of at most bucket_bytes that are all in flight at once
 // (MPI_Iallreduce / MPI_Ibcast), then unpacked to each tensor's dtype and device. An allreduce's
 // results are views of its buffer, which comes from the host allocator's cache: one copy in and no
-// fresh pages. Measured on 2 processes here, 7.4 MB of f32: 0.8 ms packing, 3.7 ms in MPI, 0.4 ms
-// dividing for the mean. Open MPI's blocking MPI_Allreduce took 2.1-2.8 ms, but a blocking call
-// cannot honour FLUXION_DISTRIBUTED_TIMEOUT.
+// fresh pages. Nonblocking calls, though Open MPI's blocking MPI_Allreduce was faster on shared
+// memory (BENCHMARKS.md, "More than one process"): a blocking call cannot honour
+// FLUXION_DISTRIBUTED_TIMEOUT.
 #include <algorithm>
 #include <cstring>
 #include <string>

@@ -7,6 +7,8 @@
 
 namespace fluxion {
 
+std::atomic<bool> detail::tape_keeps_x_and_y{false};
+
 using backend::Binary;
 using backend::Unary;
 using detail::record;
@@ -50,7 +52,7 @@ Tensor unary_op(const char* op_name, Unary op, const Tensor& x, double a = 0, do
     if (out.numel() > 0) be.unary(x.device().index, op, x.dtype(), x.numel(), xc.data_ptr(), out.data_ptr(), a, b);
     if (!detail::any_tracked({x})) return out;
     using detail::GradientReads;
-    const GradientReads reads = detail::gradient_reads(op);
+    const GradientReads reads = detail::tape_keeps_x_and_y ? GradientReads::XY : detail::gradient_reads(op);
     Tensor kept_x = reads == GradientReads::X || reads == GradientReads::XY ? xc : Tensor();
     Tensor kept_y = reads == GradientReads::Y || reads == GradientReads::XY ? out : Tensor();
     return record(op_name, {x}, out, [op, kept_x, kept_y, a, b](const Tensor& g, const Needs&) {
