@@ -136,7 +136,7 @@ TEST(CpuBackend, InfoNamesTheCpuThreadsAndTheBlasKernel) {
     std::printf("%s", text.c_str());
     for (const std::string& part :
          {std::string("fluxion "), std::string("CPU: "), std::string("threads: "),
-          "matrix products: OpenBLAS, kernel " + fluxion::backend::cpu::openblas::library().core,
+          std::string("matrix products: "), "OpenBLAS, kernel " + fluxion::backend::cpu::openblas::library().core,
           std::string("convolutions: ")})
         EXPECT_NE(text.find(part), std::string::npos) << part << " is missing from:\n" << text;
 }
@@ -149,7 +149,7 @@ TEST(CpuBackend, InfoNamesAVectorKernelOnAvx2) {
     if (lib.chosen.find("set by the user") != std::string::npos) GTEST_SKIP() << lib.chosen;
     __builtin_cpu_init();
     if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) GTEST_SKIP() << "no AVX2 with FMA";
-    const std::string text = fluxion::info(), label = "matrix products: OpenBLAS, kernel ";
+    const std::string text = fluxion::info(), label = "OpenBLAS, kernel ";
     const auto at = text.find(label);
     ASSERT_NE(at, std::string::npos) << text;
     const auto start = at + label.size();
@@ -925,8 +925,9 @@ TEST(CpuReduce, BoolAndBytesAndEmptyAxes) {
 
 // ---------------------------------------------------------------- gemm
 
-template <class T> void expect_gemm(DType t, bool ta, bool tb, double tolerance) {
-    const int64_t m = 5, n = 7, k = 4, batch = 3, pad = 2;
+template <class T>
+void expect_gemm(DType t, bool ta, bool tb, double tolerance, int64_t m = 5, int64_t n = 7, int64_t k = 4) {
+    const int64_t batch = 3, pad = 2;
     const int64_t lda = (ta ? m : k) + pad, ldb = (tb ? k : n) + pad, ldc = n + pad;
     const int64_t sa = (ta ? k : m) * lda, sb = (tb ? n : k) * ldb, sc = m * ldc;
     const auto a = converted<T>(random_values(batch * sa, -1, 1, 41));
@@ -956,7 +957,58 @@ TEST(CpuGemm, AllTransposesWithBatchAlphaAndBeta) {
         for (bool tb : {false, true}) {
             expect_gemm<double>(DType::f64, ta, tb, 1e-12);
             expect_gemm<float>(DType::f32, ta, tb, 1e-5);
+            // From 2^18 multiply-adds f32 products run in oneDNN's sgemm where it is built in
+            // (fx::info() says which): 70·70·60 of them, with the same transposes, strides and scalars.
+            expect_gemm<double>(DType::f64, ta, tb, 1e-11, 70, 70, 60);
+            expect_gemm<float>(DType::f32, ta, tb, 5e-5, 70, 70, 60);
         }
+}
+
+// FLUXION_SGEMM puts every f32 product in one library, and fx::info() says which; any other value is
+// refused at the first product with the variable named. The variable is read once, so the test
+// program runs this test again in processes of their own.
+TEST(CpuGemm, FluxionSgemmNamesTheLibrary) {
+    if (const char* chosen = std::getenv("FLUXION_SGEMM")) {  // the runs below
+        const std::string value = chosen;
+        std::vector<float> a(64 * 64, 1.0f), c(64 * 64);
+        const auto product = [&] {
+            cpu().gemm(0, DType::f32, false, false, 64, 64, 64, 1.0, a.data(), 64, 0, a.data(), 64, 0, 0.0, c.data(),
+                       64, 0, 1);
+        };
+        if (value == "neither") {
+            try {
+                product();
+                ADD_FAILURE() << "FLUXION_SGEMM=neither was accepted";
+            } catch (const fluxion::ValueError& e) {
+                EXPECT_NE(std::string(e.what()).find("FLUXION_SGEMM=neither names no library"), std::string::npos)
+                    << e.what();
+            }
+            return;
+        }
+        product();
+        EXPECT_EQ(c[0], 64.0f);
+        const std::string text = fluxion::info();
+        std::printf("%s", text.c_str());
+        const std::string expected = value == "onednn" ? "matrix products: f32 in oneDNN's sgemm (FLUXION_SGEMM=onednn)"
+                                                       : "matrix products: OpenBLAS, kernel ";
+        EXPECT_NE(text.find(expected), std::string::npos) << text;
+        return;
+    }
+    char self[4096] = {};
+    ASSERT_GT(::readlink("/proc/self/exe", self, sizeof self - 1), 0);
+    const bool onednn = fluxion::info().find("oneDNN") != std::string::npos;
+    for (const char* value : {"openblas", "onednn", "neither"}) {
+        if (std::string(value) == "onednn" && !onednn) continue;  // refused without oneDNN: nothing to name
+        const std::string command = std::string("FLUXION_SGEMM=") + value + " '" + self +
+                                    "' --gtest_filter=CpuGemm.FluxionSgemmNamesTheLibrary 2>&1";
+        FILE* child = ::popen(command.c_str(), "r");
+        ASSERT_NE(child, nullptr);
+        std::string output;
+        char buffer[4096];
+        while (std::fgets(buffer, sizeof buffer, child)) output += buffer;
+        EXPECT_EQ(::pclose(child), 0) << value << ":\n" << output;
+        EXPECT_NE(output.find("[  PASSED  ] 1 test"), std::string::npos) << value << ":\n" << output;
+    }
 }
 
 // A batch of small products goes to the threads product by product (above 2^23 FLOPs in all, enough

@@ -161,7 +161,12 @@ std::string cpu_description() {
     out += "threads: " + std::to_string(cpu::threads()) + " (FLUXION_NUM_THREADS " +
            (threads_env ? std::string("= ") + threads_env : std::string("unset: every core")) +
            "), OpenMP wait policy " + (wait ? wait : "unset (libgomp's default, spinning a while)") + "\n";
-    out += "matrix products: OpenBLAS, kernel " + blas.core + " (" + blas.chosen + ")\n";
+    const cpu::SgemmChoice sgemm = cpu::sgemm_choice();
+    out += std::string("matrix products: ") +
+           (sgemm == cpu::SgemmChoice::by_size  ? "f32 from 2^18 multiply-adds in oneDNN's sgemm, the rest in "
+            : sgemm == cpu::SgemmChoice::onednn ? "f32 in oneDNN's sgemm (FLUXION_SGEMM=onednn), f64 in "
+                                                : "") +
+           "OpenBLAS, kernel " + blas.core + " (" + blas.chosen + ")\n";
 #if FLUXION_HAVE_ONEDNN
     const dnnl_version_t* v = dnnl_version();
     out += "convolutions: oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +

@@ -1,9 +1,10 @@
-// Matrix products through OpenBLAS (opened by openblas.cpp, with a kernel for this CPU). A batch of small products is split between threads by
-// products, a larger one is a loop of single products. A small product is
-// split by rows of C (or columns, for one row) between fluxion's threads, each slice one
-// single-threaded OpenBLAS call (OpenBLAS runs single-threaded inside an OpenMP region): OpenBLAS's
-// own threading shares packed panels between threads through flags they wait on, whose cost
-// outweighs the work of products of a few MFLOP (the Dense layers of an MLP at batch 128).
+// Matrix products through OpenBLAS (opened by openblas.cpp, with a kernel for this CPU) and, for
+// the larger f32 ones, oneDNN's sgemm (sgemm_choice below). A batch of small products is split
+// between threads by products, a larger one is a loop of single products. A small product is split
+// by rows of C (or columns, for one row) between fluxion's threads, each slice one single-threaded
+// library call (both run single-threaded inside an OpenMP region): OpenBLAS's own threading shares
+// packed panels between threads through flags they wait on, whose cost outweighs the work of
+// products of a few MFLOP (the Dense layers of an MLP at batch 128).
 #include <cblas.h>
 #include <strings.h>
 
@@ -18,7 +19,32 @@
 #include "cpu/openblas.hpp"
 #include "cpu/parallel.hpp"
 
+#if FLUXION_HAVE_ONEDNN
+#include <oneapi/dnnl/dnnl.h>
+#endif
+
 namespace fluxion::backend::cpu {
+
+// Which library runs an f32 product where this build has both (BENCHMARKS.md, "Kernel choices"):
+// oneDNN's sgemm from kOnednnMinMacs multiply-adds on, where it was measured faster on the shapes
+// fluxion calls (its small-matrix path packs nothing); OpenBLAS below, where it kept the lead on
+// attention's per-head products, and for f64. FLUXION_SGEMM=openblas or onednn puts every f32
+// product in one of them.
+constexpr double kOnednnMinMacs = double(1 << 18);
+
+SgemmChoice sgemm_choice() {
+    static const SgemmChoice choice = [] {
+        const char* chosen = std::getenv("FLUXION_SGEMM");
+        if (!chosen || !*chosen) return FLUXION_HAVE_ONEDNN ? SgemmChoice::by_size : SgemmChoice::openblas;
+        if (strcasecmp(chosen, "openblas") == 0) return SgemmChoice::openblas;
+        if (strcasecmp(chosen, "onednn") != 0)
+            throw ValueError(std::string("FLUXION_SGEMM=") + chosen + " names no library: openblas or onednn");
+        if (!FLUXION_HAVE_ONEDNN) throw ValueError("FLUXION_SGEMM=onednn: this build of fluxion has no oneDNN");
+        return SgemmChoice::onednn;
+    }();
+    return choice;
+}
+
 namespace {
 
 void check_blas_size(int64_t value, const char* what) {
@@ -35,8 +61,7 @@ void check_leading(int64_t ld, int64_t row, const char* what) {
 }
 
 // With k = 0 the product is empty and C = beta C; BLAS would reject the degenerate leading dimensions.
-template <class T>
-void scale_rows(int64_t m, int64_t n, T beta, T* c, int64_t ldc) {
+template <class T> void scale_rows(int64_t m, int64_t n, T beta, T* c, int64_t ldc) {
     for (int64_t i = 0; i < m; ++i)
         for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
 }
@@ -44,9 +69,9 @@ void scale_rows(int64_t m, int64_t n, T beta, T* c, int64_t ldc) {
 // Products of fewer FLOPs than split_min() run on one thread: OpenBLAS does that itself below 2^19
 // (its m n k below 2^18), and threads would cost more than they save. With OMP_WAIT_POLICY=passive
 // (README, "Threads on a busy machine") threads sleep between parallel regions and waking them
-// costs tens of microseconds, so a product needs 16 times the work (2^23 multiply-adds, tens of
-// microseconds on one core) before it is split. Products from kSplitMax on (a millisecond and more of work) keep OpenBLAS's
-// own threading, which also splits the columns.
+// costs tens of microseconds, so a product needs 16 times the work (2^23 FLOPs, tens of
+// microseconds on one core) before it is split. Products from kSplitMax on (a millisecond and more
+// of work) keep the library's own threading, which also splits the columns.
 constexpr double kSplitMax = double(1 << 27);
 
 double split_min() {
@@ -58,9 +83,8 @@ double split_min() {
     return least;
 }
 
-template <class T>
-void blas_gemm_split(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
-                     const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+template <class T> void blas_gemm_split(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha,
+                                        const T* a, int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
     const double flops = 2.0 * double(m) * double(n) * double(k);
     if (flops >= kSplitMax) return blas_gemm<T>(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     const bool worth = flops >= split_min();
@@ -80,18 +104,30 @@ void blas_gemm_split(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k
 
 }  // namespace
 
-template <class T>
-void blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
-               const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+template <class T> void blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+                                  int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
     if (m == 0 || n == 0) return;
     if (k == 0) return scale_rows(m, n, beta, c, ldc);
     const auto ta = trans_a ? CblasTrans : CblasNoTrans;
     const auto tb = trans_b ? CblasTrans : CblasNoTrans;
+#if FLUXION_HAVE_ONEDNN
+    if constexpr (std::is_same_v<T, float>) {
+        const SgemmChoice choice = sgemm_choice();
+        if (choice == SgemmChoice::onednn ||
+            (choice == SgemmChoice::by_size && double(m) * double(n) * double(k) >= kOnednnMinMacs)) {
+            // Row-major, as cblas with CblasRowMajor; single-threaded inside fluxion's parallel regions.
+            const dnnl_status_t status =
+                dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+            if (status != dnnl_success)
+                throw Error("gemm: oneDNN's sgemm failed with status " + std::to_string(int(status)));
+            return;
+        }
+    }
+#endif
     const openblas::Library& blas = openblas::library();
     if constexpr (std::is_same_v<T, float>)
         blas.sgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
-    else
-        blas.dgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
+    else blas.dgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
 }
 
 template void blas_gemm<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*,
@@ -99,9 +135,9 @@ template void blas_gemm<float>(bool, bool, int64_t, int64_t, int64_t, float, con
 template void blas_gemm<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t, const double*,
                                 int64_t, double, double*, int64_t);
 
-void gemm(int device, DType t, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
-          const void* a, int64_t lda, int64_t stride_a, const void* b, int64_t ldb, int64_t stride_b, double beta,
-          void* c, int64_t ldc, int64_t stride_c, int64_t batch) {
+void gemm(int device, DType t, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const void* a,
+          int64_t lda, int64_t stride_a, const void* b, int64_t ldb, int64_t stride_b, double beta, void* c,
+          int64_t ldc, int64_t stride_c, int64_t batch) {
     check_blas_size(m, "m");
     check_blas_size(n, "n");
     check_blas_size(k, "k");

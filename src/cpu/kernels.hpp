@@ -51,7 +51,12 @@ inline Span inside(int64_t offset, int64_t stride, int64_t size, int64_t count) 
     return {std::min(begin, count), std::clamp(end, std::min(begin, count), count)};
 }
 
-// Row-major C = alpha op(A) op(B) + beta C through OpenBLAS, for float and double.
+// Which library runs f32 products (f64 always runs in OpenBLAS): by size, oneDNN's sgemm for the
+// larger ones, where this build has oneDNN; FLUXION_SGEMM=openblas|onednn names one (gemm.cpp).
+enum class SgemmChoice { openblas, onednn, by_size };
+SgemmChoice sgemm_choice();
+
+// Row-major C = alpha op(A) op(B) + beta C through OpenBLAS or oneDNN, for float and double.
 template <class T>
 void blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
                const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
