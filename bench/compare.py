@@ -8,6 +8,9 @@ usage: python3 bench/compare.py [BUILD_DIR] [ROUNDS]        (default build/bench
        BENCH_DEVICES=CUDA BENCH_REPETITIONS=3 ...                 (one device; fewer repetitions)
        BENCH_BEFORE=OTHER_BUILD_DIR ...        (a second fluxion build, e.g. of an earlier commit,
                                                 timed in the same rounds: a "before" column)
+       BENCH_BEFORE_ENV="FLUXION_SGEMM=openblas" BENCH_BEFORE=BUILD_DIR ...
+                                               (the before column with these variables set, e.g. the
+                                                same build with another kernel choice)
 
 PyTorch is taken from every interpreter that has it: Debian's /usr/bin/python3 and the first
 python3 on PATH. Both sides use FLUXION_NUM_THREADS threads (default: every core).
@@ -288,7 +291,7 @@ def flop_limit(case, gflops):
     return 2 * MULTIPLY_ADDS[model] * passes / (gflops * 1e3)
 
 
-def fluxion_times(build):
+def fluxion_times(build, extra_env=None):
     exe = os.path.join(build, "bin", "bench_models")
     if not os.path.exists(exe):
         sys.exit(f"{exe} is missing: build the target bench_models of {build} first")
@@ -296,7 +299,7 @@ def fluxion_times(build):
     only = ["--benchmark_filter=/(" + "|".join(DEVICES) + ")"] if "BENCH_DEVICES" in os.environ else []
     out = subprocess.run([exe, *only, "--benchmark_format=json", f"--benchmark_repetitions={reps}",
                           "--benchmark_report_aggregates_only=true"], check=True, capture_output=True, text=True,
-                         env=FLUXION_ENV)
+                         env=dict(FLUXION_ENV or os.environ, **extra_env) if extra_env else FLUXION_ENV)
     times = {}
     if not out.stdout.strip():  # no case matched BENCH_DEVICES here
         return times
@@ -365,12 +368,13 @@ def main():
     jax_py = jax_interpreter()
     configurations(build, pythons, jax_py, threads)
     before_build = os.environ.get("BENCH_BEFORE")
+    before_env = dict(v.split("=", 1) for v in os.environ.get("BENCH_BEFORE_ENV", "").split())
     fx, before, torches, versions, jaxes = {}, {}, {py: {} for py in pythons}, {}, {}
     graphs = {py: {} for py in pythons}
     for _ in range(rounds):
         fx = lowest(fx, fluxion_times(build))
         if before_build:
-            before = lowest(before, fluxion_times(before_build))
+            before = lowest(before, fluxion_times(before_build, before_env))
         for py in pythons:
             t = torch_times(py, threads)
             if t is None:
@@ -393,7 +397,7 @@ def main():
     if "jax" in versions:
         others.append((f"JAX {versions['jax']} jit", jaxes))
     if before_build:
-        print(f"before: {before_build}; after (the fluxion column): {build}\n")
+        print(f"before: {before_build} {os.environ.get('BENCH_BEFORE_ENV', '')}; after (the fluxion column): {build}\n")
     head = "| case | fluxion |" + (" before |" if before_build else "") + "".join(f" {name} |" for name, _ in others) + " ratio | FLOP limit |"
     print(head)
     print("|" + " --- |" * (head.count("|") - 1))

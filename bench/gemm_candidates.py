@@ -6,6 +6,7 @@ CPU's features and the generic one (Prescott) that OpenBLAS 0.3.21 falls back to
 not know.
 
 usage: python3 bench/gemm_candidates.py [BUILD_DIR] [THREADS...]      (default build/release 1 2)
+BLIS's column needs Debian's libblis4-openmp (apt-get install libblis4-openmp); without it, it is left out.
 """
 import json
 import os
