@@ -19,6 +19,11 @@
 //                  3×224×224, forward only
 //   resnet18_train  ResNet-18 with 10 classes in train mode, batch 32 of 3×64×64,
 //                  logitcrossentropy + Adam
+//   unet_train     examples/unet_denoise's U-Net (width 16: 3×3 convolutions without bias, each
+//                  followed by GroupNorm(·, 4) and relu, at 28², 14², 7²; MaxPool 2 down;
+//                  ConvTranspose 2×2 stride 2 and nearest Upsample then a 3×3 convolution up; the
+//                  skips concatenated; a 1×1 head subtracted from the input), batch 64 of 1×28×28,
+//                  mse + Adam
 //   *_compiled     the same through fx::compile: a recorded step replayed
 #include <benchmark/benchmark.h>
 
@@ -47,10 +52,35 @@ struct Encoder {
     fx::Tensor operator()(const fx::Tensor& x) const { return head(fx::mean(layer(x), 1)); }
 };
 
+// unet_train's model: examples/unet_denoise's U-Net (kept in step with it by hand).
+struct UNetBlock {
+    fx::Conv conv;
+    fx::GroupNorm norm;
+    UNetBlock(std::int64_t in, std::int64_t out)
+        : conv({3, 3}, in, out, {.pad = 1, .bias = false}), norm(out, 4, fx::relu) {}
+    fx::Tensor operator()(const fx::Tensor& x) const { return norm(conv(x)); }
+};
+
+struct UNet {
+    static constexpr std::int64_t w = 16;
+    UNetBlock enc1{1, w}, enc2{w, 2 * w}, bottleneck{2 * w, 4 * w}, dec2{4 * w, 2 * w}, dec1{2 * w, w};
+    fx::ConvTranspose up2{{2, 2}, 4 * w, 2 * w, {.stride = 2}};
+    fx::Conv up1{{3, 3}, 2 * w, w, {.pad = 1}}, head{{1, 1}, w, 1};
+    fx::MaxPool pool = fx::MaxPool({2, 2});
+    fx::Upsample upsample{fx::UpsampleMode::nearest, {.scale = {2}}};
+    fx::Tensor operator()(const fx::Tensor& x) const {
+        const fx::Tensor e1 = enc1(x), e2 = enc2(pool(e1)), b = bottleneck(pool(e2));
+        const fx::Tensor d2 = dec2(fx::concat({up2(b), e2}, 1));
+        return x - head(dec1(fx::concat({up1(upsample(d2)), e1}, 1)));
+    }
+};
+
 }  // namespace
 
 FLUXION_FUNCTOR(LastStep, lstm, head);
 FLUXION_FUNCTOR(Encoder, layer, head);
+FLUXION_FUNCTOR(UNetBlock, conv, norm);
+FLUXION_FUNCTOR(UNet, enc1, enc2, bottleneck, dec2, dec1, up2, up1, head);
 
 namespace {
 
@@ -223,6 +253,14 @@ template <bool compiled> void resnet18_train(benchmark::State& state, fx::Device
     else train_steps(state, model, x, y, crossentropy_on(y, 10));
 }
 
+template <bool compiled> void unet_train(benchmark::State& state, fx::Device dev) {
+    fx::seed(0);
+    const fx::Tensor x = fx::randn({64, 1, 28, 28}) | dev, y = fx::randn({64, 1, 28, 28}) | dev;
+    auto mse = [](const fx::Tensor& yhat, const fx::Tensor& t) { return fx::mse(yhat, t); };
+    if constexpr (compiled) compiled_steps(state, UNet{} | dev, x, y, mse);
+    else train_steps(state, UNet{} | dev, x, y, mse);
+}
+
 int register_all() {
     // What ran, before the figures (stderr: compare.py reads the JSON on stdout).
     std::fprintf(stderr, "%s\n", fx::info().c_str());
@@ -258,6 +296,7 @@ int register_all() {
         add("convnet_bf16_train", convnet_bf16_train);
         add("resnet18_forward", resnet18_forward<false>);
         add("resnet18_train", resnet18_train<false>);
+        add("unet_train", unet_train<false>);
         add("mlp_forward_compiled", mlp_forward_compiled);
         add("mlp_train_compiled", mlp_train<true>);
         add("lenet5_train_compiled", lenet5_train<true>);
@@ -266,6 +305,7 @@ int register_all() {
         add("lenet5_bf16_train_compiled", lenet5_bf16_train<true>);
         add("resnet18_forward_compiled", resnet18_forward<true>);
         add("resnet18_train_compiled", resnet18_train<true>);
+        add("unet_train_compiled", unet_train<true>);
     }
     return 0;
 }

@@ -83,6 +83,23 @@ TORCH = textwrap.dedent("""
         def forward(self, x):
             return self.head(self.layer(x).mean(1))
 
+    class UNet(nn.Module):  # unet_train: examples/unet_denoise's U-Net, width 16
+        def __init__(self, w=16):
+            super().__init__()
+            block = lambda i, o: nn.Sequential(nn.Conv2d(i, o, 3, padding=1, bias=False), nn.GroupNorm(4, o), nn.ReLU())
+            self.enc1, self.enc2, self.bottleneck = block(1, w), block(w, 2 * w), block(2 * w, 4 * w)
+            self.dec2, self.dec1 = block(4 * w, 2 * w), block(2 * w, w)
+            self.up2 = nn.ConvTranspose2d(4 * w, 2 * w, 2, stride=2)
+            self.up1, self.head = nn.Conv2d(2 * w, w, 3, padding=1), nn.Conv2d(w, 1, 1)
+
+        def forward(self, x):
+            e1 = self.enc1(x)
+            e2 = self.enc2(F.max_pool2d(e1, 2))
+            b = self.bottleneck(F.max_pool2d(e2, 2))
+            d2 = self.dec2(torch.cat([self.up2(b), e2], 1))
+            d1 = self.dec1(torch.cat([self.up1(F.interpolate(d2, scale_factor=2, mode="nearest")), e1], 1))
+            return x - self.head(d1)
+
     try:  # torchvision's ResNet-18, as fx::models::resnet18 is; its cases are left out without it
         from torchvision.models import resnet18
     except ImportError:
@@ -137,6 +154,7 @@ TORCH = textwrap.dedent("""
             "lenet5_bf16_train": train_bf16(lenet5().to(dev), r(64, 1, 28, 28), labels(64), F.cross_entropy, dev, g),
             "wide_bf16_train": train_bf16(wide().to(dev), r(256, 784), labels(256), F.cross_entropy, dev, g),
             "convnet_bf16_train": train_bf16(convnet().to(dev), r(64, 3, 32, 32), labels(64), F.cross_entropy, dev, g),
+            "unet_train": train(UNet().to(dev), r(64, 1, 28, 28), r(64, 1, 28, 28), F.mse_loss, g),
         } | ({
             "resnet18_forward": forward(resnet18().to(dev).eval(), r(8, 3, 224, 224)),
             "resnet18_train": train(resnet18(num_classes=10).to(dev), r(32, 3, 64, 64), labels(32), F.cross_entropy, g),
@@ -252,6 +270,15 @@ def resnet18_multiply_adds(size, classes):
     return total + 512 * classes
 
 
+def unet_multiply_adds(w, s):
+    """One s × s image through examples/unet_denoise's U-Net of width w: its convolutions."""
+    h, q = s // 2, s // 4
+    encoder = w * 9 * s * s + 2 * w * w * 9 * h * h + 4 * w * 2 * w * 9 * q * q
+    up2 = 4 * w * 2 * w * 4 * q * q  # ConvTranspose 2×2: every input pixel times the kernel
+    decoder = 2 * w * 4 * w * 9 * h * h + w * 2 * w * 9 * s * s + w * 2 * w * 9 * s * s
+    return encoder + up2 + decoder + w * s * s
+
+
 # Multiply-adds of one forward call per case (weights x outputs; the attention's two batched
 # products included), for the FLOP limit column.
 MULTIPLY_ADDS = {
@@ -263,6 +290,7 @@ MULTIPLY_ADDS = {
     "encoder": 64 * (49 * (4 * 64 * 64 + 2 * 64 * 128 + 2 * 49 * 64) + 64 * 10),
     "resnet18_forward": 8 * resnet18_multiply_adds(224, 1000),
     "resnet18_train": 32 * resnet18_multiply_adds(64, 10),
+    "unet_train": 64 * unet_multiply_adds(16, 28),
 }
 
 PEAK = textwrap.dedent("""

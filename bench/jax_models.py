@@ -197,6 +197,46 @@ def resnet18(train):
     return run
 
 
+# unet_train: examples/unet_denoise's U-Net of width 16 (3×3 convolutions without bias, each followed
+# by GroupNorm of 4 groups with eps 1e-5 and relu; ConvTranspose2d(k=2, stride=2) in PyTorch's
+# {in, out, k, k} layout, nearest upsampling by 2; the skips concatenated on the channels).
+def unet_init(w=16):
+    block = lambda i, o: {"w": normal((o, i, 3, 3), (2.0 / (i * 9)) ** 0.5), **norm_params(o)}  # noqa: E731
+    return {"enc1": block(1, w), "enc2": block(w, 2 * w), "bottleneck": block(2 * w, 4 * w),
+            "dec2": block(4 * w, 2 * w), "dec1": block(2 * w, w),
+            "up2": {"w": normal((4 * w, 2 * w, 2, 2), (2.0 / (4 * w * 4)) ** 0.5), "b": jnp.zeros((2 * w,))},
+            "up1": conv_params(2 * w, w, 3), "head": conv_params(w, 1, 1)}
+
+
+def unet_block(p, x):
+    x = conv_nobias(p["w"], x, 1, 1)
+    n, c, h, w = x.shape
+    g = x.reshape(n, 4, c // 4, h, w)
+    mu = g.mean((2, 3, 4), keepdims=True)
+    var = ((g - mu) ** 2).mean((2, 3, 4), keepdims=True)
+    x = ((g - mu) / jnp.sqrt(var + 1e-5)).reshape(n, c, h, w)
+    return jax.nn.relu(x * p["g"][None, :, None, None] + p["b"][None, :, None, None])
+
+
+def conv_transpose2(p, x):
+    # The transpose of a stride-2 convolution: the input spread out by 2, padded by k - 1 and
+    # convolved with the kernel flipped and its in/out swapped.
+    w = jnp.flip(p["w"], (2, 3)).transpose(1, 0, 2, 3)
+    y = lax.conv_general_dilated(x, w, (1, 1), [(1, 1), (1, 1)], lhs_dilation=(2, 2),
+                                 dimension_numbers=("NCHW", "OIHW", "NCHW"))
+    return y + p["b"][None, :, None, None]
+
+
+def unet(p, x):
+    e1 = unet_block(p["enc1"], x)
+    e2 = unet_block(p["enc2"], maxpool2(e1))
+    b = unet_block(p["bottleneck"], maxpool2(e2))
+    d2 = unet_block(p["dec2"], jnp.concatenate([conv_transpose2(p["up2"], b), e2], 1))
+    up = jnp.repeat(jnp.repeat(d2, 2, axis=2), 2, axis=3)
+    d1 = unet_block(p["dec1"], jnp.concatenate([conv(p["up1"], up, 1), e1], 1))
+    return x - conv(p["head"], d1, 0)
+
+
 def in_bf16(model):
     """Mixed precision: the f32 parameters and input rounded to bf16 for the forward (and so the
     backward) pass; the gradients arrive in f32, for Adam on the f32 parameters."""
@@ -272,6 +312,7 @@ def cases():
         "lenet5_bf16_train": train(in_bf16(lenet5), lenet5_init(), r((64, 1, 28, 28), 1.0), labels(64), crossentropy),
         "wide_bf16_train": train(in_bf16(wide), wide_init(), r((256, 784), 1.0), labels(256), crossentropy),
         "convnet_bf16_train": train(in_bf16(convnet), convnet_init(), r((64, 3, 32, 32), 1.0), labels(64), crossentropy),
+        "unet_train": train(unet, unet_init(), r((64, 1, 28, 28), 1.0), r((64, 1, 28, 28), 1.0), mse),
         "resnet18_forward": forward(resnet18(train=False), resnet18_init(1000), r((8, 3, 224, 224), 1.0)),
         "resnet18_train": train(resnet18(train=True), resnet18_init(10), r((32, 3, 64, 64), 1.0), labels(32),
                                 crossentropy),

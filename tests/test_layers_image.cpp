@@ -463,6 +463,53 @@ TEST(Pool3d, MatchesPyTorchWithGradients) {
     EXPECT_THROW(fx::MeanPool(std::array{2, 2, 2})(fx::ones({2, 3, 4})), fx::ShapeError);
 }
 
+// ---- adaptive and global pools on sequences and volumes ----
+
+TEST(AdaptivePool, SequencesAndVolumesMatchPyTorchWithGradients) {
+    expect_case(fx::AdaptiveMeanPool(std::array{4}), sequence, "adaptivemeanpool1d_uneven", {2, 4, 4}, 5.48429930585,
+                {0.432454274, 0.893405589, 0.887049602});
+    expect_case(fx::AdaptiveMaxPool(std::array{11}), sequence, "adaptivemaxpool1d_larger", {2, 4, 11}, -2.1982508157,
+                {0.0998334166, 0.452886285, 0.74464312});
+    expect_case(fx::GlobalMeanPool(1), sequence, "globalmeanpool1d", {2, 4, 1}, 0.267139442523,
+                {0.60133654, -0.589658542, 0.557111085});
+    expect_case(fx::AdaptiveMeanPool(std::array{3, 2, 4}), volume, "adaptivemeanpool3d_uneven", {2, 4, 3, 2, 4},
+                -0.0962763982015, {-0.0498826152, -0.0428312486, -0.0130764571});
+    expect_case(fx::AdaptiveMaxPool(std::array{3, 2, 4}), volume, "adaptivemaxpool3d_uneven", {2, 4, 3, 2, 4},
+                1.75761021565, {0.940340391, 0.999739337, 0.999957646});
+    expect_case(fx::GlobalMaxPool(3), volume, "globalmaxpool3d", {2, 4, 1, 1, 1}, -0.739013313449,
+                {0.999957646, 0.998381261, 0.994533427});
+}
+
+TEST(AdaptivePool, SequencesAndVolumesPrintAsFluxAndTakeOneSample) {
+    EXPECT_EQ(shown(fx::AdaptiveMaxPool(std::array{5})), "AdaptiveMaxPool((5,))");
+    EXPECT_EQ(shown(fx::AdaptiveMeanPool(std::array{2, 3, 4})), "AdaptiveMeanPool((2, 3, 4))");
+    EXPECT_EQ(shown(fx::GlobalMeanPool(3)), "GlobalMeanPool()");
+    auto mean1 = reference::f64(fx::AdaptiveMeanPool(std::array{4}));
+    expect_close(mean1(sequence.select(0, 1)), mean1(sequence).select(0, 1), 1e-15, "one sequence");
+    auto max3 = fx::AdaptiveMaxPool(std::array{3, 2, 4});
+    expect_close(max3(volume.select(0, 1)), max3(volume).select(0, 1), 0, "one volume");
+    EXPECT_EQ(fx::GlobalMaxPool(1)(sequence.select(0, 0)).shape(), (fx::Shape{4, 1}));
+    EXPECT_EQ(fx::GlobalMeanPool(3)(volume.select(0, 0)).shape(), (fx::Shape{4, 1, 1, 1}));
+    // {2, 4, 9} is a batch of sequences for the 1-d pools, one image {C, H, W} for the 2-d ones.
+    EXPECT_EQ(fx::GlobalMeanPool()(sequence).shape(), (fx::Shape{2, 1, 1}));
+    EXPECT_THROW(fx::AdaptiveMaxPool(std::array{0}), fx::ValueError);
+    EXPECT_THROW(fx::AdaptiveMeanPool(std::array{2, 0, 2}), fx::ValueError);
+    try {
+        fx::GlobalMaxPool(4);
+        FAIL() << "no ValueError";
+    } catch (const fx::ValueError& e) {
+        EXPECT_EQ(std::string(e.what()),
+                  "GlobalMaxPool(): the spatial axes are 1 (sequences), 2 (images) or 3 (volumes), got 4");
+    }
+    try {
+        fx::AdaptiveMeanPool(std::array{2, 2, 2})(fx::ones({2, 3, 4}));
+        FAIL() << "no ShapeError";
+    } catch (const fx::ShapeError& e) {
+        EXPECT_EQ(std::string(e.what()).rfind("AdaptiveMeanPool((2, 2, 2)): input has shape {2, 3, 4}", 0), 0u)
+            << e.what();
+    }
+}
+
 // ---- PyTorch's state_dicts ----
 
 // tests/interop/torch_image_layers.py writes nn.GroupNorm's, nn.InstanceNorm2d's and nn.Conv1d's
@@ -563,7 +610,8 @@ TEST(AdaptivePool, CompiledStepsMatchEagerSteps) {
     for (std::size_t i = 0; i < a.size(); ++i) expect_close(a[i].second, b[i].second, 1e-5, a[i].first);
 }
 
-// The 3-d layers, trilinear Upsample and the 1-d transpose: fx::compile replays them as eager steps.
+// The 3-d layers, trilinear Upsample, the 1-d transpose and the 1-d and 3-d adaptive and global
+// pools: fx::compile replays them as eager steps.
 TEST(VolumeLayers, CompiledStepsMatchEagerSteps) {
     fx::seed(27);
     auto model = fx::Chain(
@@ -573,13 +621,18 @@ TEST(VolumeLayers, CompiledStepsMatchEagerSteps) {
         [](const Tensor& v) {
             return v.reshape({2, 8, 24});
         },
-        fx::ConvTranspose(std::array{3}, 8, 2, {.stride = 2, .pad = 1, .output_pad = 1}));
+        fx::ConvTranspose(std::array{3}, 8, 2, {.stride = 2, .pad = 1, .output_pad = 1}),
+        fx::AdaptiveMaxPool(std::array{5}), fx::AdaptiveMeanPool(std::array{31}),
+        [](const Tensor& s) { return s.reshape({2, 2, 31, 1, 1}); }, fx::AdaptiveMeanPool(std::array{5, 1, 2}),
+        [](const Tensor& v) {  // {2, 2, 5, 1, 2} -> {2, 2, 1}
+            return fx::GlobalMaxPool(3)(v).reshape({2, 2, 1}) + fx::GlobalMeanPool(1)(v.reshape({2, 2, 10}));
+        });
     auto eager = fx::fmap([](const Tensor& t) { return t.clone(); }, model);
     auto lossfn = [](const auto& m, const Tensor& x, const Tensor& y) { return fx::mean(fx::square(m(x) - y)); };
     auto opt = fx::setup(fx::Adam{.eta = 1e-2}, model);
     auto eager_opt = fx::setup(fx::Adam{.eta = 1e-2}, eager);
     auto step = fx::compile(lossfn, model, opt);  // no fall_back: must replay
-    Tensor x = fx::randn({2, 2, 4, 4, 6}), y = fx::randn({2, 2, 48});
+    Tensor x = fx::randn({2, 2, 4, 4, 6}), y = fx::randn({2, 2, 1});
     for (int i = 0; i < 3; ++i) {
         const float loss = step(x, y);
         auto [l, grads] = fx::withgradient([&](const decltype(eager)& m) { return lossfn(m, x, y); }, eager);

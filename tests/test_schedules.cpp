@@ -151,6 +151,25 @@ TEST(Schedules, LoopShiftedAndCallables) {
     EXPECT_EQ(fx::repr(fx::Loop{mine, 2}), "Loop(λ, 2)");
 }
 
+TEST(Schedules, InterpolatorFollowsAScheduleAtAFractionOfItsSteps) {
+    // ParameterSchedulers: Interpolator(s, rate)(t) = s(ceil(t / rate)); rate 3: each of s's steps lasts 3.
+    const fx::Schedule per_epoch = fx::Exp{.start = 1, .decay = 0.5};
+    EXPECT_EQ(first_steps(fx::Interpolator{per_epoch, 3}, 7), (std::vector<double>{1, 1, 1, 0.5, 0.5, 0.5, 0.25}));
+    // A rate below 1 skips steps of s: s(ceil(t / 0.5)) = s(2t).
+    EXPECT_EQ(first_steps(fx::Interpolator{per_epoch, 0.5}, 3), (std::vector<double>{0.5, 0.125, 0.03125}));
+    // A fractional rate: ceil(1/2.5) = 1, ceil(2/2.5) = 1, ceil(3/2.5) = 2, ..., ceil(6/2.5) = 3.
+    EXPECT_EQ(first_steps(fx::Interpolator{per_epoch, 2.5}, 6), (std::vector<double>{1, 1, 0.5, 0.5, 0.5, 0.25}));
+}
+
+TEST(Schedules, ShortenedEndsAfterItsSteps) {
+    const fx::Schedule s = fx::Shortened{fx::Exp{.start = 1, .decay = 0.5}, 3};
+    EXPECT_EQ(first_steps(s, 3), (std::vector<double>{1, 0.5, 0.25}));
+    EXPECT_EQ(message_of([&] { s(4); }), "Shortened: the step t = 4 is past nsteps = 3");
+    // Inside a Sequence it is a stage like any other.
+    const fx::Schedule seq = fx::Sequence({{fx::Shortened{fx::Constant{2}, 2}, 2}, {1.0, 1}});
+    EXPECT_EQ(first_steps(seq, 4), (std::vector<double>{2, 2, 1, 1}));
+}
+
 // ---- printing ----
 TEST(Schedules, PrintAsWritten) {
     EXPECT_EQ(fx::repr(fx::CosAnneal{.l0 = 0.1, .l1 = 0, .period = 100}),
@@ -166,6 +185,9 @@ TEST(Schedules, PrintAsWritten) {
               "Sequence(Triangle(l0 = 0, l1 = 1, period = 20) => 10, Constant(0.5) => 5)");
     EXPECT_EQ(fx::repr(fx::Shifted{fx::Inv{.start = 1, .decay = 0.1, .degree = 1}, 4}),
               "Shifted(Inv(start = 1, decay = 0.1, degree = 1), 4)");
+    EXPECT_EQ(fx::repr(fx::Interpolator{fx::Exp{.start = 1, .decay = 0.5}, 2.5}),
+              "Interpolator(Exp(start = 1, decay = 0.5), 2.5)");
+    EXPECT_EQ(fx::repr(fx::Shortened{fx::Constant{0.1}, 100}), "Shortened(Constant(0.1), 100)");
     std::ostringstream os;
     os << fx::Poly{.start = 1, .degree = 2, .max_iter = 10};
     EXPECT_EQ(os.str(), "Poly(start = 1, degree = 2, max_iter = 10)");
@@ -191,6 +213,13 @@ TEST(Schedules, BadArgumentsAreValueErrors) {
               }),
               "Sequence: each stage's steps must be at least 1, got 0");
     EXPECT_EQ(message_of([] { fx::Shifted{fx::Exp{}, -2}(1); }), "Exp: the step t counts from 1, got -2");
+    EXPECT_EQ(message_of([] { fx::Interpolator{fx::Exp{}, 0}(1); }),
+              "Interpolator: rate must be a positive number, got 0");
+    EXPECT_EQ(message_of([] { fx::Interpolator{fx::Exp{}, -1}(1); }),
+              "Interpolator: rate must be a positive number, got -1");
+    EXPECT_EQ(message_of([] { fx::Interpolator{fx::Exp{}, 1}(0); }), "Interpolator: the step t counts from 1, got 0");
+    EXPECT_EQ(message_of([] { fx::Shortened{fx::Exp{}, 0}(1); }), "Shortened: nsteps must be at least 1, got 0");
+    EXPECT_EQ(message_of([] { fx::Shortened{fx::Exp{}, 5}(0); }), "Shortened: the step t counts from 1, got 0");
 }
 
 // ---- driving an optimiser ----

@@ -23,10 +23,12 @@
 //          OneCycle   a cosine from startval up to maxval over ceil(percent_start·nsteps) steps, then
 //                     down to endval over the rest (t ≤ nsteps)
 // Composed: Constant, Sequence (each schedule for its number of steps, from its own t = 1; the last
-//          continues), Loop (f(mod1(t, period))), Shifted (s(t - 1 + offset)). A callable of your own
-//          (t -> double) is a schedule too; it prints as λ.
-// A bad argument (a period or step size < 1, t < 1, t past Poly's max_iter or OneCycle's nsteps)
-// throws fx::ValueError when the schedule is evaluated.
+//          continues), Loop (f(mod1(t, period))), Shifted (s(t - 1 + offset)), Interpolator
+//          (s(ceil(t / rate)): a schedule written per epoch followed per step, rate steps an epoch),
+//          Shortened (s(t) for t ≤ nsteps only). A callable of your own (t -> double) is a schedule
+//          too; it prints as λ.
+// A bad argument (a period or step size < 1, a rate ≤ 0, t < 1, t past Poly's max_iter, OneCycle's
+// or Shortened's nsteps) throws fx::ValueError when the schedule is evaluated.
 //
 // fx::schedule(opt, &Rule::field, s) makes every later update (fx::update, fx::train, compiled steps,
 // which take the rule's hyper-parameters anew at each replay without tracing again) first set that
@@ -166,6 +168,16 @@ struct Shifted {
     std::int64_t offset;
     double operator()(std::int64_t t) const;
 };
+struct Interpolator {
+    Schedule schedule;
+    double rate;  // steps of the Interpolator per step of `schedule`; any positive number
+    double operator()(std::int64_t t) const;
+};
+struct Shortened {
+    Schedule schedule;
+    std::int64_t nsteps;
+    double operator()(std::int64_t t) const;
+};
 
 std::ostream& operator<<(std::ostream& os, const Step& s);
 std::ostream& operator<<(std::ostream& os, const Exp& s);
@@ -183,6 +195,8 @@ std::ostream& operator<<(std::ostream& os, const Constant& s);
 std::ostream& operator<<(std::ostream& os, const Sequence& s);
 std::ostream& operator<<(std::ostream& os, const Loop& s);
 std::ostream& operator<<(std::ostream& os, const Shifted& s);
+std::ostream& operator<<(std::ostream& os, const Interpolator& s);
+std::ostream& operator<<(std::ostream& os, const Shortened& s);
 // What it prints ("CosAnneal(l0 = 0.1, l1 = 0, period = 100, restart = true)").
 std::string repr(const Schedule& s);
 

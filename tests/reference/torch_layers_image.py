@@ -131,6 +131,14 @@ def main(dst):
     report("maxpool3d", lambda v: F.max_pool3d(v, (3, 2, 3), stride=2, padding=1), vol)
     report("meanpool3d", lambda v: F.avg_pool3d(v, (3, 2, 3), stride=2, padding=1), vol)
 
+    # The adaptive and global pools on sequences and volumes: sizes that do not divide, and larger.
+    report("adaptivemeanpool1d_uneven", lambda v: F.adaptive_avg_pool1d(v, 4), seq)
+    report("adaptivemaxpool1d_larger", lambda v: F.adaptive_max_pool1d(v, 11), seq)
+    report("globalmeanpool1d", lambda v: F.adaptive_avg_pool1d(v, 1), seq)
+    report("adaptivemeanpool3d_uneven", lambda v: F.adaptive_avg_pool3d(v, (3, 2, 4)), vol)
+    report("adaptivemaxpool3d_uneven", lambda v: F.adaptive_max_pool3d(v, (3, 2, 4)), vol)
+    report("globalmaxpool3d", lambda v: F.adaptive_max_pool3d(v, 1), vol)
+
     with open(dst, "w") as f:
         json.dump(results, f)
 

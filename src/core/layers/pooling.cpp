@@ -92,14 +92,42 @@ void MeanPool::check_depth() const { check_window(describe(), depth_window, dept
 std::string MeanPool::describe() const { return pool_text("MeanPool", *this, dims_); }
 Tensor MeanPool::operator()(const Tensor& x) const { return pool(*this, x, dims_, meanpool2d); }
 
-Tensor GlobalMeanPool::operator()(const Tensor& x) const {
-    detail::as_image_batch(describe(), x, -1);
-    return mean(mean(x, -1, true), -2, true);
+namespace {
+
+// x as a batch for a layer over `axes` spatial axes: {N, C, L}, {N, C, H, W} or {N, C, D, H, W}
+// (one sample without N too); ShapeError naming the layer otherwise.
+Tensor as_batch(const std::string& layer, const Tensor& x, int axes) {
+    if (axes == 1) return detail::as_sequence_batch(layer, x, -1).squeeze(2);
+    return axes == 3 ? detail::as_volume_batch(layer, x, -1) : detail::as_image_batch(layer, x, -1);
 }
 
+// y {N, ...} back to x's layout: without N where x had none.
+Tensor like(const Tensor& x, const Tensor& y, int axes) { return x.ndim() == axes + 1 ? y.squeeze(0) : y; }
+
+int checked_axes(const char* layer, int axes) {
+    if (axes < 1 || axes > 3)
+        throw ValueError(std::string(layer) + "(): the spatial axes are 1 (sequences), 2 (images) or 3 (volumes), got " +
+                         std::to_string(axes));
+    return axes;
+}
+
+// Reduces every spatial axis of x (all after N and C), keeping them with size 1.
+template <class Reduce> Tensor global(const std::string& layer, const Tensor& x, int axes, Reduce reduce) {
+    Tensor y = as_batch(layer, x, axes);
+    for (int a = 0; a < axes; ++a) y = reduce(y, 2 + a, true);
+    return like(x, y, axes);
+}
+
+}  // namespace
+
+GlobalMeanPool::GlobalMeanPool(int spatial_axes) : axes_(checked_axes("GlobalMeanPool", spatial_axes)) {}
+Tensor GlobalMeanPool::operator()(const Tensor& x) const {
+    return global(describe(), x, axes_, [](const Tensor& t, int axis, bool keep) { return mean(t, axis, keep); });
+}
+
+GlobalMaxPool::GlobalMaxPool(int spatial_axes) : axes_(checked_axes("GlobalMaxPool", spatial_axes)) {}
 Tensor GlobalMaxPool::operator()(const Tensor& x) const {
-    detail::as_image_batch(describe(), x, -1);
-    return max(max(x, -1, true), -2, true);
+    return global(describe(), x, axes_, [](const Tensor& t, int axis, bool keep) { return max(t, axis, keep); });
 }
 
 namespace {
@@ -108,6 +136,7 @@ namespace {
 // ceil((i+1)·n/m) - 1. Max and mean are separable, so one axis at a time.
 Tensor adaptive_axis(const Tensor& x, int axis, std::int64_t m, bool take_max) {
     const std::int64_t n = x.shape(axis);
+    if (n == m) return x;
     std::vector<Tensor> cells;
     for (std::int64_t i = 0; i < m; ++i) {
         Tensor window = x.slice(axis, i * n / m, ((i + 1) * n + m - 1) / m);
@@ -116,12 +145,34 @@ Tensor adaptive_axis(const Tensor& x, int axis, std::int64_t m, bool take_max) {
     return concat(cells, axis);
 }
 
+// "((5,))", "((7, 7))", "((2, 3, 4))". Appended: GCC 12 sees a false overlap (-Wrestrict) in
+// "((" + std::to_string(...).
+std::string out_text(Size2 out, std::int64_t depth, int dims) {
+    std::string t = "(";
+    if (dims == 1) return t.append("(").append(std::to_string(out.w)).append(",))");
+    if (dims == 3)
+        t.append("(").append(std::to_string(depth)).append(", ").append(std::to_string(out.h)).append(", ")
+            .append(std::to_string(out.w)).append(")");
+    else t.append(detail::tuple_text(out));
+    return t.append(")");
+}
+
 template <class L> Tensor adaptive(const L& layer, const Tensor& x, bool take_max) {
-    Tensor xb = detail::as_image_batch(layer.describe(), x, -1);
+    const int dims = layer.spatial_axes();
+    Tensor xb = as_batch(layer.describe(), x, dims);
     return detail::in_context(layer, [&] {
+        for (int a = 2; a < xb.ndim(); ++a)
+            if (xb.shape(a) == 0)
+                throw ShapeError("input " + to_string(x.shape()) + " has no elements to pool along axis " +
+                                 std::to_string(a));
+        if (dims == 1) {
+            return like(x, adaptive_axis(xb, 2, layer.out.w, take_max), 1);
+        }
+        if (dims == 3) {
+            Tensor y = adaptive_axis(xb, 2, layer.out_depth, take_max);
+            return like(x, adaptive_axis(adaptive_axis(y, 3, layer.out.h, take_max), 4, layer.out.w, take_max), 3);
+        }
         const std::int64_t h = xb.shape(2), w = xb.shape(3);
-        if (h == 0 || w == 0)
-            throw ShapeError("input " + to_string(x.shape()) + " has no elements to pool along H or W");
         if (h % layer.out.h == 0 && w % layer.out.w == 0) {  // equal windows: one pooling op
             Pool2dOptions o{.window = {h / layer.out.h, w / layer.out.w}, .padding = {0, 0}};
             return detail::like_input(x, take_max ? maxpool2d(xb, o) : meanpool2d(xb, o));
@@ -131,18 +182,27 @@ template <class L> Tensor adaptive(const L& layer, const Tensor& x, bool take_ma
     });
 }
 
+template <class L> void check_out(const L& layer) {
+    if (layer.out.h < 1 || layer.out.w < 1 || layer.out_depth < 1)
+        throw ValueError(layer.describe() + ": the output size must be positive");
+}
+
 }  // namespace
 
-AdaptiveMeanPool::AdaptiveMeanPool(Size2 out_size) : out(out_size) {
-    if (out.h < 1 || out.w < 1) throw ValueError(describe() + ": the output size must be positive");
+AdaptiveMeanPool::AdaptiveMeanPool(Size2 out_size) : AdaptiveMeanPool(out_size, 1, 2) {}
+AdaptiveMeanPool::AdaptiveMeanPool(Size2 out_size, std::int64_t depth, int dims)
+    : out(out_size), out_depth(depth), dims_(dims) {
+    check_out(*this);
 }
-std::string AdaptiveMeanPool::describe() const { return "AdaptiveMeanPool(" + detail::tuple_text(out) + ")"; }
+std::string AdaptiveMeanPool::describe() const { return "AdaptiveMeanPool" + out_text(out, out_depth, dims_); }
 Tensor AdaptiveMeanPool::operator()(const Tensor& x) const { return adaptive(*this, x, false); }
 
-AdaptiveMaxPool::AdaptiveMaxPool(Size2 out_size) : out(out_size) {
-    if (out.h < 1 || out.w < 1) throw ValueError(describe() + ": the output size must be positive");
+AdaptiveMaxPool::AdaptiveMaxPool(Size2 out_size) : AdaptiveMaxPool(out_size, 1, 2) {}
+AdaptiveMaxPool::AdaptiveMaxPool(Size2 out_size, std::int64_t depth, int dims)
+    : out(out_size), out_depth(depth), dims_(dims) {
+    check_out(*this);
 }
-std::string AdaptiveMaxPool::describe() const { return "AdaptiveMaxPool(" + detail::tuple_text(out) + ")"; }
+std::string AdaptiveMaxPool::describe() const { return "AdaptiveMaxPool" + out_text(out, out_depth, dims_); }
 Tensor AdaptiveMaxPool::operator()(const Tensor& x) const { return adaptive(*this, x, true); }
 
 }  // namespace fluxion

@@ -147,9 +147,9 @@ std::string layer(Graph& g, const GlobalMeanPool&, const std::string& x, const s
 }
 
 std::string layer(Graph& g, const AdaptiveMeanPool& p, const std::string& x, const std::string& path) {
-    if (p.out != Size2(1))
-        throw Error("fx::onnx::save: AdaptiveMeanPool(" + std::to_string(p.out.h) + ", " + std::to_string(p.out.w) +
-                    ") at '" + path + "' has no ONNX export (only an output of (1, 1), GlobalAveragePool, has)");
+    if (p.out != Size2(1) || p.out_depth != 1)  // every axis 1: GlobalAveragePool, whatever the rank
+        throw Error("fx::onnx::save: " + p.describe() + " at '" + path +
+                    "' has no ONNX export (only an output of (1, 1), GlobalAveragePool, has)");
     return g.node("GlobalAveragePool", {x}, or_else(path, "avgpool"), g.rank(x));
 }
 
