@@ -77,7 +77,11 @@ const std::map<std::string, std::int64_t> kTorchvisionParameters{{"resnet18", 11
                                                                  {"resnet34", 21797672},
                                                                  {"resnet50", 25557032},
                                                                  {"wide_resnet50_2", 68883240},
-                                                                 {"mobilenet_v2", 3504872}};
+                                                                 {"mobilenet_v2", 3504872},
+                                                                 {"vgg11", 132863336},
+                                                                 {"vgg11_bn", 132868840},
+                                                                 {"vgg16", 138357544},
+                                                                 {"vgg16_bn", 138365992}};
 
 std::int64_t parameters(const auto& model) { return fx::detail::count_params(model).params; }
 
@@ -148,12 +152,29 @@ TEST(Models, MobileNetV2MatchesTorchvision) {
     expect_torchvision_logits(models::mobilenet_v2({.num_classes = 10}), "mobilenet_v2", 32, 10);
 }
 
+// At 64×64 the last stage is 2×2, which the adaptive pool spreads over 7×7 in overlapping cells.
+TEST(Models, VGG11MatchesTorchvision) { expect_torchvision_logits(models::vgg11({.num_classes = 10}), "vgg11", 64, 10); }
+TEST(Models, VGG11BatchNormMatchesTorchvision) {
+    expect_torchvision_logits(models::vgg11_bn({.num_classes = 10}), "vgg11_bn", 64, 10);
+}
+TEST(Models, VGG16MatchesTorchvision) {
+    // On the CPU only: vgg11's layers, more of them (vgg11 runs on every device).
+    expect_torchvision_logits(models::vgg16({.num_classes = 10}), "vgg16", 64, 10, {fx::Device{}});
+}
+TEST(Models, VGG16BatchNormMatchesTorchvision) {
+    expect_torchvision_logits(models::vgg16_bn({.num_classes = 10}), "vgg16_bn", 64, 10, {fx::Device{}});
+}
+
 TEST(Models, ParameterCountsAreTorchvisions) {
     EXPECT_EQ(parameters(models::mobilenet_v2()), kTorchvisionParameters.at("mobilenet_v2"));
     EXPECT_EQ(parameters(models::resnet18()), kTorchvisionParameters.at("resnet18"));
     EXPECT_EQ(parameters(models::resnet34()), kTorchvisionParameters.at("resnet34"));
     EXPECT_EQ(parameters(models::resnet50()), kTorchvisionParameters.at("resnet50"));
     EXPECT_EQ(parameters(models::wide_resnet50_2()), kTorchvisionParameters.at("wide_resnet50_2"));
+    EXPECT_EQ(parameters(models::vgg11()), kTorchvisionParameters.at("vgg11"));
+    EXPECT_EQ(parameters(models::vgg11_bn()), kTorchvisionParameters.at("vgg11_bn"));
+    EXPECT_EQ(parameters(models::vgg16()), kTorchvisionParameters.at("vgg16"));
+    EXPECT_EQ(parameters(models::vgg16_bn()), kTorchvisionParameters.at("vgg16_bn"));
 }
 
 TEST(Models, PrintsLikeMetalheadWithTheTotal) {
@@ -165,6 +186,17 @@ TEST(Models, PrintsLikeMetalheadWithTheTotal) {
     EXPECT_NE(s.find("Dense(512 => 1000)"), std::string::npos) << s;
     EXPECT_NE(s.find("Total: 62 trainable arrays, 11_689_512 parameters"), std::string::npos)
         << s.substr(s.size() - 200);
+}
+
+TEST(Models, VGGPrintsItsStagesAndHead) {
+    std::ostringstream os;
+    os << models::vgg11_bn({.num_classes = 10});
+    const std::string s = os.str();
+    EXPECT_EQ(s.rfind("VGG(\n  Chain(\n    Conv((3, 3), 3 => 64", 0), 0u) << s;
+    EXPECT_NE(s.find("BatchNorm(64, relu)"), std::string::npos) << s;
+    EXPECT_NE(s.find("AdaptiveMeanPool((7, 7))"), std::string::npos) << s;
+    EXPECT_NE(s.find("Dense(4096 => 10)"), std::string::npos) << s;
+    EXPECT_NE(s.find("128_812_810 parameters"), std::string::npos) << s.substr(s.size() - 200);
 }
 
 TEST(Models, NumClassesSizesTheHead) {

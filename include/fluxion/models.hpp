@@ -6,8 +6,9 @@
 //   auto small = fx::models::resnet50({.num_classes = 10});
 //   std::cout << m;                                      // as Metalhead: layers, counts, the total
 //
-// Models: resnet18, resnet34, resnet50, wide_resnet50_2 (ResNet; head `fc`) and mobilenet_v2
-// (MobileNetV2; head `classifier`), each checked against torchvision 0.14 by tests/test_models.cpp.
+// Models: resnet18, resnet34, resnet50, wide_resnet50_2 (ResNet; head `fc`), mobilenet_v2
+// (MobileNetV2; head `classifier`) and vgg11, vgg11_bn, vgg16, vgg16_bn (VGG; head `classifier`),
+// each checked against torchvision 0.14 by tests/test_models.cpp.
 //
 // Fine-tuning: the head is a public field; replace it, then freeze the trunk in the optimiser.
 //   m.fc = fx::Dense(512, 10);                           // a new head for 10 classes
@@ -108,6 +109,31 @@ MobileNetV2 mobilenet_v2(const ModelOptions& options = {});
 // "features.0" ... "features.18", for fx::freeze.
 std::vector<std::string> trunk(const MobileNetV2& model);
 
+// torchvision's VGG: 3×3 convolutions (padding 1) with relu, each followed by BatchNorm in the _bn
+// variants, 2×2 max pools between stages; an adaptive mean pool to 7×7 (so any input of at least
+// 32×32 works), then fc1, fc2 (4096, relu, each followed by dropout 0.5) and classifier. State
+// names are torchvision's Sequential indices ("features.0", "classifier.6"), from the functor below.
+struct VGG {
+    std::vector<Conv> convs;       // relu unless followed by a BatchNorm
+    std::vector<BatchNorm> norms;  // one per convolution (with relu) in the _bn variants, else none
+    std::vector<bool> pool_after;  // a 2×2 max pool after convolution i
+    AdaptiveMeanPool avgpool;
+    Dense fc1, fc2;
+    Dropout dropout;
+    Dense classifier;
+
+    Tensor operator()(const Tensor& x) const;  // {N, 3, H, W} -> {N, num_classes}
+    void show(detail::Shower& s) const;
+};
+
+VGG vgg11(const ModelOptions& options = {});
+VGG vgg11_bn(const ModelOptions& options = {});
+VGG vgg16(const ModelOptions& options = {});
+VGG vgg16_bn(const ModelOptions& options = {});
+
+// "features", "classifier.0", "classifier.3": everything but the head, for fx::freeze.
+std::vector<std::string> trunk(const VGG& model);
+
 }  // namespace fluxion::models
 
 // Declared by hand: torchvision's names are Sequential indices, not field names.
@@ -128,6 +154,21 @@ template <> struct fluxion::functor<fluxion::models::MobileNetV2> {
         for (std::size_t i = 0; i < x.blocks.size(); ++i) f(("features." + std::to_string(i + 1)).c_str(), x.blocks[i]);
         f(("features." + std::to_string(x.blocks.size() + 1)).c_str(), x.last);
         f("classifier.1", x.classifier);
+    }
+};
+
+template <> struct fluxion::functor<fluxion::models::VGG> {
+    static constexpr bool declared = true;
+    template <class X, class F> static void visit(X& x, F&& f) {
+        std::size_t i = 0;  // torchvision's index: conv, [BatchNorm], relu, [max pool]
+        for (std::size_t c = 0; c < x.convs.size(); ++c) {
+            f(("features." + std::to_string(i++)).c_str(), x.convs[c]);
+            if (!x.norms.empty()) f(("features." + std::to_string(i++)).c_str(), x.norms[c]);
+            i += x.pool_after[c] ? 2 : 1;
+        }
+        f("classifier.0", x.fc1);
+        f("classifier.3", x.fc2);
+        f("classifier.6", x.classifier);
     }
 };
 
