@@ -33,7 +33,7 @@ VGG vgg(const char* name, const std::vector<std::int64_t>& config, bool batch_no
         }
         const ConvOptions o{.pad = 1, .init = kaiming_normal};
         m.convs.push_back(batch_norm ? Conv({3, 3}, in, out, o) : Conv({3, 3}, in, out, relu, o));
-        if (batch_norm) m.norms.emplace_back(out, relu);
+        if (batch_norm) m.norms.push_back(BatchNorm(out, relu));
         m.pool_after.push_back(false);
         in = out;
     }
