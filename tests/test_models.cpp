@@ -284,6 +284,28 @@ TEST(Models, ConvNeXtAndViTPrintTheirBlocks) {
     EXPECT_NE(s.find("5_717_416 parameters"), std::string::npos) << s.substr(s.size() - 200);
 }
 
+// PyTorch's BatchNorm counter has no place in fluxion's BatchNorm: a strict load skips it where the
+// model has that BatchNorm, and still refuses it anywhere else.
+TEST(Models, StrictLoadSkipsPyTorchsBatchNormCounter) {
+    const fs::path dir = fs::path(FLUXION_BINARY_DIR) / ("models_counter_" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    auto m = models::resnet18({.num_classes = 3});
+    auto state = fx::state(m);
+    state.emplace_back("layer1.0.bn2.num_batches_tracked", fx::full({}, 7, {.dtype = fx::DType::i64}));
+    fx::save_state(dir / "with_counter.safetensors", state);
+    EXPECT_NO_THROW(fx::load(dir / "with_counter.safetensors", m));
+    state.emplace_back("fc.num_batches_tracked", fx::full({}, 7, {.dtype = fx::DType::i64}));
+    fx::save_state(dir / "stray_counter.safetensors", state);
+    try {
+        fx::load(dir / "stray_counter.safetensors", m);
+        ADD_FAILURE() << "no error";
+    } catch (const fx::IOError& e) {
+        EXPECT_NE(std::string(e.what()).find("not in the model: fc.num_batches_tracked"), std::string::npos) << e.what();
+        EXPECT_EQ(std::string(e.what()).find("bn2.num_batches_tracked"), std::string::npos) << e.what();
+    }
+    fs::remove_all(dir);
+}
+
 TEST(Models, NumClassesSizesTheHead) {
     const auto m = models::resnet18({.num_classes = 10});
     EXPECT_EQ(m.fc.out_features(), 10);

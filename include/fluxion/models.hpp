@@ -19,7 +19,7 @@
 //
 // Inputs are images {N, 3, H, W} normalised as torchvision's weights expect. BatchNorm's
 // num_batches_tracked (in torchvision's state dicts) has no counterpart in fluxion's BatchNorm:
-// drop it before saving (`{k: v for k, v in sd.items() if not k.endswith("num_batches_tracked")}`).
+// fx::load skips it.
 #pragma once
 #include <cstdint>
 #include <optional>

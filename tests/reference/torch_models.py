@@ -2,8 +2,8 @@
 non-trivial BatchNorm statistics, and what fluxion's model must reproduce from it.
 
   torch_models.py NAME SIZE NUM_CLASSES OUT_DIR [--grad]
-      Writes OUT_DIR/NAME.weights.safetensors: the model's state_dict (less BatchNorm's
-      num_batches_tracked, which fluxion's BatchNorm does not keep), and then
+      Writes OUT_DIR/NAME.weights.safetensors: the model's state_dict as PyTorch gives it
+      (BatchNorm's num_batches_tracked included: fx::load skips it), and then
       OUT_DIR/NAME.reference.safetensors: "x" {2, 3, SIZE, SIZE}, "logits" (eval mode),
       "parameters" (the count of the model with 1000 classes, as torchvision builds it) and, with
       --grad, "grad.<name>" for every parameter: the gradient of mean(logits²) in train mode on "x".
@@ -66,7 +66,7 @@ def main():
     build = BUILDERS.get(args.name) or getattr(torchvision.models, args.name)
     model = build(num_classes=args.num_classes)
     randomise(model, args.size)
-    state = {k: v for k, v in model.state_dict().items() if not k.endswith("num_batches_tracked")}
+    state = model.state_dict()
     out = pathlib.Path(args.out)
     safetensors_torch.write(out / f"{args.name}.weights.safetensors", state, {"format": "pt"})
 
