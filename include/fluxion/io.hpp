@@ -31,6 +31,8 @@ namespace fluxion {
 struct LoadOptions {
     // true: the file and the model must hold the same names, shapes and dtypes, else nothing is
     // loaded and one IOError lists every difference. false: load what fits and report the rest.
+    // PyTorch's BatchNorm counter "<name>.num_batches_tracked" is skipped wherever the model has
+    // "<name>.running_mean": fluxion's BatchNorm keeps no count, and PyTorch's state_dicts hold it.
     bool strict = true;
 };
 

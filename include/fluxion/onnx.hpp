@@ -17,13 +17,14 @@
 // std::vector and std::optional of layers; Dense (Gemm on {N, F}, MatMul + Add over the last axis
 // otherwise), Conv (1-d and 2-d, groups), BatchNorm (running statistics), LayerNorm, MaxPool,
 // MeanPool, GlobalMeanPool, AdaptiveMeanPool((1, 1)), Flatten, Dropout and AlphaDropout (identities),
-// the activations relu, σ, tanh, relu6, leakyrelu, elu, softplus, hardσ, hardswish, softmax and
-// logsoftmax (as layers or in a layer's `activation`), MultiHeadAttention (self-attention without
-// masks), TransformerEncoderLayer and TransformerEncoder on {N, L, E}, and the zoo's ResNet and
-// MobileNetV2 (fluxion/models.hpp). An fx::LSTM, saved as the model, is one ONNX LSTM node per layer
+// the activations relu, σ, tanh, relu6, leakyrelu, elu, softplus, hardσ, hardswish, swish, gelu_erf (through Erf),
+// softmax and logsoftmax (as layers or in a layer's `activation`), MultiHeadAttention (self-attention without
+// masks), TransformerEncoderLayer and TransformerEncoder on {N, L, E}, and the zoo's ResNet,
+// MobileNetV2, MobileNetV3, EfficientNet, ConvNeXt and VisionTransformer (fluxion/models.hpp; VGG's
+// AdaptiveMeanPool((7, 7)) has none). An fx::LSTM, saved as the model, is one ONNX LSTM node per layer
 // (its weights reordered into ONNX's gate order, as "layers.0.W", "layers.0.R", "layers.0.B") and
 // has three outputs, "output" {batch, T, D·H}, "h" and "c" {L·D, batch, H}. Anything else (a
-// lambda activation, gelu, GRU, a layer of your own) throws fx::Error naming it, and no file is
+// lambda activation, gelu's tanh approximation, GRU, a layer of your own) throws fx::Error naming it, and no file is
 // written.
 #pragma once
 #include <filesystem>
@@ -62,6 +63,14 @@ struct ResidualBlock;
 struct ResNet;
 struct InvertedResidual;
 struct MobileNetV2;
+struct SqueezeExcitation;
+struct MBConv;
+struct MobileNetV3;
+struct EfficientNet;
+struct CNBlock;
+struct ConvNeXt;
+struct EncoderBlock;
+struct VisionTransformer;
 }  // namespace models
 }  // namespace fluxion
 
@@ -103,6 +112,14 @@ std::string layer(Graph& g, const models::ResidualBlock& l, const std::string& x
 std::string layer(Graph& g, const models::ResNet& l, const std::string& x, const std::string& path);
 std::string layer(Graph& g, const models::InvertedResidual& l, const std::string& x, const std::string& path);
 std::string layer(Graph& g, const models::MobileNetV2& l, const std::string& x, const std::string& path);
+std::string layer(Graph& g, const models::SqueezeExcitation& l, const std::string& x, const std::string& path);
+std::string layer(Graph& g, const models::MBConv& l, const std::string& x, const std::string& path);
+std::string layer(Graph& g, const models::MobileNetV3& l, const std::string& x, const std::string& path);
+std::string layer(Graph& g, const models::EfficientNet& l, const std::string& x, const std::string& path);
+std::string layer(Graph& g, const models::CNBlock& l, const std::string& x, const std::string& path);
+std::string layer(Graph& g, const models::ConvNeXt& l, const std::string& x, const std::string& path);
+std::string layer(Graph& g, const models::EncoderBlock& l, const std::string& x, const std::string& path);
+std::string layer(Graph& g, const models::VisionTransformer& l, const std::string& x, const std::string& path);
 
 std::string join(const std::string& path, const std::string& name);  // "a" + "b" -> "a.b"; "" + "b" -> "b"
 

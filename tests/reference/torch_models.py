@@ -2,8 +2,8 @@
 non-trivial BatchNorm statistics, and what fluxion's model must reproduce from it.
 
   torch_models.py NAME SIZE NUM_CLASSES OUT_DIR [--grad]
-      Writes OUT_DIR/NAME.weights.safetensors: the model's state_dict (less BatchNorm's
-      num_batches_tracked, which fluxion's BatchNorm does not keep), and then
+      Writes OUT_DIR/NAME.weights.safetensors: the model's state_dict as PyTorch gives it
+      (BatchNorm's num_batches_tracked included: fx::load skips it), and then
       OUT_DIR/NAME.reference.safetensors: "x" {2, 3, SIZE, SIZE}, "logits" (eval mode),
       "parameters" (the count of the model with 1000 classes, as torchvision builds it) and, with
       --grad, "grad.<name>" for every parameter: the gradient of mean(logits²) in train mode on "x".
@@ -22,10 +22,18 @@ import safetensors_torch  # noqa: E402
 
 
 def randomise(model, size):
-    """BatchNorm's weight and bias away from 1 and 0, its statistics away from 0 and 1: the average
-    of a few train-mode batches (momentum None accumulates them)."""
+    """Every parameter that starts as a constant made random, so that a wrong name or a missed term
+    shows in the logits: zero biases (VGG's, the squeeze-excitations'), LayerNorm's ones and zeros,
+    ConvNeXt's layer scale (1e-6) and ViT's class token (zeros). BatchNorm's weight and bias away
+    from 1 and 0, its statistics away from 0 and 1: the average of a few train-mode batches
+    (momentum None accumulates them)."""
     batchnorms = [m for m in model.modules() if isinstance(m, torch.nn.BatchNorm2d)]
     with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("layer_scale"):
+                p.uniform_(0.5, 1.5)
+            elif p.numel() > 1 and bool((p == p.flatten()[0]).all()):
+                p.uniform_(0.5, 1.5) if p.flatten()[0] == 1 else p.uniform_(-0.2, 0.2)
         for bn in batchnorms:
             bn.weight.uniform_(0.5, 1.5)
             bn.bias.uniform_(-0.5, 0.5)
@@ -35,6 +43,14 @@ def randomise(model, size):
             model(torch.randn(2, 3, size, size) * 2 + 0.5)
         for bn in batchnorms:
             bn.momentum = 0.1
+
+
+# Configurations that torchvision builds through its classes but does not name.
+BUILDERS = {
+    # timm's vit_tiny_patch16_224 (ViT-Ti/16) in torchvision's VisionTransformer.
+    "vit_tiny_16": lambda num_classes=1000: torchvision.models.VisionTransformer(
+        image_size=224, patch_size=16, num_layers=12, num_heads=3, hidden_dim=192, mlp_dim=768, num_classes=num_classes),
+}
 
 
 def main():
@@ -47,10 +63,10 @@ def main():
     args = p.parse_args()
 
     torch.manual_seed(0)
-    build = getattr(torchvision.models, args.name)
+    build = BUILDERS.get(args.name) or getattr(torchvision.models, args.name)
     model = build(num_classes=args.num_classes)
     randomise(model, args.size)
-    state = {k: v for k, v in model.state_dict().items() if not k.endswith("num_batches_tracked")}
+    state = model.state_dict()
     out = pathlib.Path(args.out)
     safetensors_torch.write(out / f"{args.name}.weights.safetensors", state, {"format": "pt"})
 

@@ -59,6 +59,18 @@ std::string strict_failure(const ReadTarget& what, const std::filesystem::path& 
     return m.str();
 }
 
+// PyTorch's BatchNorm counts its batches in "<name>.num_batches_tracked"; fluxion's keeps no count
+// (its momentum is fixed), so a state_dict's counter has nowhere to go and is no error.
+bool batchnorm_counter(const std::string& name, const State& targets) {
+    const std::string suffix = ".num_batches_tracked";
+    if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+        return false;
+    const std::string mean = name.substr(0, name.size() - suffix.size()) + ".running_mean";
+    for (const auto& [n, t] : targets)
+        if (n == mean) return true;
+    return false;
+}
+
 }  // namespace
 
 LoadReport read_into(const std::filesystem::path& path, const State& targets, LoadOptions options,
@@ -88,7 +100,7 @@ LoadReport read_into(const std::filesystem::path& path, const State& targets, Lo
         }
     }
     for (const auto& r : header.tensors)
-        if (in_file.count(r.name)) report.unexpected.push_back(r.name);
+        if (in_file.count(r.name) && !batchnorm_counter(r.name, targets)) report.unexpected.push_back(r.name);
 
     if (options.strict && !report.complete()) throw IOError(strict_failure(what, path, report, mismatch_details));
     for (const auto& [t, r] : matches) {

@@ -1,5 +1,6 @@
 // layers.cpp — fluxion's layers as ONNX operators (opset 17), in test mode: BatchNorm with its
 // running statistics, Dropout as the identity.
+#include <cmath>
 #include <string>
 
 #include "core/onnx/graph.hpp"
@@ -39,6 +40,13 @@ std::string layer(Graph& g, const Activation& a, const std::string& x, const std
     if (f == "tanh") return g.node("Tanh", {x}, name, r);
     if (f == "softplus") return g.node("Softplus", {x}, name, r);
     if (f == "hardswish") return g.node("HardSwish", {x}, name, r);
+    if (f == "gelu_erf") {  // x Φ(x) = x (1 + erf(x / √2)) / 2: opset 17 has Erf but no Gelu
+        const std::string e = g.node("Erf", {g.node("Mul", {x, scalar(g, static_cast<float>(1 / std::sqrt(2.0)), name + ".c")}, name + ".scaled", r)},
+                                     name + ".erf", r);
+        const std::string half = g.node("Mul", {x, scalar(g, 0.5f, name + ".half")}, name + ".half_x", r);
+        return g.node("Mul", {half, g.node("Add", {e, scalar(g, 1.0f, name + ".one")}, name + ".add", r)}, name, r);
+    }
+    if (f == "swish") return g.node("Mul", {x, g.node("Sigmoid", {x}, name + ".sigmoid", r)}, name, r);
     if (f == "hardσ")
         return g.node("HardSigmoid", {x}, name, r, [](auto& n) {
             attribute(n, "alpha", 1.0f / 6);
@@ -51,8 +59,8 @@ std::string layer(Graph& g, const Activation& a, const std::string& x, const std
     if (f == "softmax") return g.node("Softmax", {x}, name, r, [](auto& n) { attribute(n, "axis", I{-1}); });
     if (f == "logsoftmax") return g.node("LogSoftmax", {x}, name, r, [](auto& n) { attribute(n, "axis", I{-1}); });
     throw Error("fx::onnx::save: the activation " + f + (path.empty() ? "" : " at '" + path + "'") +
-                " has no ONNX export (relu, σ, tanh, relu6, leakyrelu, elu, softplus, hardσ, hardswish, softmax and "
-                "logsoftmax have)");
+                " has no ONNX export (relu, σ, tanh, relu6, leakyrelu, elu, softplus, hardσ, hardswish, swish, gelu_erf, "
+                "softmax and logsoftmax have)");
 }
 
 std::string layer(Graph& g, const Conv& c, const std::string& x, const std::string& path) {
