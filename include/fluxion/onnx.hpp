@@ -37,15 +37,18 @@
 // `initializers.<its ONNX name>` in fx::state (fx::save writes it); floating Constant nodes move
 // with the model but are not trained; integer initialisers and constants (shapes, axes, indices)
 // stay on the host, where the shape arithmetic of PyTorch's exports (Shape, Gather, Concat, ...)
-// runs. Operators (the default domain, opsets 7 to 21): the elementwise and activation families
-// (Add ... Pow, Relu ... Gelu, Erf, Clip, Where, the comparisons), MatMul, Gemm, Conv and
-// ConvTranspose (1-d and 2-d), MaxPool, AveragePool, their Global forms, LRN, BatchNormalization,
-// InstanceNormalization and LayerNormalization (inference), Softmax, LogSoftmax, the Reduce family,
-// ArgMax/ArgMin, and the shape family (Flatten, Reshape, Transpose, Concat, Split, Slice, Gather,
-// Squeeze, Unsqueeze, Expand, Tile, Pad, Shape, Size, ConstantOfShape, Range, Cast, Constant,
-// Identity, Dropout). An operator or attribute it does not implement throws fx::Error naming the
-// operator, the node and the opset (at load for operators, at the first run for attributes);
-// a file that is not a well-formed ONNX model (corrupt, truncated) throws fx::IOError.
+// runs. Operators of the default domain, at any opset: the elementwise and activation families
+// (Add ... Pow, Relu, Sigmoid, Tanh, LeakyRelu, Elu, Selu, Celu, PRelu, Softplus, HardSigmoid,
+// HardSwish, Mish, Swish, Gelu, Erf, Clip), the comparisons, And/Or/Xor/Not, Where, MatMul, Gemm,
+// Conv and ConvTranspose (1-d and 2-d, any padding), MaxPool and AveragePool (1-d and 2-d, ceil_mode,
+// count_include_pad; no dilations), their Global forms, LRN, BatchNormalization,
+// InstanceNormalization and LayerNormalization (inference), Softmax, LogSoftmax, the Reduce family
+// (but ReduceProd), ArgMax/ArgMin, and the shape family (Flatten, Reshape, Transpose, Concat, Split,
+// Slice, Gather, Squeeze, Unsqueeze, Expand, Tile, constant Pad, Shape, Size, ConstantOfShape,
+// Range, Cast, CastLike, Constant, Identity, Dropout). ONNX's own backend suite: README.md. An
+// operator or attribute it does not implement throws fx::Error naming the operator, the node and
+// the opset (at load for operators, at the first run for attributes); a file that is not a
+// well-formed ONNX model (corrupt, truncated) throws fx::IOError.
 #pragma once
 #include <filesystem>
 #include <map>

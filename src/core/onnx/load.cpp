@@ -30,7 +30,8 @@ DType dtype_of_onnx(int type, const std::string& what) {
         case P::UINT8: return DType::u8;
         case P::BOOL: return DType::boolean;
         default:
-            throw DTypeError("fx::onnx: " + what + " has ONNX element type " + P::DataType_Name(P::DataType(type)) +
+            throw DTypeError("fx::onnx: " + what + " has ONNX element type " +
+                             (P::DataType_IsValid(type) ? P::DataType_Name(P::DataType(type)) : std::to_string(type)) +
                              ", which fluxion has no type for");
     }
 }
@@ -166,18 +167,17 @@ bool reads_host_arguments(const std::string& op) {
     static const std::set<std::string> ops = {
         "Reshape", "Slice", "Squeeze", "Unsqueeze", "Expand", "Tile", "Pad", "Clip", "ReduceMean", "ReduceSum",
         "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp",
-        "ConstantOfShape", "Range", "Split", "Gather"};
+        "ConstantOfShape", "Range", "Split", "Gather", "ReduceLogSum"};
     return ops.count(op) > 0;
 }
 
 namespace {
 
 // The opset of the default domain; other domains' nodes are refused by name.
-std::int64_t default_opset(const ::onnx::ModelProto& m, const std::string& file) {
+std::int64_t default_opset(const ::onnx::ModelProto& m) {
     for (const auto& o : m.opset_import())
         if (o.domain().empty() || o.domain() == "ai.onnx") return o.version();
-    if (m.opset_import_size() == 0) return 1;  // IR version 1 models name no opset
-    corrupt(file, "it imports no opset of the default domain");
+    return 1;  // none imported (IR version 1, or only other domains, whose nodes are refused by name)
 }
 
 // Moves tensors that are on the host to the device of the first tensor that is not, so that data
@@ -215,7 +215,7 @@ Model load(const std::filesystem::path& path) {
     ::onnx::ModelProto proto;
     if (!proto.ParseFromIstream(&in)) detail::corrupt(file, "its protocol buffer does not parse");
     if (!proto.has_graph()) detail::corrupt(file, "it has no graph");
-    const std::int64_t opset = detail::default_opset(proto, file);
+    const std::int64_t opset = detail::default_opset(proto);
     const ::onnx::GraphProto& g = proto.graph();
 
     Model m;

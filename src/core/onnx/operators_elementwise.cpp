@@ -59,7 +59,20 @@ Ts hard_sigmoid(const Node& n, const Ts& in) {
     return {clamp(in[0] * double(n.f("alpha", 0.2f)) + double(n.f("beta", 0.5f)), 0, 1)};
 }
 Ts thresholded_relu(const Node& n, const Ts& in) { return {trelu(in[0], n.f("alpha", 1.0f), 0)}; }
-Ts prelu(const Node&, const Ts& in) { return {where(in[0] < zeros_like(in[0]), in[0] * in[1], in[0])}; }
+Ts prelu(const Node& n, const Ts& in) {
+    Tensor slope = in[1];
+    if (n.opset() < 7 && slope.ndim() == 1 && in[0].ndim() > 2) {  // one slope per channel, before broadcasting
+        Shape s(std::size_t(in[0].ndim() - 1), 1);
+        s[0] = slope.numel();
+        slope = slope.reshape(s);
+    }
+    return {where(in[0] < zeros_like(in[0]), in[0] * slope, in[0])};
+}
+Ts swish_op(const Node& n, const Ts& in) { return {in[0] * sigmoid(in[0] * double(n.f("alpha", 1.0f)))}; }
+Ts cast_like(const Node&, const Ts& in) {
+    const DType to = in[1].dtype();
+    return {is_floating(in[0].dtype()) && is_floating(to) ? cast(in[0], to) : in[0].to(to)};
+}
 Ts gelu_op(const Node& n, const Ts& in) {
     const std::string approximate = n.s("approximate", "none");
     if (approximate == "tanh") return {gelu(in[0])};
@@ -77,7 +90,15 @@ Ts clip(const Node& n, const Ts& in) {
         if (in.size() > 1 && in[1].defined()) lo = in[1].to(DType::f64).item();
         if (in.size() > 2 && in[2].defined()) hi = in[2].to(DType::f64).item();
     }
-    return {clamp(in[0], lo, hi)};
+    const Tensor& x = in[0];
+    if (is_floating(x.dtype()) && lo <= hi) return {clamp(x, lo, hi)};
+    // Integers, and bounds the wrong way round (every value becomes max, as in ONNX's reference).
+    const double type_low = x.dtype() == DType::u8 ? 0 : x.dtype() == DType::i32 ? -2147483648.0 : -9.2e18;
+    const double type_high = x.dtype() == DType::u8 ? 255 : x.dtype() == DType::i32 ? 2147483647.0 : 9.2e18;
+    const double dmin = is_floating(x.dtype()) ? lo : std::clamp(lo, type_low, type_high);
+    const double dmax = is_floating(x.dtype()) ? hi : std::clamp(hi, type_low, type_high);
+    return {minimum(maximum(x, full({}, dmin, {.dtype = x.dtype(), .device = x.device()})),
+                    full({}, dmax, {.dtype = x.dtype(), .device = x.device()}))};
 }
 
 // Max, Min, Sum and Mean of any number of operands.
@@ -90,6 +111,11 @@ Ts mean_of(const Node& n, const Ts& in) { return {fold<add>(n, in)[0] / double(i
 
 template <Tensor (*F)(const Tensor&, const Tensor&)> Ts compare(const Node&, const Ts& in) { return {F(in[0], in[1])}; }
 Ts not_op(const Node&, const Ts& in) { return {eq(in[0], zeros_like(in[0]))}; }
+// The logical operators on booleans, as integer arithmetic compared with zero.
+Tensor nonzero(const Tensor& x) { return ne(x, zeros_like(x)); }
+Ts and_op(const Node&, const Ts& in) { return {nonzero(in[0].to(DType::i32) * in[1].to(DType::i32))}; }
+Ts or_op(const Node&, const Ts& in) { return {nonzero(in[0].to(DType::i32) + in[1].to(DType::i32))}; }
+Ts xor_op(const Node&, const Ts& in) { return {ne(in[0].to(DType::i32), in[1].to(DType::i32))}; }
 Ts where_op(const Node&, const Ts& in) { return {where(in[0], in[1], in[2])}; }
 
 Ts cast_op(const Node& n, const Ts& in) {
@@ -151,11 +177,17 @@ Ts reduce_min(const Node& n, const Ts& in) { return {reduce_axes<min_axis>(n, in
 Ts reduce_l1(const Node& n, const Ts& in) { return {reduce_axes<sum_axis>(n, in, abs(in[0]))}; }
 Ts reduce_l2(const Node& n, const Ts& in) { return {sqrt(reduce_axes<sum_axis>(n, in, in[0] * in[0]))}; }
 Ts reduce_sum_square(const Node& n, const Ts& in) { return {reduce_axes<sum_axis>(n, in, in[0] * in[0])}; }
+Ts reduce_log_sum(const Node& n, const Ts& in) { return {log(reduce_axes<sum_axis>(n, in, in[0]))}; }
 Ts reduce_log_sum_exp(const Node& n, const Ts& in) { return {reduce_axes<lse_axis>(n, in, in[0])}; }
 
+// With select_last_index, the first extreme of the reversed axis, counted from the end.
 template <Tensor (*F)(const Tensor&, int, bool)> Ts arg(const Node& n, const Ts& in) {
-    if (n.i("select_last_index", 0)) n.unsupported("select_last_index=1");
-    return {F(in[0], axis_of(n.i("axis", 0), in[0].ndim(), n), n.i("keepdims", 1) != 0)};
+    const int axis = axis_of(n.i("axis", 0), in[0].ndim(), n);
+    const bool keep = n.i("keepdims", 1) != 0;
+    if (!n.i("select_last_index", 0)) return {F(in[0], axis, keep)};
+    const std::int64_t dim = in[0].shape(axis);
+    const Tensor reversed = index_select(in[0], axis, arange(dim - 1, -1, -1, {.dtype = DType::i64, .device = in[0].device()}));
+    return {((dim - 1) - F(reversed, axis, keep)).to(DType::i64)};
 }
 Tensor argmax_axis(const Tensor& x, int a, bool k) { return argmax(x, a, k); }
 Tensor argmin_axis(const Tensor& x, int a, bool k) { return argmin(x, a, k); }
@@ -204,8 +236,13 @@ void add_elementwise_operators(std::map<std::string, Operator>& t) {
     t["Greater"] = compare<gt>;
     t["GreaterOrEqual"] = compare<ge>;
     t["Not"] = not_op;
+    t["And"] = and_op;
+    t["Or"] = or_op;
+    t["Xor"] = xor_op;
     t["Where"] = where_op;
     t["Cast"] = cast_op;
+    t["CastLike"] = cast_like;
+    t["Swish"] = swish_op;
     t["ReduceSum"] = reduce_sum;
     t["ReduceMean"] = reduce_mean;
     t["ReduceMax"] = reduce_max;
@@ -214,6 +251,7 @@ void add_elementwise_operators(std::map<std::string, Operator>& t) {
     t["ReduceL2"] = reduce_l2;
     t["ReduceSumSquare"] = reduce_sum_square;
     t["ReduceLogSumExp"] = reduce_log_sum_exp;
+    t["ReduceLogSum"] = reduce_log_sum;
     t["ArgMax"] = arg<argmax_axis>;
     t["ArgMin"] = arg<argmin_axis>;
 }

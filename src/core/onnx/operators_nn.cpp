@@ -121,8 +121,8 @@ Ts conv_transpose(const Node& n, const Ts& in) {
         if (target.size() > d) target.erase(target.begin(), target.end() - std::ptrdiff_t(d));
         for (std::size_t i = 0; i < d; ++i) {
             const std::int64_t want = target.empty() ? in[0].shape(int(i) + 2) * strides[i] : target[i];
-            const std::int64_t total = full[i] - want;
-            if (total < 0) n.unsupported("an output_shape larger than the unpadded output");
+            const std::int64_t total = std::max<std::int64_t>(full[i] - want, 0);
+            out_pad[i] += want - (full[i] - total), full[i] = want + total;  // a larger output: more output_padding
             const std::int64_t small = total / 2, large = total - small;
             pads[i] = autopad == "SAME_LOWER" ? large : small;
             pads[i + d] = autopad == "SAME_LOWER" ? small : large;
@@ -245,7 +245,6 @@ Ts instance_norm(const Node& n, const Ts& in) {
 }
 
 Ts layer_norm(const Node& n, const Ts& in) {
-    if (n.outputs() > 1) n.unsupported("its Mean and InvStdDev outputs");
     const Tensor& x = in[0];
     const int axis = axis_of(n.i("axis", -1), x.ndim(), n);
     Tensor m = x;
@@ -253,9 +252,10 @@ Ts layer_norm(const Node& n, const Ts& in) {
     const Tensor c = x - m;
     Tensor v = c * c;
     for (int a = x.ndim() - 1; a >= axis; --a) v = mean(v, a, true);
-    Tensor y = c / sqrt(v + double(n.f("epsilon", 1e-5f))) * in[1];
+    const Tensor inv_std = 1.0 / sqrt(v + double(n.f("epsilon", 1e-5f)));
+    Tensor y = c * inv_std * in[1];
     if (in.size() > 2 && in[2].defined()) y = y + in[2];
-    return {y};
+    return {y, m, inv_std};
 }
 
 // Softmax and LogSoftmax; before opset 13 over everything from `axis` on (the input as 2-d).
