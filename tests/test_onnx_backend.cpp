@@ -1,9 +1,10 @@
 // test_onnx_backend.cpp — ONNX's own backend test suite, tests that no one here wrote, run through
 // fx::onnx::load: the `onnx` wheel of the python3 on PATH ships the models and their inputs and
 // outputs (the node suite, one operator per case, is written once into the build folder by
-// tests/reference/onnx_node_data.py). Each suite's cases pass (every output within ONNX's
-// own rtol 1e-3, atol 1e-7 of the reference), fail, or are skipped because fluxion lacks one of its
-// operators, its domain (ai.onnx.ml, training) or an element type (float8, int4, uint64, strings); the counts are printed, and a suite that passes fewer cases than were measured
+// tests/reference/onnx_node_data.py, minutes the first time). Each case passes (every output within
+// ONNX's own rtol 1e-3, atol 1e-7 of the reference), fails, or is skipped because fluxion lacks its
+// operator, its domain (ai.onnx.ml, training) or an element type (float8, int4, uint64, strings).
+// The counts are printed per suite, and a suite that passes fewer cases than were measured
 // (kMeasured) fails, so that a regression fails `make test`. FLUXION_ONNX_SUITE_VERBOSE=1 lists every
 // case that does not pass, with its reason. Skipped, with the reason, where the wheel is missing.
 #include <gtest/gtest.h>
@@ -57,13 +58,15 @@ struct Counts {
 
 // Why `got` is not `want` within rtol 1e-3, atol 1e-7 (NaN matching NaN), or "".
 std::string mismatch(const fx::Tensor& got, const fx::Tensor& want) {
-    if (got.shape() != want.shape()) return "shape " + fx::to_string(got.shape()) + ", expected " + fx::to_string(want.shape());
+    if (got.shape() != want.shape())
+        return "shape " + fx::to_string(got.shape()) + ", expected " + fx::to_string(want.shape());
     const auto g = got.to(fx::DType::f64).to_vector<double>(), w = want.to(fx::DType::f64).to_vector<double>();
     for (std::size_t i = 0; i < w.size(); ++i) {
         if (std::isnan(w[i]) && std::isnan(g[i])) continue;
         if (g[i] == w[i]) continue;
         if (!(std::abs(g[i] - w[i]) <= 1e-7 + 1e-3 * std::abs(w[i])))
-            return "element " + std::to_string(i) + " is " + std::to_string(g[i]) + ", expected " + std::to_string(w[i]);
+            return "element " + std::to_string(i) + " is " + std::to_string(g[i]) + ", expected " +
+                   std::to_string(w[i]);
     }
     return "";
 }
@@ -84,7 +87,8 @@ void run_case(const std::string& name, const fs::path& model, const std::vector<
         const std::vector<fx::Tensor> got = m(inputs);
         if (got.size() != outputs.size()) why = std::to_string(got.size()) + " outputs";
         for (std::size_t i = 0; why.empty() && i < outputs.size(); ++i)
-            if (const std::string d = mismatch(got[i], outputs[i]); !d.empty()) why = "output " + std::to_string(i) + ": " + d;
+            if (const std::string d = mismatch(got[i], outputs[i]); !d.empty())
+                why = "output " + std::to_string(i) + ": " + d;
     } catch (const std::exception& e) {
         why = e.what();
         if (lacking(why)) {
@@ -115,7 +119,8 @@ Counts run_folders(const fs::path& suite) {
         const std::string name = dir.filename().string();
         std::vector<fs::path> sets;
         for (const auto& e : fs::directory_iterator(dir))
-            if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) sets.push_back(e.path());
+            if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0)
+                sets.push_back(e.path());
         std::sort(sets.begin(), sets.end());
         Counts one;
         for (const auto& set : sets) {
@@ -148,7 +153,8 @@ fx::Shape first_input_shape(const fs::path& model) {
     for (const auto& v : m.graph().input()) {
         if (initialisers.count(v.name())) continue;
         fx::Shape shape;
-        for (const auto& d : v.type().tensor_type().shape().dim()) shape.push_back(d.has_dim_value() ? d.dim_value() : 1);
+        for (const auto& d : v.type().tensor_type().shape().dim())
+            shape.push_back(d.has_dim_value() ? d.dim_value() : 1);
         return shape;
     }
     return {};
@@ -176,7 +182,8 @@ Counts run_light(const fs::path& suite) {
 
 void report(const std::string& suite, const Counts& c) {
     std::cout << "ONNX backend suite " << suite << ": " << c.pass << " pass, " << c.fail << " fail, " << c.skipped
-              << " skipped (an operator, domain or element type fluxion lacks) of " << c.pass + c.fail + c.skipped << "\n";
+              << " skipped (an operator, domain or element type fluxion lacks) of " << c.pass + c.fail + c.skipped
+              << "\n";
     if (const char* v = std::getenv("FLUXION_ONNX_SUITE_VERBOSE"); v && std::string(v) == "1")
         for (const auto& note : c.notes) std::cout << "  " << note << "\n";
     EXPECT_GE(c.pass, kMeasured.at(suite)) << suite << " passes fewer cases than measured";
@@ -185,7 +192,8 @@ void report(const std::string& suite, const Counts& c) {
 }  // namespace
 
 TEST(OnnxBackendSuite, Node) {
-    if (onnx_data().empty()) GTEST_SKIP() << "the onnx package is not importable by python3 (python3 -m pip install onnx)";
+    if (onnx_data().empty())
+        GTEST_SKIP() << "the onnx package is not importable by python3 (python3 -m pip install onnx)";
     // Written once into the build folder (minutes: numpy computes every reference output) by
     // tests/reference/onnx_node_data.py; the wheel's own generate-data writes only the model suites.
     const fs::path dir = fs::path(FLUXION_BINARY_DIR) / "onnx_node_data";
@@ -200,11 +208,14 @@ TEST(OnnxBackendSuite, Node) {
 }
 
 TEST(OnnxBackendSuite, PyTorchConvertedOperatorAndSimple) {
-    if (onnx_data().empty()) GTEST_SKIP() << "the onnx package is not importable by python3 (python3 -m pip install onnx)";
-    for (const std::string suite : {"pytorch-converted", "pytorch-operator", "simple"}) report(suite, run_folders(onnx_data() / suite));
+    if (onnx_data().empty())
+        GTEST_SKIP() << "the onnx package is not importable by python3 (python3 -m pip install onnx)";
+    for (const std::string suite : {"pytorch-converted", "pytorch-operator", "simple"})
+        report(suite, run_folders(onnx_data() / suite));
 }
 
 TEST(OnnxBackendSuite, LightModels) {
-    if (onnx_data().empty()) GTEST_SKIP() << "the onnx package is not importable by python3 (python3 -m pip install onnx)";
+    if (onnx_data().empty())
+        GTEST_SKIP() << "the onnx package is not importable by python3 (python3 -m pip install onnx)";
     report("light", run_light(onnx_data() / "light"));
 }

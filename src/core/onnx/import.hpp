@@ -19,7 +19,7 @@ public:
 
     const std::string& op() const { return proto_.op_type(); }
     std::int64_t opset() const { return opset_; }
-    std::string label() const;  // "node 'conv1' (Conv, opset 17)"
+    std::string label() const;    // "node 'conv1' (Conv, opset 17)"
     std::size_t outputs() const;  // how many of its outputs the graph names
 
     bool has(const char* attribute) const;
@@ -70,7 +70,7 @@ struct Program {
 
 // ---- helpers the operators share ----
 Tensor tensor_from_proto(const ::onnx::TensorProto& p, const std::string& what);
-std::vector<std::int64_t> host_ints(const Tensor& t);  // any integer or floating tensor's values
+std::vector<std::int64_t> host_ints(const Tensor& t);     // any integer or floating tensor's values
 int axis_of(std::int64_t axis, int rank, const Node& n);  // negative axes count from the end; checked
 Shape broadcast_shape(const Shape& a, const Shape& b);    // numpy's rule; ShapeError where they do not fit
 // x with `before` and `after` elements of `value` added along `axis` (differentiable in x).

@@ -25,8 +25,12 @@ DType dtype_of_onnx(int type, const std::string& what) {
         case P::DOUBLE: return DType::f64;
         case P::FLOAT16: return DType::f16;
         case P::BFLOAT16: return DType::bf16;
-        case P::INT64: case P::UINT32: return DType::i64;
-        case P::INT32: case P::INT16: case P::INT8: case P::UINT16: return DType::i32;
+        case P::INT64:
+        case P::UINT32: return DType::i64;
+        case P::INT32:
+        case P::INT16:
+        case P::INT8:
+        case P::UINT16: return DType::i32;
         case P::UINT8: return DType::u8;
         case P::BOOL: return DType::boolean;
         default:
@@ -85,7 +89,8 @@ Tensor tensor_from_proto(const ::onnx::TensorProto& p, const std::string& what) 
         case P::DOUBLE: check(p.double_data_size()); return from_field<double>(p.double_data(), shape, dtype);
         case P::INT64: check(p.int64_data_size()); return from_field<std::int64_t>(p.int64_data(), shape, dtype);
         case P::UINT32: check(p.uint64_data_size()); return from_field<std::int64_t>(p.uint64_data(), shape, dtype);
-        case P::FLOAT16: case P::BFLOAT16: {  // 16 bits in each int32
+        case P::FLOAT16:
+        case P::BFLOAT16: {  // 16 bits in each int32
             check(p.int32_data_size());
             Tensor t = empty(shape, {.dtype = dtype});
             auto* out = t.data<std::uint16_t>();
@@ -165,9 +170,10 @@ Operator find_operator(const std::string& op) {
 
 bool reads_host_arguments(const std::string& op) {
     static const std::set<std::string> ops = {
-        "Reshape", "Slice", "Squeeze", "Unsqueeze", "Expand", "Tile", "Pad", "Clip", "ReduceMean", "ReduceSum",
-        "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp",
-        "ConstantOfShape", "Range", "Split", "Gather", "ReduceLogSum"};
+        "Reshape",    "Slice",    "Squeeze",    "Unsqueeze",       "Expand",          "Tile",
+        "Pad",        "Clip",     "ReduceMean", "ReduceSum",       "ReduceMax",       "ReduceMin",
+        "ReduceProd", "ReduceL1", "ReduceL2",   "ReduceSumSquare", "ReduceLogSumExp", "ConstantOfShape",
+        "Range",      "Split",    "Gather",     "ReduceLogSum"};
     return ops.count(op) > 0;
 }
 
@@ -241,7 +247,8 @@ Model load(const std::filesystem::path& path) {
                         "', and fluxion implements only ONNX's default domain");
         for (const auto& x : n.input()) {
             if (x.empty()) continue;
-            if (!defined.count(x)) detail::corrupt(file, node.label() + " reads '" + x + "', which nothing defines before it");
+            if (!defined.count(x))
+                detail::corrupt(file, node.label() + " reads '" + x + "', which nothing defines before it");
             last_use[x] = program->steps.size();
         }
         const detail::Operator run = detail::find_operator(n.op_type());

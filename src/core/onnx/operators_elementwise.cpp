@@ -32,7 +32,8 @@ Tensor integer_div(const Tensor& a, const Tensor& b) {
 Tensor erf_of(const Tensor& x) {
     const Tensor a = abs(x);
     const Tensor t = 1.0 / (1.0 + 0.3275911 * a);
-    const Tensor poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+    const Tensor poly =
+        t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
     return sign(x) * (1.0 - poly * exp(-(a * a)));
 }
 
@@ -142,9 +143,8 @@ Ts cast_op(const Node& n, const Ts& in) {
 std::vector<int> reduced_axes(const Node& n, const Ts& in) {
     const int rank = in[0].ndim();
     const bool as_input = n.opset() >= (n.op() == "ReduceSum" ? 13 : 18);
-    std::vector<std::int64_t> axes = as_input ? (in.size() > 1 && in[1].defined() ? host_ints(in[1])
-                                                                                    : std::vector<std::int64_t>{})
-                                              : n.ints("axes");
+    std::vector<std::int64_t> axes =
+        as_input ? (in.size() > 1 && in[1].defined() ? host_ints(in[1]) : std::vector<std::int64_t>{}) : n.ints("axes");
     std::vector<int> out;
     if (axes.empty()) {
         if (n.i("noop_with_empty_axes", 0)) return {};
@@ -186,7 +186,8 @@ template <Tensor (*F)(const Tensor&, int, bool)> Ts arg(const Node& n, const Ts&
     const bool keep = n.i("keepdims", 1) != 0;
     if (!n.i("select_last_index", 0)) return {F(in[0], axis, keep)};
     const std::int64_t dim = in[0].shape(axis);
-    const Tensor reversed = index_select(in[0], axis, arange(dim - 1, -1, -1, {.dtype = DType::i64, .device = in[0].device()}));
+    const Tensor reversed =
+        index_select(in[0], axis, arange(dim - 1, -1, -1, {.dtype = DType::i64, .device = in[0].device()}));
     return {((dim - 1) - F(reversed, axis, keep)).to(DType::i64)};
 }
 Tensor argmax_axis(const Tensor& x, int a, bool k) { return argmax(x, a, k); }

@@ -93,7 +93,9 @@ Ts conv(const Node& n, const Ts& in) {
     Tensor weight = w0;
     if (one_d) x = x.unsqueeze(2), weight = weight.unsqueeze(2);
     Tensor y = conv2d(x, weight,
-                      {.stride = two_d(w.strides, 1), .padding = two_d(pads, 0), .dilation = two_d(w.dilations, 1),
+                      {.stride = two_d(w.strides, 1),
+                       .padding = two_d(pads, 0),
+                       .dilation = two_d(w.dilations, 1),
                        .groups = n.i("group", 1)});
     if (one_d) y = y.squeeze(2);
     if (in.size() > 2 && in[2].defined()) {
@@ -137,10 +139,10 @@ Ts conv_transpose(const Node& n, const Ts& in) {
             n.unsupported("output_padding not below the stride or the dilation");
     Tensor x = in[0], weight = in[1];
     if (one_d) x = x.unsqueeze(2), weight = weight.unsqueeze(2);
-    Tensor y = conv_transpose2d(x, weight,
-                                {.stride = two_d(strides, 1), .padding = {0, 0}, .dilation = two_d(dilations, 1),
-                                 .groups = n.i("group", 1)},
-                                two_d(out_pad, 0));
+    Tensor y = conv_transpose2d(
+        x, weight,
+        {.stride = two_d(strides, 1), .padding = {0, 0}, .dilation = two_d(dilations, 1), .groups = n.i("group", 1)},
+        two_d(out_pad, 0));
     if (one_d) y = y.squeeze(2);
     for (std::size_t i = 0; i < d; ++i) y = y.slice(int(i) + 2, pads[i], full[i] - pads[i + d]);
     if (in.size() > 2 && in[2].defined()) {
@@ -169,7 +171,8 @@ Ts pool(const Node& n, const Ts& in) {
         for (std::size_t i = 0; i < d; ++i) {
             const std::int64_t span = in[0].shape(int(i) + 2) + w.pads[i] + w.pads[i + d];
             std::int64_t out = (span - kernel[i] + w.strides[i] - 1) / w.strides[i] + 1;
-            if ((out - 1) * w.strides[i] >= in[0].shape(int(i) + 2) + w.pads[i]) --out;  // no window starts in the end pad
+            if ((out - 1) * w.strides[i] >= in[0].shape(int(i) + 2) + w.pads[i])
+                --out;  // no window starts in the end pad
             extra[i] = std::max<std::int64_t>((out - 1) * w.strides[i] + kernel[i] - span, 0);
         }
     }

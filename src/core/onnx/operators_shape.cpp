@@ -104,7 +104,8 @@ Ts range(const Node&, const Ts& in) {
 Ts flatten_op(const Node& n, const Ts& in) {
     const Tensor& x = in[0];
     const std::int64_t axis = n.i("axis", 1) < 0 ? n.i("axis", 1) + x.ndim() : n.i("axis", 1);
-    if (axis < 0 || axis > x.ndim()) n.unsupported("axis " + std::to_string(n.i("axis", 1)) + " for rank " + std::to_string(x.ndim()));
+    if (axis < 0 || axis > x.ndim())
+        n.unsupported("axis " + std::to_string(n.i("axis", 1)) + " for rank " + std::to_string(x.ndim()));
     std::int64_t outer = 1, inner = 1;
     for (int a = 0; a < x.ndim(); ++a) (a < axis ? outer : inner) *= x.shape(a);
     return {x.reshape({outer, inner})};
@@ -146,7 +147,8 @@ Ts split(const Node& n, const Ts& in) {
     const auto parts = std::int64_t(n.proto().output_size());
     if (sizes.empty()) {
         const std::int64_t each = (x.shape(axis) + parts - 1) / parts;
-        for (std::int64_t i = 0, left = x.shape(axis); i < parts; ++i, left -= each) sizes.push_back(std::min(each, left));
+        for (std::int64_t i = 0, left = x.shape(axis); i < parts; ++i, left -= each)
+            sizes.push_back(std::min(each, left));
     }
     Ts out;
     std::int64_t at = 0;
@@ -216,7 +218,8 @@ Ts squeeze_op(const Node& n, const Ts& in) {
             if (y.shape(a) == 1) axes.push_back(a);
     std::sort(axes.rbegin(), axes.rend());
     for (int a : axes) {
-        if (y.shape(a) != 1) n.unsupported("squeezing axis " + std::to_string(a) + " of size " + std::to_string(y.shape(a)));
+        if (y.shape(a) != 1)
+            n.unsupported("squeezing axis " + std::to_string(a) + " of size " + std::to_string(y.shape(a)));
         y = y.squeeze(a);
     }
     return {y};
