@@ -26,8 +26,33 @@
 // has three outputs, "output" {batch, T, D·H}, "h" and "c" {L·D, batch, H}. Anything else (a
 // lambda activation, gelu's tanh approximation, GRU, a layer of your own) throws fx::Error naming it, and no file is
 // written.
+//
+// ONNX import: fx::onnx::load reads any ONNX model into an fx::onnx::Model, a layer like any other.
+//
+//   auto m = fx::onnx::load("resnet18.onnx");   // PyTorch's torch.onnx.export, fluxion's own, ...
+//   fx::Tensor y = m(x);                          // one input, one output; m({x1, x2}) for several
+//   auto g = m | fx::gpu;                         // fmap, fx::params, fx::save, fx::train, fx::compile
+//
+// The graph runs node by node on fluxion's differentiable ops, so gradients come from autodiff and
+// the model runs on any device. Every floating-point initialiser is a trainable parameter, under
+// `initializers.<its ONNX name>` in fx::state (fx::save writes it); floating Constant nodes move
+// with the model but are not trained; integer initialisers and constants (shapes, axes, indices)
+// stay on the host, where the shape arithmetic of PyTorch's exports (Shape, Gather, Concat, ...)
+// runs. Operators of the default domain, at any opset: the elementwise and activation families
+// (Add ... Pow, Relu, Sigmoid, Tanh, LeakyRelu, Elu, Selu, Celu, PRelu, Softplus, HardSigmoid,
+// HardSwish, Mish, Swish, Gelu, Erf, Clip), the comparisons, And/Or/Xor/Not, Where, MatMul, Gemm,
+// Conv and ConvTranspose (1-d and 2-d, any padding), MaxPool and AveragePool (1-d and 2-d, ceil_mode,
+// count_include_pad; no dilations), their Global forms, LRN, BatchNormalization,
+// InstanceNormalization and LayerNormalization (inference), Softmax, LogSoftmax, the Reduce family
+// (but ReduceProd), ArgMax/ArgMin, and the shape family (Flatten, Reshape, Transpose, Concat, Split,
+// Slice, Gather, Squeeze, Unsqueeze, Expand, Tile, constant Pad, Shape, Size, ConstantOfShape,
+// Range, Cast, CastLike, Constant, Identity, Dropout). ONNX's own backend suite: README.md. An
+// operator or attribute it does not implement throws fx::Error naming the operator, the node and
+// the opset (at load for operators, at the first run for attributes); a file that is not a
+// well-formed ONNX model (corrupt, truncated) throws fx::IOError.
 #pragma once
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -37,6 +62,7 @@
 #include <vector>
 
 #include "fluxion/error.hpp"
+#include "fluxion/functor.hpp"
 #include "fluxion/layers/chain.hpp"
 #include "fluxion/tensor.hpp"
 
@@ -165,4 +191,34 @@ void save(const std::filesystem::path& path, const Model& model, const Tensor& e
     }
 }
 
+// ---- import ----
+namespace detail {
+struct Program;  // the graph, its operators and host constants (src/core/onnx/import.hpp)
+}
+
+// An ONNX model read by load(): a layer whose tensors are its initialisers.
+class Model {
+public:
+    std::map<std::string, Tensor> initializers;  // floating-point initialisers: the parameters
+    std::map<std::string, Tensor> constants;     // floating-point Constant nodes: moved, not trained
+
+    // The graph on one input, giving its one output (ValueError if it has more of either).
+    Tensor operator()(const Tensor& x) const;
+    // The graph on its inputs, in the graph's order, giving its outputs in order.
+    std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const;
+    const std::vector<std::string>& input_names() const;
+    const std::vector<std::string>& output_names() const;
+
+    std::shared_ptr<const detail::Program> program;  // shared by copies and fmap's results
+};
+
+// Reads an ONNX model (see above). Throws fx::IOError for a missing, corrupt or truncated file, and
+// fx::Error naming the first node whose operator (or domain) fluxion does not implement.
+Model load(const std::filesystem::path& path);
+// Reads one serialised ONNX TensorProto (the test data of ONNX's backend suite) as a CPU tensor.
+Tensor load_tensor(const std::filesystem::path& path);
+
 }  // namespace fluxion::onnx
+
+FLUXION_FUNCTOR(fluxion::onnx::Model, initializers, constants);
+FLUXION_TRAINABLE(fluxion::onnx::Model, initializers);

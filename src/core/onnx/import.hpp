@@ -1,0 +1,79 @@
+// import.hpp — fx::onnx::load's graph (include/fluxion/onnx.hpp): the nodes in their order, each
+// with the operator that runs it, and the table of operators (src/core/onnx/operators_*.cpp).
+#pragma once
+#include <onnx/onnx_pb.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "fluxion/onnx.hpp"
+
+namespace fluxion::onnx::detail {
+
+// One node as an operator sees it: its attributes, and errors that name it.
+class Node {
+public:
+    Node(::onnx::NodeProto proto, std::int64_t opset, std::size_t index);
+
+    const std::string& op() const { return proto_.op_type(); }
+    std::int64_t opset() const { return opset_; }
+    std::string label() const;    // "node 'conv1' (Conv, opset 17)"
+    std::size_t outputs() const;  // how many of its outputs the graph names
+
+    bool has(const char* attribute) const;
+    std::int64_t i(const char* attribute, std::int64_t otherwise) const;
+    float f(const char* attribute, float otherwise) const;
+    std::string s(const char* attribute, const std::string& otherwise) const;
+    std::vector<std::int64_t> ints(const char* attribute, std::vector<std::int64_t> otherwise = {}) const;
+    Tensor t(const char* attribute) const;  // a tensor attribute, on the CPU
+
+    // fx::Error: "fx::onnx: node 'conv1' (Conv, opset 17): <what>".
+    [[noreturn]] void unsupported(const std::string& what) const;
+
+    const ::onnx::NodeProto& proto() const { return proto_; }
+
+private:
+    const ::onnx::AttributeProto* find(const char* attribute) const;
+    ::onnx::NodeProto proto_;
+    std::int64_t opset_;
+    std::size_t index_;
+};
+
+// An operator: the node's outputs from its inputs (an absent optional input is an empty tensor).
+using Operator = std::vector<Tensor> (*)(const Node& node, const std::vector<Tensor>& inputs);
+
+// The operator for `op` of the default domain, or nullptr.
+Operator find_operator(const std::string& op);
+// Whether `op` reads its inputs after the first on the host (shapes, axes, bounds): those are
+// left where they are when the others move to the device of the data.
+bool reads_host_arguments(const std::string& op);
+
+// The parts of the table, one per file.
+void add_elementwise_operators(std::map<std::string, Operator>& table);
+void add_nn_operators(std::map<std::string, Operator>& table);
+void add_shape_operators(std::map<std::string, Operator>& table);
+
+struct Step {
+    Node node;
+    Operator run;
+    std::vector<std::string> frees;  // values last used by this node, dropped after it
+};
+
+struct Program {
+    std::string file;  // for messages
+    std::vector<std::string> inputs, outputs;
+    std::vector<Step> steps;
+    std::map<std::string, Tensor> host_constants;  // integer and boolean initialisers and constants
+};
+
+// ---- helpers the operators share ----
+Tensor tensor_from_proto(const ::onnx::TensorProto& p, const std::string& what);
+std::vector<std::int64_t> host_ints(const Tensor& t);     // any integer or floating tensor's values
+int axis_of(std::int64_t axis, int rank, const Node& n);  // negative axes count from the end; checked
+Shape broadcast_shape(const Shape& a, const Shape& b);    // numpy's rule; ShapeError where they do not fit
+// x with `before` and `after` elements of `value` added along `axis` (differentiable in x).
+Tensor pad_axis(const Tensor& x, int axis, std::int64_t before, std::int64_t after, double value);
+
+}  // namespace fluxion::onnx::detail

@@ -1,0 +1,328 @@
+// load.cpp — reading an ONNX model into fx::onnx::Model and running its graph: initialisers become
+// tensors, nodes are checked against the operator table once, and a run walks the nodes in order,
+// dropping each value after its last use.
+#include <onnx/onnx_pb.h>
+
+#include <cstring>
+#include <fstream>
+#include <set>
+
+#include "core/onnx/import.hpp"
+#include "fluxion/ops.hpp"
+
+namespace fluxion::onnx::detail {
+namespace {
+
+[[noreturn]] void corrupt(const std::string& file, const std::string& why) {
+    throw IOError("fx::onnx::load: " + file + " is not a well-formed ONNX model (corrupt or truncated?): " + why);
+}
+
+// The ONNX element type's fluxion counterpart; those fluxion lacks are widened where exact.
+DType dtype_of_onnx(int type, const std::string& what) {
+    using P = ::onnx::TensorProto;
+    switch (type) {
+        case P::FLOAT: return DType::f32;
+        case P::DOUBLE: return DType::f64;
+        case P::FLOAT16: return DType::f16;
+        case P::BFLOAT16: return DType::bf16;
+        case P::INT64:
+        case P::UINT32: return DType::i64;
+        case P::INT32:
+        case P::INT16:
+        case P::INT8:
+        case P::UINT16: return DType::i32;
+        case P::UINT8: return DType::u8;
+        case P::BOOL: return DType::boolean;
+        default:
+            throw DTypeError("fx::onnx: " + what + " has ONNX element type " +
+                             (P::DataType_IsValid(type) ? P::DataType_Name(P::DataType(type)) : std::to_string(type)) +
+                             ", which fluxion has no type for");
+    }
+}
+
+template <class T, class Field> Tensor from_field(const Field& field, const Shape& shape, DType dtype) {
+    std::vector<T> v(field.begin(), field.end());
+    return tensor(v, shape).to(dtype);
+}
+
+// Raw little-endian bytes of ONNX type `type` as a tensor of `dtype`.
+Tensor from_raw(const std::string& raw, int type, const Shape& shape, DType dtype, const std::string& what) {
+    using P = ::onnx::TensorProto;
+    const std::int64_t n = numel(shape);
+    auto widen = [&]<class T>(T) {
+        if (raw.size() != std::size_t(n) * sizeof(T)) corrupt(what, "raw data of the wrong size");
+        std::vector<T> v(static_cast<std::size_t>(n));
+        if (n > 0) std::memcpy(v.data(), raw.data(), raw.size());
+        std::vector<std::int64_t> w(v.begin(), v.end());
+        return tensor(w, shape).to(dtype);
+    };
+    switch (type) {
+        case P::INT8: return widen(std::int8_t{});
+        case P::INT16: return widen(std::int16_t{});
+        case P::UINT16: return widen(std::uint16_t{});
+        case P::UINT32: return widen(std::uint32_t{});
+        default: break;
+    }
+    Tensor t = empty(shape, {.dtype = dtype});
+    if (raw.size() != std::size_t(n) * itemsize(dtype)) corrupt(what, "raw data of the wrong size");
+    if (n > 0) std::memcpy(t.data_ptr(), raw.data(), raw.size());
+    return t;
+}
+
+}  // namespace
+
+Tensor tensor_from_proto(const ::onnx::TensorProto& p, const std::string& what) {
+    using P = ::onnx::TensorProto;
+    if (p.data_location() == P::EXTERNAL)
+        throw IOError("fx::onnx::load: " + what + " keeps its data in an external file, which fluxion does not read");
+    Shape shape(p.dims().begin(), p.dims().end());
+    for (auto d : shape)
+        if (d < 0) corrupt(what, "a negative dimension");
+    const DType dtype = dtype_of_onnx(p.data_type(), what);
+    if (p.has_raw_data()) return from_raw(p.raw_data(), p.data_type(), shape, dtype, what);
+    const std::int64_t n = numel(shape);
+    auto check = [&](int size) {
+        if (size != n) corrupt(what, "holds " + std::to_string(size) + " values for shape " + to_string(shape));
+    };
+    switch (p.data_type()) {
+        case P::FLOAT: check(p.float_data_size()); return from_field<float>(p.float_data(), shape, dtype);
+        case P::DOUBLE: check(p.double_data_size()); return from_field<double>(p.double_data(), shape, dtype);
+        case P::INT64: check(p.int64_data_size()); return from_field<std::int64_t>(p.int64_data(), shape, dtype);
+        case P::UINT32: check(p.uint64_data_size()); return from_field<std::int64_t>(p.uint64_data(), shape, dtype);
+        case P::FLOAT16:
+        case P::BFLOAT16: {  // 16 bits in each int32
+            check(p.int32_data_size());
+            Tensor t = empty(shape, {.dtype = dtype});
+            auto* out = t.data<std::uint16_t>();
+            for (int i = 0; i < n; ++i) out[i] = static_cast<std::uint16_t>(p.int32_data(i));
+            return t;
+        }
+        default: check(p.int32_data_size()); return from_field<std::int64_t>(p.int32_data(), shape, dtype);
+    }
+}
+
+std::vector<std::int64_t> host_ints(const Tensor& t) { return t.to_vector<std::int64_t>(); }
+
+int axis_of(std::int64_t axis, int rank, const Node& n) {
+    if (axis < -rank || axis >= std::max(rank, 1))
+        throw ValueError("fx::onnx: " + n.label() + ": axis " + std::to_string(axis) + " is out of range for rank " +
+                         std::to_string(rank));
+    return static_cast<int>(axis < 0 ? axis + rank : axis);
+}
+
+// ---- Node ----
+Node::Node(::onnx::NodeProto proto, std::int64_t opset, std::size_t index)
+    : proto_(std::move(proto)), opset_(opset), index_(index) {}
+
+std::string Node::label() const {
+    const std::string name = proto_.name().empty() ? "#" + std::to_string(index_) : "'" + proto_.name() + "'";
+    return "node " + name + " (" + op() + ", opset " + std::to_string(opset_) + ")";
+}
+
+std::size_t Node::outputs() const {
+    std::size_t n = 0;
+    for (int i = 0; i < proto_.output_size(); ++i)
+        if (!proto_.output(i).empty()) n = std::size_t(i) + 1;
+    return n;
+}
+
+const ::onnx::AttributeProto* Node::find(const char* attribute) const {
+    for (const auto& a : proto_.attribute())
+        if (a.name() == attribute) return &a;
+    return nullptr;
+}
+bool Node::has(const char* attribute) const { return find(attribute) != nullptr; }
+std::int64_t Node::i(const char* attribute, std::int64_t otherwise) const {
+    const auto* a = find(attribute);
+    return a ? a->i() : otherwise;
+}
+float Node::f(const char* attribute, float otherwise) const {
+    const auto* a = find(attribute);
+    return a ? a->f() : otherwise;
+}
+std::string Node::s(const char* attribute, const std::string& otherwise) const {
+    const auto* a = find(attribute);
+    return a ? a->s() : otherwise;
+}
+std::vector<std::int64_t> Node::ints(const char* attribute, std::vector<std::int64_t> otherwise) const {
+    const auto* a = find(attribute);
+    return a ? std::vector<std::int64_t>(a->ints().begin(), a->ints().end()) : otherwise;
+}
+Tensor Node::t(const char* attribute) const {
+    const auto* a = find(attribute);
+    if (!a) unsupported(std::string("the attribute ") + attribute + " is missing");
+    return tensor_from_proto(a->t(), label() + "'s " + attribute);
+}
+
+void Node::unsupported(const std::string& what) const { throw Error("fx::onnx: " + label() + ": " + what); }
+
+Operator find_operator(const std::string& op) {
+    static const std::map<std::string, Operator> table = [] {
+        std::map<std::string, Operator> t;
+        add_elementwise_operators(t);
+        add_nn_operators(t);
+        add_shape_operators(t);
+        return t;
+    }();
+    const auto it = table.find(op);
+    return it == table.end() ? nullptr : it->second;
+}
+
+bool reads_host_arguments(const std::string& op) {
+    static const std::set<std::string> ops = {
+        "Reshape",    "Slice",    "Squeeze",    "Unsqueeze",       "Expand",          "Tile",
+        "Pad",        "Clip",     "ReduceMean", "ReduceSum",       "ReduceMax",       "ReduceMin",
+        "ReduceProd", "ReduceL1", "ReduceL2",   "ReduceSumSquare", "ReduceLogSumExp", "ConstantOfShape",
+        "Range",      "Split",    "Gather",     "ReduceLogSum"};
+    return ops.count(op) > 0;
+}
+
+namespace {
+
+// The opset of the default domain; other domains' nodes are refused by name.
+std::int64_t default_opset(const ::onnx::ModelProto& m) {
+    for (const auto& o : m.opset_import())
+        if (o.domain().empty() || o.domain() == "ai.onnx") return o.version();
+    return 1;  // none imported (IR version 1, or only other domains, whose nodes are refused by name)
+}
+
+// Moves tensors that are on the host to the device of the first tensor that is not, so that data
+// made by host-side shape arithmetic (ConstantOfShape, Range) meets the model's device.
+void to_common_device(std::vector<Tensor>& xs, bool first_only) {
+    const Tensor* on_device = nullptr;
+    for (const auto& x : xs)
+        if (x.defined() && !x.device().is_cpu()) on_device = &x;
+    if (!on_device) return;
+    const Device d = on_device->device();
+    for (std::size_t i = 0; i < xs.size() && (!first_only || i == 0); ++i)
+        if (xs[i].defined() && xs[i].device().is_cpu()) xs[i] = xs[i].to(d);
+}
+
+}  // namespace
+
+}  // namespace fluxion::onnx::detail
+
+namespace fluxion::onnx {
+
+using detail::Program;
+
+Tensor load_tensor(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw IOError("fx::onnx::load_tensor: cannot open " + path.string());
+    ::onnx::TensorProto p;
+    if (!p.ParseFromIstream(&in)) throw IOError("fx::onnx::load_tensor: " + path.string() + " is not an ONNX tensor");
+    return detail::tensor_from_proto(p, path.string());
+}
+
+Model load(const std::filesystem::path& path) {
+    const std::string file = path.string();
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw IOError("fx::onnx::load: cannot open " + file);
+    ::onnx::ModelProto proto;
+    if (!proto.ParseFromIstream(&in)) detail::corrupt(file, "its protocol buffer does not parse");
+    if (!proto.has_graph()) detail::corrupt(file, "it has no graph");
+    const std::int64_t opset = detail::default_opset(proto);
+    const ::onnx::GraphProto& g = proto.graph();
+
+    Model m;
+    auto program = std::make_shared<Program>();
+    program->file = file;
+    std::set<std::string> defined;
+    for (const auto& init : g.initializer()) {
+        Tensor t = detail::tensor_from_proto(init, file + "'s initialiser '" + init.name() + "'");
+        if (is_floating(t.dtype())) m.initializers[init.name()] = t;
+        else program->host_constants[init.name()] = t;
+        defined.insert(init.name());
+    }
+    for (const auto& v : g.input())
+        if (!defined.count(v.name())) program->inputs.push_back(v.name());
+    for (const auto& v : program->inputs) defined.insert(v);
+
+    std::map<std::string, std::size_t> last_use;
+    for (int k = 0; k < g.node_size(); ++k) {
+        const auto& n = g.node(k);
+        detail::Node node(n, opset, std::size_t(k));
+        if (!n.domain().empty() && n.domain() != "ai.onnx")
+            throw Error("fx::onnx::load: " + file + ": " + node.label() + " is in the domain '" + n.domain() +
+                        "', and fluxion implements only ONNX's default domain");
+        for (const auto& x : n.input()) {
+            if (x.empty()) continue;
+            if (!defined.count(x))
+                detail::corrupt(file, node.label() + " reads '" + x + "', which nothing defines before it");
+            last_use[x] = program->steps.size();
+        }
+        const detail::Operator run = detail::find_operator(n.op_type());
+        if (!run)
+            throw Error("fx::onnx::load: " + file + ": " + node.label() + " is an operator fluxion does not implement" +
+                        (n.op_type() == "If" || n.op_type() == "Loop" || n.op_type() == "Scan"
+                             ? " (graphs with control flow do not import)"
+                             : ""));
+        if (n.op_type() == "Constant") {  // its value is known now: held as a constant
+            const Tensor c = run(node, {})[0];
+            if (is_floating(c.dtype())) m.constants[n.output(0)] = c;
+            else program->host_constants[n.output(0)] = c;
+            defined.insert(n.output(0));
+            continue;
+        }
+        for (const auto& y : n.output())
+            if (!y.empty()) defined.insert(y);
+        program->steps.push_back({std::move(node), run, {}});
+    }
+    for (const auto& v : g.output()) {
+        if (!defined.count(v.name())) detail::corrupt(file, "the output '" + v.name() + "' is never computed");
+        program->outputs.push_back(v.name());
+        last_use.erase(v.name());
+    }
+    for (const auto& [name, step] : last_use)
+        if (!m.initializers.count(name) && !m.constants.count(name) && !program->host_constants.count(name))
+            program->steps[step].frees.push_back(name);
+    m.program = std::move(program);
+    return m;
+}
+
+const std::vector<std::string>& Model::input_names() const { return program->inputs; }
+const std::vector<std::string>& Model::output_names() const { return program->outputs; }
+
+std::vector<Tensor> Model::operator()(const std::vector<Tensor>& inputs) const {
+    const Program& p = *program;
+    if (inputs.size() != p.inputs.size())
+        throw ValueError("fx::onnx::Model (" + p.file + "): given " + std::to_string(inputs.size()) +
+                         " inputs; the graph takes " + std::to_string(p.inputs.size()));
+    std::map<std::string, Tensor> values;
+    for (std::size_t i = 0; i < inputs.size(); ++i) values[p.inputs[i]] = inputs[i];
+    auto value = [&](const std::string& name) -> Tensor {
+        if (name.empty()) return {};
+        if (auto it = values.find(name); it != values.end()) return it->second;
+        if (auto it = initializers.find(name); it != initializers.end()) return it->second;
+        if (auto it = constants.find(name); it != constants.end()) return it->second;
+        return p.host_constants.at(name);
+    };
+    for (const auto& step : p.steps) {
+        const auto& proto = step.node.proto();
+        std::vector<Tensor> xs;
+        for (const auto& x : proto.input()) xs.push_back(value(x));
+        detail::to_common_device(xs, detail::reads_host_arguments(step.node.op()));
+        std::vector<Tensor> ys = step.run(step.node, xs);
+        for (int i = 0; i < proto.output_size(); ++i) {
+            if (proto.output(i).empty()) continue;
+            if (std::size_t(i) >= ys.size() || !ys[std::size_t(i)].defined())
+                step.node.unsupported("its output " + std::to_string(i) + " ('" + proto.output(i) +
+                                      "') is not computed by fluxion");
+            values[proto.output(i)] = ys[std::size_t(i)];
+        }
+        for (const auto& name : step.frees) values.erase(name);
+    }
+    std::vector<Tensor> out;
+    for (const auto& name : p.outputs) out.push_back(value(name));
+    return out;
+}
+
+Tensor Model::operator()(const Tensor& x) const {
+    if (program->inputs.size() != 1 || program->outputs.size() != 1)
+        throw ValueError("fx::onnx::Model (" + program->file + "): the graph takes " +
+                         std::to_string(program->inputs.size()) + " inputs and gives " +
+                         std::to_string(program->outputs.size()) + " outputs; call it on a std::vector of tensors");
+    return (*this)(std::vector<Tensor>{x})[0];
+}
+
+}  // namespace fluxion::onnx

@@ -1,0 +1,303 @@
+// operators_nn.cpp — ONNX's linear algebra, convolutions, pools and normalisations as fluxion's ops.
+// fluxion convolves and pools 2-d with symmetric padding: 1-d runs as 2-d of height 1, and
+// asymmetric or ceil_mode padding is added explicitly first (zeros, or −∞ before a max).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/onnx/import.hpp"
+#include "fluxion/ops.hpp"
+
+namespace fluxion::onnx::detail {
+namespace {
+
+using Ts = std::vector<Tensor>;
+using Ints = std::vector<std::int64_t>;
+
+Ts matmul_op(const Node&, const Ts& in) { return {matmul(in[0], in[1])}; }
+
+Ts gemm(const Node& n, const Ts& in) {
+    const Tensor a = n.i("transA", 0) ? in[0].transpose(0, 1) : in[0];
+    const Tensor b = n.i("transB", 0) ? in[1].transpose(0, 1) : in[1];
+    Tensor y = matmul(a, b);
+    if (const float alpha = n.f("alpha", 1.0f); alpha != 1.0f) y = y * double(alpha);
+    if (in.size() > 2 && in[2].defined()) {
+        const float beta = n.f("beta", 1.0f);
+        y = y + (beta == 1.0f ? in[2] : in[2] * double(beta));
+    }
+    return {y};
+}
+
+// The spatial geometry of a convolution or pool on `x` {N, C, spatial...}: kernel, strides, pads
+// {begin..., end...} (auto_pad resolved), dilations.
+struct Window {
+    Ints kernel, strides, pads, dilations;
+};
+
+Window window_of(const Node& n, const Tensor& x, const Ints& kernel) {
+    const std::size_t d = kernel.size();
+    Window w{kernel, n.ints("strides", Ints(d, 1)), n.ints("pads", Ints(2 * d, 0)), n.ints("dilations", Ints(d, 1))};
+    if (w.strides.size() != d || w.pads.size() != 2 * d || w.dilations.size() != d)
+        n.unsupported("strides, pads or dilations of the wrong length for a " + std::to_string(d) + "-d kernel");
+    const std::string autopad = n.s("auto_pad", "NOTSET");
+    if (autopad == "VALID") {
+        w.pads.assign(2 * d, 0);
+    } else if (autopad == "SAME_UPPER" || autopad == "SAME_LOWER") {
+        for (std::size_t i = 0; i < d; ++i) {
+            const std::int64_t in = x.shape(int(i) + 2), out = (in + w.strides[i] - 1) / w.strides[i];
+            const std::int64_t total =
+                std::max<std::int64_t>((out - 1) * w.strides[i] + (kernel[i] - 1) * w.dilations[i] + 1 - in, 0);
+            const std::int64_t small = total / 2, large = total - small;
+            w.pads[i] = autopad == "SAME_UPPER" ? small : large;
+            w.pads[i + d] = autopad == "SAME_UPPER" ? large : small;
+        }
+    } else if (autopad != "NOTSET") {
+        n.unsupported("auto_pad=" + autopad);
+    }
+    return w;
+}
+
+bool symmetric(const Window& w) {
+    const std::size_t d = w.kernel.size();
+    for (std::size_t i = 0; i < d; ++i)
+        if (w.pads[i] != w.pads[i + d]) return false;
+    return true;
+}
+
+// The explicit padding of `x` by pads {begin..., end...} over its spatial axes.
+Tensor pad_spatial(const Tensor& x, const Ints& pads, double value) {
+    const std::size_t d = pads.size() / 2;
+    Tensor y = x;
+    for (std::size_t i = 0; i < d; ++i) y = pad_axis(y, int(i) + 2, pads[i], pads[i + d], value);
+    return y;
+}
+
+// 1-d as 2-d of height 1: a spatial list of one gains a leading 1 (0 for pads).
+Ints two_d(const Ints& v, std::int64_t lead) { return v.size() == 1 ? Ints{lead, v[0]} : v; }
+
+void check_rank(const Node& n, const Tensor& x) {
+    if (x.ndim() != 3 && x.ndim() != 4)
+        n.unsupported("an input of shape " + to_string(x.shape()) + " (fluxion runs 1-d and 2-d " + n.op() + " only)");
+}
+
+Ts conv(const Node& n, const Ts& in) {
+    check_rank(n, in[0]);
+    const bool one_d = in[0].ndim() == 3;
+    const Tensor& w0 = in[1];
+    Ints kernel(w0.shape().begin() + 2, w0.shape().end());
+    Window w = window_of(n, in[0], kernel);
+    Tensor x = in[0];
+    Ints pads(kernel.size(), 0);
+    if (symmetric(w)) pads.assign(w.pads.begin(), w.pads.begin() + std::ptrdiff_t(kernel.size()));
+    else x = pad_spatial(x, w.pads, 0);
+    Tensor weight = w0;
+    if (one_d) x = x.unsqueeze(2), weight = weight.unsqueeze(2);
+    Tensor y = conv2d(x, weight,
+                      {.stride = two_d(w.strides, 1),
+                       .padding = two_d(pads, 0),
+                       .dilation = two_d(w.dilations, 1),
+                       .groups = n.i("group", 1)});
+    if (one_d) y = y.squeeze(2);
+    if (in.size() > 2 && in[2].defined()) {
+        Shape b(std::size_t(y.ndim()), 1);
+        b[1] = in[2].numel();
+        y = y + in[2].reshape(b);
+    }
+    return {y};
+}
+
+// Transposed convolution: unpadded (with output_padding), then the pads cropped from each side.
+Ts conv_transpose(const Node& n, const Ts& in) {
+    check_rank(n, in[0]);
+    const bool one_d = in[0].ndim() == 3;
+    const std::size_t d = std::size_t(in[0].ndim() - 2);
+    const Ints kernel(in[1].shape().begin() + 2, in[1].shape().end());
+    const Ints strides = n.ints("strides", Ints(d, 1)), dilations = n.ints("dilations", Ints(d, 1));
+    Ints out_pad = n.ints("output_padding", Ints(d, 0)), pads = n.ints("pads", Ints(2 * d, 0));
+    const std::string autopad = n.s("auto_pad", "NOTSET");
+    Ints full(d);
+    for (std::size_t i = 0; i < d; ++i)
+        full[i] = (in[0].shape(int(i) + 2) - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 + out_pad[i];
+    if (n.has("output_shape") || autopad == "SAME_UPPER" || autopad == "SAME_LOWER") {
+        Ints target = n.ints("output_shape");
+        if (target.size() > d) target.erase(target.begin(), target.end() - std::ptrdiff_t(d));
+        for (std::size_t i = 0; i < d; ++i) {
+            const std::int64_t want = target.empty() ? in[0].shape(int(i) + 2) * strides[i] : target[i];
+            const std::int64_t total = std::max<std::int64_t>(full[i] - want, 0);
+            out_pad[i] += want - (full[i] - total), full[i] = want + total;  // a larger output: more output_padding
+            const std::int64_t small = total / 2, large = total - small;
+            pads[i] = autopad == "SAME_LOWER" ? large : small;
+            pads[i + d] = autopad == "SAME_LOWER" ? small : large;
+        }
+    } else if (autopad == "VALID") {
+        pads.assign(2 * d, 0);
+    } else if (autopad != "NOTSET") {
+        n.unsupported("auto_pad=" + autopad);
+    }
+    for (std::size_t i = 0; i < d; ++i)
+        if (out_pad[i] >= strides[i] && out_pad[i] >= dilations[i])
+            n.unsupported("output_padding not below the stride or the dilation");
+    Tensor x = in[0], weight = in[1];
+    if (one_d) x = x.unsqueeze(2), weight = weight.unsqueeze(2);
+    Tensor y = conv_transpose2d(
+        x, weight,
+        {.stride = two_d(strides, 1), .padding = {0, 0}, .dilation = two_d(dilations, 1), .groups = n.i("group", 1)},
+        two_d(out_pad, 0));
+    if (one_d) y = y.squeeze(2);
+    for (std::size_t i = 0; i < d; ++i) y = y.slice(int(i) + 2, pads[i], full[i] - pads[i + d]);
+    if (in.size() > 2 && in[2].defined()) {
+        Shape b(std::size_t(y.ndim()), 1);
+        b[1] = in[2].numel();
+        y = y + in[2].reshape(b);
+    }
+    return {y};
+}
+
+// MaxPool and AveragePool: the input padded explicitly (pads, then what ceil_mode adds at the end),
+// then pooled unpadded. The average divides by the pooled count of cells that count: the input's,
+// and the pads' under count_include_pad.
+Ts pool(const Node& n, const Ts& in) {
+    check_rank(n, in[0]);
+    const bool max_pool = n.op() == "MaxPool";
+    if (max_pool && n.outputs() > 1) n.unsupported("its Indices output");
+    const Ints kernel = n.ints("kernel_shape");
+    if (kernel.size() != std::size_t(in[0].ndim() - 2)) n.unsupported("kernel_shape of the wrong length");
+    Window w = window_of(n, in[0], kernel);
+    for (auto v : w.dilations)
+        if (v != 1) n.unsupported("dilations other than 1");
+    const std::size_t d = kernel.size();
+    Ints extra(d, 0);
+    if (n.i("ceil_mode", 0)) {
+        for (std::size_t i = 0; i < d; ++i) {
+            const std::int64_t span = in[0].shape(int(i) + 2) + w.pads[i] + w.pads[i + d];
+            std::int64_t out = (span - kernel[i] + w.strides[i] - 1) / w.strides[i] + 1;
+            if ((out - 1) * w.strides[i] >= in[0].shape(int(i) + 2) + w.pads[i])
+                --out;  // no window starts in the end pad
+            extra[i] = std::max<std::int64_t>((out - 1) * w.strides[i] + kernel[i] - span, 0);
+        }
+    }
+    Ints pads = w.pads;
+    for (std::size_t i = 0; i < d; ++i) pads[i + d] += extra[i];
+    const bool padded = std::any_of(pads.begin(), pads.end(), [](auto p) { return p != 0; });
+    const Pool2dOptions options{.window = two_d(kernel, 1), .stride = two_d(w.strides, 1), .padding = {0, 0}};
+    const bool one_d = d == 1;
+    auto pool2d = [&](const Tensor& t, bool maximum) {
+        const Tensor u = one_d ? t.unsqueeze(2) : t;
+        const Tensor y = maximum ? maxpool2d(u, options) : meanpool2d(u, options);
+        return one_d ? y.squeeze(2) : y;
+    };
+    if (max_pool) return {pool2d(pad_spatial(in[0], pads, -std::numeric_limits<double>::infinity()), true)};
+    const Tensor mean = pool2d(padded ? pad_spatial(in[0], pads, 0) : in[0], false);
+    if (!padded) return {mean};
+    Shape ones_shape(std::size_t(in[0].ndim()), 1);
+    for (std::size_t i = 0; i < d; ++i) ones_shape[i + 2] = in[0].shape(int(i) + 2);
+    Tensor mask = ones(ones_shape, {.dtype = in[0].dtype(), .device = in[0].device()});
+    if (n.i("count_include_pad", 0)) {
+        Ints ceil_only(2 * d, 0);  // what ceil_mode adds never counts
+        for (std::size_t i = 0; i < d; ++i) ceil_only[i + d] = extra[i];
+        mask = pad_spatial(pad_spatial(mask, w.pads, 1), ceil_only, 0);
+    } else {
+        mask = pad_spatial(mask, pads, 0);
+    }
+    return {mean / pool2d(mask, false)};
+}
+
+Ts global_pool(const Node& n, const Ts& in) {
+    Tensor y = in[0];
+    for (int a = y.ndim() - 1; a >= 2; --a) y = n.op() == "GlobalMaxPool" ? max(y, a, true) : mean(y, a, true);
+    return {y};
+}
+
+// Local response normalisation across channels: x / (bias + alpha/size Σ x²)^beta over a window
+// of `size` channels centred on each.
+Ts lrn(const Node& n, const Ts& in) {
+    const std::int64_t size = n.i("size", 0), channels = in[0].shape(1);
+    if (size < 1) n.unsupported("size < 1");
+    const Tensor sq = pad_axis(in[0] * in[0], 1, (size - 1) / 2, size / 2, 0);
+    Tensor s = sq.slice(1, 0, channels);
+    for (std::int64_t i = 1; i < size; ++i) s = s + sq.slice(1, i, i + channels);
+    const double alpha = n.f("alpha", 1e-4f), beta = n.f("beta", 0.75f), bias = n.f("bias", 1.0f);
+    return {in[0] / pow(bias + (alpha / double(size)) * s, beta)};
+}
+
+// A per-channel vector {C} as {1, C, 1, ...} against x.
+Tensor per_channel(const Tensor& v, const Tensor& x) {
+    Shape s(std::size_t(x.ndim()), 1);
+    s[1] = v.numel();
+    return v.reshape(s);
+}
+
+Ts batch_norm(const Node& n, const Ts& in) {
+    if (n.i("training_mode", 0)) n.unsupported("training_mode=1 (fluxion imports BatchNormalization for inference)");
+    if (n.outputs() > 1) n.unsupported("the running statistics' outputs of training");
+    if (n.opset() < 9 && n.i("spatial", 1) == 0) n.unsupported("spatial=0");
+    const Tensor& x = in[0];
+    const double eps = n.f("epsilon", 1e-5f);
+    const Tensor scale = per_channel(in[1], x) / sqrt(per_channel(in[4], x) + eps);
+    return {(x - per_channel(in[3], x)) * scale + per_channel(in[2], x)};
+}
+
+Ts instance_norm(const Node& n, const Ts& in) {
+    const Tensor& x = in[0];
+    Tensor m = x;
+    for (int a = x.ndim() - 1; a >= 2; --a) m = mean(m, a, true);
+    const Tensor c = x - m;
+    Tensor v = c * c;
+    for (int a = x.ndim() - 1; a >= 2; --a) v = mean(v, a, true);
+    return {c / sqrt(v + double(n.f("epsilon", 1e-5f))) * per_channel(in[1], x) + per_channel(in[2], x)};
+}
+
+Ts layer_norm(const Node& n, const Ts& in) {
+    const Tensor& x = in[0];
+    const int axis = axis_of(n.i("axis", -1), x.ndim(), n);
+    Tensor m = x;
+    for (int a = x.ndim() - 1; a >= axis; --a) m = mean(m, a, true);
+    const Tensor c = x - m;
+    Tensor v = c * c;
+    for (int a = x.ndim() - 1; a >= axis; --a) v = mean(v, a, true);
+    const Tensor inv_std = 1.0 / sqrt(v + double(n.f("epsilon", 1e-5f)));
+    Tensor y = c * inv_std * in[1];
+    if (in.size() > 2 && in[2].defined()) y = y + in[2];
+    return {y, m, inv_std};
+}
+
+// Softmax and LogSoftmax; before opset 13 over everything from `axis` on (the input as 2-d).
+template <Tensor (*F)(const Tensor&, int)> Ts softmax_op(const Node& n, const Ts& in) {
+    const Tensor& x = in[0];
+    if (n.opset() >= 13) return {F(x, axis_of(n.i("axis", -1), x.ndim(), n))};
+    const int axis = axis_of(n.i("axis", 1), x.ndim(), n);
+    return {F(x.flatten(axis, -1), -1).reshape(x.shape())};
+}
+Tensor softmax_of(const Tensor& x, int a) { return softmax(x, a); }
+Tensor logsoftmax_of(const Tensor& x, int a) { return logsoftmax(x, a); }
+
+Ts dropout(const Node& n, const Ts& in) {
+    if (n.opset() >= 12 && in.size() > 2 && in[2].defined() && in[2].to(DType::f64).item() != 0)
+        n.unsupported("training_mode=true (fluxion imports Dropout for inference)");
+    if (n.opset() < 7 && n.i("is_test", 0) == 0) n.unsupported("is_test=0 (fluxion imports Dropout for inference)");
+    Ts out{in[0]};
+    if (n.outputs() > 1) out.push_back(ones(in[0].shape(), {.dtype = DType::boolean, .device = in[0].device()}));
+    return out;
+}
+
+}  // namespace
+
+void add_nn_operators(std::map<std::string, Operator>& t) {
+    t["MatMul"] = matmul_op;
+    t["Gemm"] = gemm;
+    t["Conv"] = conv;
+    t["ConvTranspose"] = conv_transpose;
+    t["MaxPool"] = pool;
+    t["AveragePool"] = pool;
+    t["GlobalAveragePool"] = global_pool;
+    t["GlobalMaxPool"] = global_pool;
+    t["LRN"] = lrn;
+    t["BatchNormalization"] = batch_norm;
+    t["InstanceNormalization"] = instance_norm;
+    t["LayerNormalization"] = layer_norm;
+    t["Softmax"] = softmax_op<softmax_of>;
+    t["LogSoftmax"] = softmax_op<logsoftmax_of>;
+    t["Dropout"] = dropout;
+}
+
+}  // namespace fluxion::onnx::detail

@@ -1,0 +1,278 @@
+// test_onnx_import.cpp — fx::onnx::load: fluxion's own exports read back give the model's outputs
+// and gradients; PyTorch's torch.onnx.export of small models (tests/reference/onnx_torch_export.py)
+// gives PyTorch's outputs; a loaded model trains, compiles, saves, and runs on every other device;
+// unknown operators, unsupported attributes and damaged files are refused by name.
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "fluxion/fluxion.hpp"
+#include "other_devices.hpp"
+#include "test_io_support.hpp"
+#include "torch_reference.hpp"
+
+namespace fx = fluxion;
+using io_test::ScratchDir;
+
+namespace {
+
+const bool plugin_path_set = [] { return ::setenv("FLUXION_PLUGIN_PATH", FLUXION_TEST_PLUGIN_DIR, 1) == 0; }();
+
+// max |got − want| over max |want|.
+double relative_error(const std::vector<float>& got, const std::vector<float>& want) {
+    EXPECT_EQ(got.size(), want.size());
+    double largest = 0, worst = 0;
+    for (std::size_t i = 0; i < want.size() && i < got.size(); ++i) {
+        largest = std::max(largest, std::abs(double(want[i])));
+        worst = std::max(worst, std::abs(double(got[i]) - double(want[i])));
+    }
+    return largest > 0 ? worst / largest : worst;
+}
+double relative_error(const fx::Tensor& got, const fx::Tensor& want) {
+    EXPECT_EQ(got.shape(), want.shape());
+    return relative_error(got.to_vector<float>(), want.to_vector<float>());
+}
+
+auto lenet5() {  // examples/fashion_mnist's model
+    return fx::Chain(fx::Conv({5, 5}, 1, 6, fx::relu), fx::MaxPool({2, 2}), fx::Conv({5, 5}, 6, 16, fx::relu),
+                     fx::MaxPool({2, 2}), fx::Flatten(), fx::Dense(256, 120, fx::relu), fx::Dense(120, 84, fx::relu),
+                     fx::Dense(84, 10));
+}
+
+// `m` exported at `shape`, read back, and run at `shape` and at `other_batch`.
+template <class M> void round_trip(const M& m, fx::Shape shape, std::int64_t other_batch) {
+    ScratchDir dir;
+    fx::onnx::save(dir / "m.onnx", m, fx::randn(shape));
+    const fx::onnx::Model loaded = fx::onnx::load(dir / "m.onnx");
+    for (const std::int64_t batch : {shape[0], other_batch}) {
+        shape[0] = batch;
+        const fx::Tensor x = fx::randn(shape);
+        EXPECT_LE(relative_error(loaded(x), m(x)), 1e-5) << "batch " << batch;
+    }
+}
+
+template <class M> void settle_batchnorm(M& m, const fx::Shape& shape) {
+    fx::trainmode(m);
+    for (int i = 0; i < 3; ++i) (void)m(fx::randn(shape) * 2.0f + 0.5f);
+    fx::testmode(m);
+}
+
+// A graph of one node `op` on inputs X (and W where given as an initialiser), written to `path`.
+void write_one_node(const std::filesystem::path& path, const std::string& op,
+                    const std::vector<std::pair<std::string, std::int64_t>>& attributes = {}) {
+    ::onnx::ModelProto m;
+    m.set_ir_version(8);
+    auto* opset = m.add_opset_import();
+    opset->set_domain("");
+    opset->set_version(17);
+    auto* g = m.mutable_graph();
+    g->set_name("one");
+    auto* x = g->add_input();
+    x->set_name("X");
+    x->mutable_type()->mutable_tensor_type()->set_elem_type(::onnx::TensorProto::FLOAT);
+    auto* n = g->add_node();
+    n->set_op_type(op);
+    n->set_name("the_node");
+    n->add_input("X");
+    n->add_output("Y");
+    for (const auto& [name, value] : attributes) {
+        auto* a = n->add_attribute();
+        a->set_name(name);
+        a->set_type(::onnx::AttributeProto::INT);
+        a->set_i(value);
+    }
+    g->add_output()->set_name("Y");
+    std::ofstream out(path, std::ios::binary);
+    ASSERT_TRUE(m.SerializeToOstream(&out));
+}
+
+std::string message_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const fx::Error& e) {
+        return e.what();
+    }
+    return "no error";
+}
+
+std::map<std::string, fx::Tensor> as_map(const fx::State& s) { return {s.begin(), s.end()}; }
+
+std::string base64_decode(const std::string& in) {
+    const std::string abc = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    int bits = 0, value = 0;
+    for (char c : in) {
+        const auto k = abc.find(c);
+        if (k == std::string::npos) continue;  // '=' padding
+        value = ((value << 6) | int(k)) & 0xffffff, bits += 6;
+        if (bits >= 8) out.push_back(char((value >> (bits - 8)) & 0xff)), bits -= 8;
+    }
+    return out;
+}
+
+}  // namespace
+
+// ---- fluxion's own exports ----
+TEST(OnnxImport, LeNet5RoundTripGivesTheSameOutputs) { round_trip(lenet5(), {2, 1, 28, 28}, 5); }
+
+TEST(OnnxImport, ResNet18RoundTrip) {
+    auto m = fx::models::resnet18({.num_classes = 10});
+    settle_batchnorm(m, {4, 3, 32, 32});
+    round_trip(m, {2, 3, 32, 32}, 3);
+}
+
+TEST(OnnxImport, TransformerEncoderRoundTrip) {
+    round_trip(fx::Chain(fx::Dense(6, 16), fx::TransformerEncoder(16, 4, 2, {.feedforward = 32}), fx::Dense(16, 3)),
+               {2, 5, 6}, 3);
+}
+
+TEST(OnnxImport, LayersAndActivationsOfEveryKindRoundTrip) {
+    auto m = fx::Chain(fx::Conv({3, 3}, 2, 4, fx::leakyrelu, {.stride = 2, .pad = 1}), fx::BatchNorm(4, fx::elu),
+                       fx::MeanPool({2, 2}, {.stride = 2, .pad = 1}),
+                       fx::Conv({3, 3}, 4, 4, fx::tanh, {.pad = fx::SamePad(), .groups = 2}),
+                       fx::MaxPool({3, 3}, {.stride = 1, .pad = 1}), fx::GlobalMeanPool(), fx::Flatten(),
+                       fx::Dense(4, 6, fx::softplus), fx::Dense(6, 5, fx::hardswish), fx::Dense(5, 3, fx::hardsigmoid),
+                       fx::Dense(3, 3), fx::logsoftmax);
+    settle_batchnorm(m, {3, 2, 12, 12});
+    round_trip(m, {3, 2, 12, 12}, 4);
+    round_trip(fx::Chain(fx::Conv(std::array<int, 1>{3}, 2, 4, fx::relu, {.stride = 2, .pad = 1}),
+                         fx::MaxPool(std::array<int, 1>{2}), fx::Conv(std::array<int, 1>{3}, 4, 3, {.dilation = 2}),
+                         fx::MeanPool(std::array<int, 1>{2})),
+               {2, 2, 23}, 3);
+}
+
+// The initialisers are the parameters: fx::params, fx::state and fx::save see them, and the
+// gradient of a loaded LeNet-5 is the original's, parameter by parameter.
+TEST(OnnxImport, InitialisersAreTheTrainableParametersWithTheOriginalsGradients) {
+    ScratchDir dir;
+    auto m = lenet5();
+    const fx::Tensor x = fx::randn({3, 1, 28, 28});
+    fx::onnx::save(dir / "m.onnx", m, x);
+    const fx::onnx::Model loaded = fx::onnx::load(dir / "m.onnx");
+    const auto original = as_map(fx::state(m));
+    const auto state = as_map(fx::state(loaded));
+    EXPECT_EQ(state.size(), original.size());
+    for (const auto& [name, t] : original) EXPECT_TRUE(state.count("initializers." + name)) << name;
+
+    auto [g_original] = fx::gradient([&](const auto& model) { return fx::sum(model(x) * model(x)); }, m);
+    auto [g_loaded] = fx::gradient([&](const auto& model) { return fx::sum(model(x) * model(x)); }, loaded);
+    const auto go = as_map(fx::state(g_original));
+    for (const auto& [name, g] : fx::state(g_loaded)) {
+        ASSERT_TRUE(go.count(name.substr(std::string("initializers.").size()))) << name;
+        EXPECT_LE(relative_error(g, go.at(name.substr(std::string("initializers.").size()))), 1e-4) << name;
+    }
+
+    fx::save(dir / "m.safetensors", loaded);
+    auto other = fx::onnx::load(dir / "m.onnx");
+    for (auto& [name, t] : other.initializers) t.fill_(0);
+    fx::load(dir / "m.safetensors", other);
+    EXPECT_LE(relative_error(other(x), m(x)), 1e-6);
+}
+
+TEST(OnnxImport, ALoadedModelTrainsEagerlyAndCompiled) {
+    ScratchDir dir;
+    fx::seed(1);
+    fx::onnx::save(dir / "mlp.onnx", fx::Chain(fx::Dense(4, 16, fx::tanh), fx::Dense(16, 1)), fx::randn({8, 4}));
+    fx::onnx::Model m = fx::onnx::load(dir / "mlp.onnx");
+    const fx::Tensor x = fx::randn({64, 4});
+    const fx::Tensor y = fx::sum(fx::sin(x), 1, true);
+    std::vector<std::tuple<fx::Tensor, fx::Tensor>> data = {{x, y}};
+    auto loss = [](const auto& model, const fx::Tensor& xb, const fx::Tensor& yb) { return fx::mse(model(xb), yb); };
+    const double before = loss(m, x, y).item();
+    auto opt = fx::setup(fx::Adam{.eta = 0.01}, m);
+    const auto history = fx::train(loss, m, data, opt, {.epochs = 30, .progress = false});
+    EXPECT_LT(history.back(), before / 2);
+    EXPECT_LT(loss(m, x, y).item(), before / 2);
+
+    auto fwd = fx::compile(m);
+    EXPECT_LE(relative_error(fwd(x), m(x)), 1e-6);
+}
+
+TEST(OnnxImport, RunsOnEveryOtherDeviceAsOnTheCpu) {
+    ScratchDir dir;
+    auto lenet = lenet5();
+    fx::onnx::save(dir / "m.onnx", lenet, fx::randn({2, 1, 28, 28}));
+    const fx::onnx::Model m = fx::onnx::load(dir / "m.onnx");
+    const fx::Tensor x = fx::randn({3, 1, 28, 28});
+    const fx::Tensor y = m(x);
+    for (const auto& d : fx::testing::other_devices()) {
+        SCOPED_TRACE(d.str());
+        const auto on_device = m | d;
+        const fx::Tensor yd = on_device(x.to(d));
+        EXPECT_EQ(yd.device(), d);
+        EXPECT_LE(relative_error(yd.to(fx::Device{}), y), 1e-4);
+    }
+}
+
+// ---- PyTorch's exports ----
+TEST(OnnxImport, PyTorchExportsGivePyTorchsOutputs) {
+    const auto r = fx_test::run_torch_script(std::string(FLUXION_SOURCE_DIR) + "/tests/reference/onnx_torch_export.py",
+                                             "", "onnx_torch_export");
+    if (!fx_test::ran(r)) GTEST_SKIP() << r.skip;
+    ScratchDir dir;
+    for (const std::string name : {"mlp", "cnn", "conv1d", "attention"}) {
+        SCOPED_TRACE(name);
+        const auto& entry = r.results.at(name);
+        const std::string bytes = base64_decode(entry["onnx"].get<std::string>());
+        const auto path = dir / (name + ".onnx");
+        std::ofstream(path, std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
+        const fx::onnx::Model m = fx::onnx::load(path);
+        for (const auto& run : entry["runs"]) {
+            const fx::Tensor x = fx::tensor(run["input"].get<std::vector<float>>(), run["shape"].get<fx::Shape>());
+            const fx::Tensor y = m(x);
+            EXPECT_EQ(y.shape(), run["output_shape"].get<fx::Shape>());
+            EXPECT_LE(relative_error(y.to_vector<float>(), run["output"].get<std::vector<float>>()), 1e-4)
+                << "batch " << x.shape(0);
+        }
+    }
+}
+
+// ---- refusals ----
+TEST(OnnxImport, AnUnknownOperatorIsNamedWithItsNodeAndOpset) {
+    ScratchDir dir;
+    write_one_node(dir / "m.onnx", "FancyNewOp");
+    const std::string e = message_of([&] { fx::onnx::load(dir / "m.onnx"); });
+    EXPECT_NE(e.find("node 'the_node' (FancyNewOp, opset 17)"), std::string::npos) << e;
+    EXPECT_NE(e.find("does not implement"), std::string::npos) << e;
+}
+
+TEST(OnnxImport, AnUnsupportedAttributeIsNamedWithItsNode) {
+    ScratchDir dir;
+    write_one_node(dir / "m.onnx", "BatchNormalization", {{"training_mode", 1}});
+    const fx::onnx::Model m = fx::onnx::load(dir / "m.onnx");
+    const std::string e = message_of([&] { (void)m(fx::randn({2, 3})); });
+    EXPECT_NE(e.find("node 'the_node' (BatchNormalization, opset 17): training_mode=1"), std::string::npos) << e;
+}
+
+TEST(OnnxImport, DamagedFilesAreIOErrors) {
+    ScratchDir dir;
+    fx::onnx::save(dir / "m.onnx", lenet5(), fx::randn({1, 1, 28, 28}));
+    std::ifstream in(dir / "m.onnx", std::ios::binary);
+    const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    for (const std::size_t keep : {bytes.size() / 2, bytes.size() - 7, std::size_t(40)}) {
+        std::ofstream(dir / "cut.onnx", std::ios::binary).write(bytes.data(), std::streamsize(keep));
+        EXPECT_THROW(fx::onnx::load(dir / "cut.onnx"), fx::IOError) << keep << " bytes of " << bytes.size();
+    }
+    std::ofstream(dir / "junk.onnx") << "this is not a protocol buffer at all";
+    EXPECT_THROW(fx::onnx::load(dir / "junk.onnx"), fx::IOError);
+    EXPECT_THROW(fx::onnx::load(dir / "missing.onnx"), fx::IOError);
+}
+
+TEST(OnnxImport, CallingWithTheWrongNumberOfInputsIsAValueError) {
+    ScratchDir dir;
+    fx::onnx::save(dir / "m.onnx", fx::Chain(fx::Dense(4, 3)), fx::randn({2, 4}));
+    const fx::onnx::Model m = fx::onnx::load(dir / "m.onnx");
+    EXPECT_EQ(m.input_names(), std::vector<std::string>{"input"});
+    EXPECT_EQ(m.output_names(), std::vector<std::string>{"output"});
+    EXPECT_THROW((void)m(std::vector<fx::Tensor>{fx::randn({2, 4}), fx::randn({2, 4})}), fx::ValueError);
+    EXPECT_EQ(m(std::vector<fx::Tensor>{fx::randn({2, 4})}).size(), 1u);
+}
