@@ -18,6 +18,7 @@
 #include "distributed/rank_variables.hpp"
 #include "fluxion/datasets.hpp"
 #include "fluxion/error.hpp"
+#include "fluxion/fluxion.hpp"
 
 namespace {
 namespace fs = std::filesystem;
@@ -98,6 +99,35 @@ TEST(FuzzCorpora, RankVariableSeedsGiveARankOrAClearError) {
     } catch (const fluxion::ValueError& e) {
         EXPECT_NE(std::string(e.what()).find("SLURM_LOCALID is '1x'"), std::string::npos) << e.what();
     }
+}
+
+// The checkpoint corpus (fuzz_checkpoint) through fx::load_checkpoint, into the model and rule the
+// seeds were written for: the valid ones load their values, the others change nothing.
+TEST(FuzzCorpora, CheckpointSeedsLoadOrAreRefusedAndChangeNothing) {
+    const std::size_t files = check_corpus("checkpoint", [](const fs::path& p) {
+        fluxion::Dense model(2, 1);
+        auto opt = fluxion::setup(fluxion::Descent{}, model);
+        const auto before = model.weight.to_vector<float>();
+        try {
+            (void)fluxion::load_checkpoint(p, model, opt);
+        } catch (const fluxion::IOError& e) {
+            EXPECT_NE(std::string(e.what()).find(p.string()), std::string::npos) << e.what();
+            EXPECT_EQ(model.weight.to_vector<float>(), before);
+            for (const auto& param : opt.params) {
+                EXPECT_EQ(param.t, 0);
+                EXPECT_FALSE(param.frozen);
+            }
+            throw;
+        }
+        EXPECT_EQ(model.weight.to_vector<float>(), (std::vector<float>{0.5f, -0.25f}));
+        ASSERT_EQ(opt.params.size(), 2u);
+        for (const auto& param : opt.params)
+            if (param.path == "bias") {
+                EXPECT_EQ(param.t, 3);
+                EXPECT_TRUE(param.frozen);  // the seeds' byte 1
+            }
+    });
+    EXPECT_GE(files, 20u);
 }
 
 TEST(FuzzCorpora, MappedFileSeedsMapToTheirBytes) {
