@@ -170,6 +170,28 @@ CHECKPOINT = {
     "plain_model_file": safetensors({"weight": entry("F32", [1, 2], 0, 8), "bias": entry("F32", [1], 8, 12)}, bytes(12)),
 }
 
+# The examples' command lines (fuzz_command_line): arguments separated by NUL bytes. Valid ones parse
+# with fuzz_command_line's options; tests/test_examples.cpp runs the examples themselves.
+COMMAND_LINE = {
+    "valid_empty": b"",
+    "valid_flags": b"--epochs\x003\x00--batchsize\x0064\x00--eager\x00--device\x00CPU",
+    "valid_positional": b"2000",
+    "valid_eta": b"--eta\x001e-3\x00--limit\x00007",
+    "valid_help": b"--help\x00--epochs\x000",
+    "help_after_a_bad_value": b"--epochs\x000\x00--help",
+    "epochs_zero": b"--epochs\x000",
+    "epochs_wider_than_int": b"--epochs\x004294967297",
+    "batchsize_past_int64": b"--batchsize\x0099999999999999999999",
+    "plus_sign": b"--epochs\x00+3",
+    "leading_space": b"--epochs\x00 3",
+    "trailing_text": b"--limit\x003x",
+    "eta_nan": b"--eta\x00nan",
+    "eta_hex": b"--eta\x000x1p-3",
+    "missing_value": b"--epochs",
+    "unknown": b"--epoch\x003",
+    "two_positionals": b"1\x002",
+}
+
 # Values of OMPI_COMM_WORLD_LOCAL_RANK (and MPICH's, Slurm's): valid ones are local ranks.
 RANK_VARIABLES = {
     "valid_zero": b"0",
@@ -190,7 +212,7 @@ MAPPED_FILE = {
     "valid_page_and_a_byte": bytes(range(256)) * 16 + b"\xff",
 }
 
-CORPORA = {"safetensors": SAFETENSORS, "checkpoint": CHECKPOINT, "idx": IDX, "preferences": PREFERENCES, "temporary_names": TEMPORARY_NAMES,
+CORPORA = {"safetensors": SAFETENSORS, "checkpoint": CHECKPOINT, "command_line": COMMAND_LINE, "idx": IDX, "preferences": PREFERENCES, "temporary_names": TEMPORARY_NAMES,
            "rank_variables": RANK_VARIABLES, "mapped_file": MAPPED_FILE}
 
 if __name__ == "__main__":

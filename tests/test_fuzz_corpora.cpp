@@ -10,8 +10,12 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <optional>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
+#include "command_line.hpp"
 #include "core/io/atomic_file.hpp"
 #include "core/io/mapped_file.hpp"
 #include "core/preferences.hpp"
@@ -128,6 +132,51 @@ TEST(FuzzCorpora, CheckpointSeedsLoadOrAreRefusedAndChangeNothing) {
             }
     });
     EXPECT_GE(files, 20u);
+}
+
+// The examples' command lines (arguments separated by NUL bytes), parsed with fuzz_command_line's options.
+TEST(FuzzCorpora, CommandLineSeedsParseOrAreRefusedClearly) {
+    const std::size_t files = check_corpus<std::invalid_argument>("command_line", [](const fs::path& p) {
+        std::vector<std::string> args{"example"};
+        std::string text = text_of(p);
+        for (std::size_t start = 0;;) {
+            const std::size_t end = text.find('\0', start);
+            args.push_back(text.substr(start, end == std::string::npos ? std::string::npos : end - start));
+            if (end == std::string::npos) break;
+            start = end + 1;
+        }
+        if (text.empty()) args.pop_back();
+        std::vector<const char*> argv;
+        for (const auto& a : args) argv.push_back(a.c_str());
+        int epochs = 8;
+        std::int64_t batchsize = 64;
+        std::optional<std::int64_t> limit;
+        double eta = 2e-3;
+        std::optional<std::string> device;
+        bool eager = false;
+        std::string runs;
+        (void)examples::parse(static_cast<int>(argv.size()), argv.data(),
+                              {examples::count("--epochs", epochs), examples::count("--batchsize", batchsize),
+                               examples::count("--limit", limit), examples::number("--eta", eta),
+                               examples::text("--device", device), examples::toggle("--eager", eager),
+                               examples::positional("runs", [&](const std::string& v) { runs = v; })});
+    });
+    EXPECT_GE(files, 17u);
+    // What reading the parsers for their target found: --epochs (an int) was cut from 64 bits in
+    // audio_like_1d, and " 3" and "+3" were taken for 3.
+    auto refusal = [](std::vector<const char*> argv) {
+        int epochs = 8;
+        try {
+            (void)examples::parse(static_cast<int>(argv.size()), argv.data(), {examples::count("--epochs", epochs)});
+        } catch (const std::invalid_argument& e) {
+            return std::string(e.what());
+        }
+        return "accepted, epochs " + std::to_string(epochs);
+    };
+    EXPECT_EQ(refusal({"x", "--epochs", "4294967297"}), "--epochs is at most 2147483647, got '4294967297'");
+    EXPECT_EQ(refusal({"x", "--epochs", " 3"}), "--epochs expects a positive whole number, got ' 3'");
+    EXPECT_EQ(refusal({"x", "--epochs", "+3"}), "--epochs expects a positive whole number, got '+3'");
+    EXPECT_EQ(refusal({"x", "--epochs", "03"}), "accepted, epochs 3");
 }
 
 TEST(FuzzCorpora, MappedFileSeedsMapToTheirBytes) {
