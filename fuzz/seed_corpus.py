@@ -126,6 +126,72 @@ TEMPORARY_NAMES = {
     "empty": b"",
 }
 
+
+
+def checkpoint(eta=b"0.10000000000000001", step=3, frozen=b"\x00", marker=True, extra=None, step_dtype="I64"):
+    """A checkpoint of fx::Dense(2, 1) and fx::Descent, as fx::save_checkpoint writes it; eta is the metadata's text."""
+    metadata = {"fluxion.checkpoint": "1"} if marker else {}
+    if eta is not None:
+        metadata["fluxion.optimiser.eta"] = eta.decode("latin-1")
+    metadata.update(extra or {})
+    step_bytes = struct.pack("<q", step) if step_dtype == "I64" else struct.pack("<i", step)
+    step_size = len(step_bytes)
+    tensors = [("model.weight", "F32", [1, 2], struct.pack("<2f", 0.5, -0.25)), ("model.bias", "F32", [1], struct.pack("<f", 0.125)),
+               ("optimiser.weight.step", step_dtype, [], step_bytes), ("optimiser.weight.frozen", "BOOL", [], frozen),
+               ("optimiser.bias.step", "I64", [], struct.pack("<q", 3)), ("optimiser.bias.frozen", "BOOL", [], b"\x01")]
+    header, data = {"__metadata__": metadata}, b""
+    for name, dtype, shape, content in tensors:
+        header[name] = entry(dtype, shape, len(data), len(data) + len(content))
+        data += content
+    return safetensors(header, data)
+
+
+# Checkpoints (fuzz_checkpoint; tests/test_fuzz_corpora.cpp loads them into fx::Dense(2, 1) and fx::Descent).
+CHECKPOINT = {
+    "valid_checkpoint": checkpoint(),
+    "valid_exponent_eta": checkpoint(eta=b"1e-3"),
+    "valid_extra_entries": checkpoint(extra={"extra.epoch": "7", "extra.": "", "extra.extra.x": "y"}),
+    "valid_zero_step": checkpoint(step=0),
+    "bool_byte_two": checkpoint(frozen=b"\x02"),
+    "bool_byte_ff": checkpoint(frozen=b"\xff"),
+    "negative_step": checkpoint(step=-1),
+    "most_negative_step": checkpoint(step=-2**63),
+    "step_as_i32": checkpoint(step_dtype="I32"),
+    "eta_nan": checkpoint(eta=b"nan"),
+    "eta_inf": checkpoint(eta=b"inf"),
+    "eta_overflowing": checkpoint(eta=b"1e400"),
+    "eta_empty": checkpoint(eta=b""),
+    "eta_leading_space": checkpoint(eta=b" 0.1"),
+    "eta_plus_sign": checkpoint(eta=b"+0.1"),
+    "eta_trailing_text": checkpoint(eta=b"0.1x"),
+    "eta_hex": checkpoint(eta=b"0x1p-3"),
+    "no_eta": checkpoint(eta=None),
+    "no_marker": checkpoint(marker=False),
+    "plain_model_file": safetensors({"weight": entry("F32", [1, 2], 0, 8), "bias": entry("F32", [1], 8, 12)}, bytes(12)),
+}
+
+# The examples' command lines (fuzz_command_line): arguments separated by NUL bytes. Valid ones parse
+# with fuzz_command_line's options; tests/test_examples.cpp runs the examples themselves.
+COMMAND_LINE = {
+    "valid_empty": b"",
+    "valid_flags": b"--epochs\x003\x00--batchsize\x0064\x00--eager\x00--device\x00CPU",
+    "valid_positional": b"2000",
+    "valid_eta": b"--eta\x001e-3\x00--limit\x00007",
+    "valid_help": b"--help\x00--epochs\x000",
+    "help_after_a_bad_value": b"--epochs\x000\x00--help",
+    "epochs_zero": b"--epochs\x000",
+    "epochs_wider_than_int": b"--epochs\x004294967297",
+    "batchsize_past_int64": b"--batchsize\x0099999999999999999999",
+    "plus_sign": b"--epochs\x00+3",
+    "leading_space": b"--epochs\x00 3",
+    "trailing_text": b"--limit\x003x",
+    "eta_nan": b"--eta\x00nan",
+    "eta_hex": b"--eta\x000x1p-3",
+    "missing_value": b"--epochs",
+    "unknown": b"--epoch\x003",
+    "two_positionals": b"1\x002",
+}
+
 # Values of OMPI_COMM_WORLD_LOCAL_RANK (and MPICH's, Slurm's): valid ones are local ranks.
 RANK_VARIABLES = {
     "valid_zero": b"0",
@@ -146,7 +212,7 @@ MAPPED_FILE = {
     "valid_page_and_a_byte": bytes(range(256)) * 16 + b"\xff",
 }
 
-CORPORA = {"safetensors": SAFETENSORS, "idx": IDX, "preferences": PREFERENCES, "temporary_names": TEMPORARY_NAMES,
+CORPORA = {"safetensors": SAFETENSORS, "checkpoint": CHECKPOINT, "command_line": COMMAND_LINE, "idx": IDX, "preferences": PREFERENCES, "temporary_names": TEMPORARY_NAMES,
            "rank_variables": RANK_VARIABLES, "mapped_file": MAPPED_FILE}
 
 if __name__ == "__main__":

@@ -1047,6 +1047,15 @@ TEST(CpuGemm, ZeroBetaIgnoresGarbageInC) {
     EXPECT_EQ(empty, (std::vector<float>{0, 0, 0, 0}));
 }
 
+// k = 0 with another beta: C = beta C, computed by fluxion itself, not BLAS (a mutant that dropped
+// beta there survived every other test).
+TEST(CpuGemm, AnEmptyProductScalesCByBeta) {
+    const std::vector<float> a(1), b(1);
+    std::vector<float> c{1, -2, 3, 4, 5, 6};
+    cpu().gemm(0, DType::f32, false, false, 2, 3, 0, 1.0, a.data(), 0, 0, b.data(), 3, 0, -0.5, c.data(), 3, 0, 1);
+    EXPECT_EQ(c, (std::vector<float>{-0.5f, 1, -1.5f, -2, -2.5f, -3}));
+}
+
 TEST(CpuGemm, RejectsIntegersAndShortRows) {
     std::vector<std::int32_t> a(4), b(4), c(4);
     EXPECT_THROW(

@@ -208,6 +208,27 @@ TEST(DataLoader, CopiesShareTheEpochCounter) {
     EXPECT_EQ(epoch_ids(copy), r2);
 }
 
+// A resumed run's loader is a new one: set_epoch gives it the order the saved run had next, also
+// through `loader | dev` (the soak, tests/reliability/soak.cpp, restores it from a checkpoint).
+TEST(DataLoader, SetEpochRestoresTheOrderOfThatEpoch) {
+    fx::DataLoaderOptions options{.batchsize = 8, .shuffle = true, .seed = 5};
+    fx::DataLoader reference({features(40), labels(40)}, options);
+    EXPECT_EQ(reference.epoch(), 0u);
+    std::vector<std::vector<std::vector<std::int64_t>>> orders;
+    for (int e = 0; e < 4; ++e) orders.push_back(epoch_ids(reference));
+    EXPECT_EQ(reference.epoch(), 4u);
+    fx::DataLoader resumed({features(40), labels(40)}, options);
+    resumed.set_epoch(2);
+    EXPECT_EQ(resumed.epoch(), 2u);
+    EXPECT_EQ(epoch_ids(resumed), orders[2]);
+    EXPECT_EQ(resumed.epoch(), 3u);
+    std::vector<std::vector<std::int64_t>> on_device;
+    for (auto [x, y] : resumed | fx::Device{}) on_device.push_back(ids(y));
+    EXPECT_EQ(on_device, orders[3]);
+    resumed.set_epoch(0);
+    EXPECT_EQ(epoch_ids(resumed), orders[0]);
+}
+
 TEST(DataLoader, UnshuffledBatchesAreViewsOfTheData) {
     fx::Tensor X = features(10);
     fx::DataLoader loader(X, {.batchsize = 5});

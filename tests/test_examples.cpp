@@ -125,6 +125,12 @@ TEST(Examples, GpuVsCpuRefusesABadRunCount) {
     const Result r = run("gpu_vs_cpu", "zero");
     EXPECT_EQ(r.status, 2) << r.output;
     EXPECT_NE(r.output.find("usage: gpu_vs_cpu"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("runs expects a positive whole number, got 'zero'"), std::string::npos) << r.output;
+    const Result trailing = run("gpu_vs_cpu", "12abc");  // std::stoi took 12
+    EXPECT_EQ(trailing.status, 2) << trailing.output;
+    const Result two = run("gpu_vs_cpu", "5 6");
+    EXPECT_EQ(two.status, 2) << two.output;
+    EXPECT_NE(two.output.find("unknown option: 6"), std::string::npos) << two.output;
 }
 
 TEST(Examples, FashionMnistHelpAndBadOptions) {
@@ -298,6 +304,10 @@ TEST(Examples, AudioLike1dHelpAndBadOptions) {
     const Result bad = run("audio_like_1d", "--width 0");
     EXPECT_EQ(bad.status, 2) << bad.output;
     EXPECT_NE(bad.output.find("--width expects a positive whole number, got '0'"), std::string::npos) << bad.output;
+    // The examples' one parser (examples/command_line.cpp): this one cut --epochs from 64 bits to an int.
+    const Result wide = run("audio_like_1d", "--epochs 4294967297");
+    EXPECT_EQ(wide.status, 2) << wide.output;
+    EXPECT_NE(wide.output.find("--epochs is at most 2147483647, got '4294967297'"), std::string::npos) << wide.output;
 }
 
 TEST(Examples, AudioLike1dTrainsSavesAndBeatsChance) {

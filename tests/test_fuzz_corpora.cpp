@@ -10,14 +10,19 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <optional>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
+#include "command_line.hpp"
 #include "core/io/atomic_file.hpp"
 #include "core/io/mapped_file.hpp"
 #include "core/preferences.hpp"
 #include "distributed/rank_variables.hpp"
 #include "fluxion/datasets.hpp"
 #include "fluxion/error.hpp"
+#include "fluxion/fluxion.hpp"
 
 namespace {
 namespace fs = std::filesystem;
@@ -98,6 +103,80 @@ TEST(FuzzCorpora, RankVariableSeedsGiveARankOrAClearError) {
     } catch (const fluxion::ValueError& e) {
         EXPECT_NE(std::string(e.what()).find("SLURM_LOCALID is '1x'"), std::string::npos) << e.what();
     }
+}
+
+// The checkpoint corpus (fuzz_checkpoint) through fx::load_checkpoint, into the model and rule the
+// seeds were written for: the valid ones load their values, the others change nothing.
+TEST(FuzzCorpora, CheckpointSeedsLoadOrAreRefusedAndChangeNothing) {
+    const std::size_t files = check_corpus("checkpoint", [](const fs::path& p) {
+        fluxion::Dense model(2, 1);
+        auto opt = fluxion::setup(fluxion::Descent{}, model);
+        const auto before = model.weight.to_vector<float>();
+        try {
+            (void)fluxion::load_checkpoint(p, model, opt);
+        } catch (const fluxion::IOError& e) {
+            EXPECT_NE(std::string(e.what()).find(p.string()), std::string::npos) << e.what();
+            EXPECT_EQ(model.weight.to_vector<float>(), before);
+            for (const auto& param : opt.params) {
+                EXPECT_EQ(param.t, 0);
+                EXPECT_FALSE(param.frozen);
+            }
+            throw;
+        }
+        EXPECT_EQ(model.weight.to_vector<float>(), (std::vector<float>{0.5f, -0.25f}));
+        ASSERT_EQ(opt.params.size(), 2u);
+        for (const auto& param : opt.params)
+            if (param.path == "bias") {
+                EXPECT_EQ(param.t, 3);
+                EXPECT_TRUE(param.frozen);  // the seeds' byte 1
+            }
+    });
+    EXPECT_GE(files, 20u);
+}
+
+// The examples' command lines (arguments separated by NUL bytes), parsed with fuzz_command_line's options.
+TEST(FuzzCorpora, CommandLineSeedsParseOrAreRefusedClearly) {
+    const std::size_t files = check_corpus<std::invalid_argument>("command_line", [](const fs::path& p) {
+        std::vector<std::string> args{"example"};
+        std::string text = text_of(p);
+        for (std::size_t start = 0;;) {
+            const std::size_t end = text.find('\0', start);
+            args.push_back(text.substr(start, end == std::string::npos ? std::string::npos : end - start));
+            if (end == std::string::npos) break;
+            start = end + 1;
+        }
+        if (text.empty()) args.pop_back();
+        std::vector<const char*> argv;
+        for (const auto& a : args) argv.push_back(a.c_str());
+        int epochs = 8;
+        std::int64_t batchsize = 64;
+        std::optional<std::int64_t> limit;
+        double eta = 2e-3;
+        std::optional<std::string> device;
+        bool eager = false;
+        std::string runs;
+        (void)examples::parse(static_cast<int>(argv.size()), argv.data(),
+                              {examples::count("--epochs", epochs), examples::count("--batchsize", batchsize),
+                               examples::count("--limit", limit), examples::number("--eta", eta),
+                               examples::text("--device", device), examples::toggle("--eager", eager),
+                               examples::positional("runs", [&](const std::string& v) { runs = v; })});
+    });
+    EXPECT_GE(files, 17u);
+    // What reading the parsers for their target found: --epochs (an int) was cut from 64 bits in
+    // audio_like_1d, and " 3" and "+3" were taken for 3.
+    auto refusal = [](std::vector<const char*> argv) {
+        int epochs = 8;
+        try {
+            (void)examples::parse(static_cast<int>(argv.size()), argv.data(), {examples::count("--epochs", epochs)});
+        } catch (const std::invalid_argument& e) {
+            return std::string(e.what());
+        }
+        return "accepted, epochs " + std::to_string(epochs);
+    };
+    EXPECT_EQ(refusal({"x", "--epochs", "4294967297"}), "--epochs is at most 2147483647, got '4294967297'");
+    EXPECT_EQ(refusal({"x", "--epochs", " 3"}), "--epochs expects a positive whole number, got ' 3'");
+    EXPECT_EQ(refusal({"x", "--epochs", "+3"}), "--epochs expects a positive whole number, got '+3'");
+    EXPECT_EQ(refusal({"x", "--epochs", "03"}), "accepted, epochs 3");
 }
 
 TEST(FuzzCorpora, MappedFileSeedsMapToTheirBytes) {

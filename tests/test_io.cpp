@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "core/io/atomic_file.hpp"
+#include "fsync_counting.hpp"
 #include "test_io_support.hpp"
 
 namespace {
@@ -340,6 +341,20 @@ TEST(IOAtomic, SuccessfulSaveReplacesTheFileAndLeavesNoTemporary) {
     MLP back = mlp({2, 2});
     fx::load(dir / "m.safetensors", back);
     expect_same_model(back, second);
+}
+
+// A kill cannot show that a save reaches the disk (the page cache survives it), so the calls are
+// watched: the data goes to disk in its temporary file before the rename, then the folder, which
+// makes the rename durable. (Dropping the file's fsync survived every other test: scripts/mutate.sh.)
+TEST(IOAtomic, ASaveFsyncsItsTemporaryFileThenTheFolder) {
+    ScratchDir dir;
+    fsync_counting::clear();
+    fx::save(dir / "m.safetensors", mlp({2, 2}));
+    const auto synced = fsync_counting::synced();
+    const std::string folder = std::filesystem::canonical(dir.path()).string();
+    ASSERT_EQ(synced.size(), 2u) << ::testing::PrintToString(synced);
+    EXPECT_EQ(synced[0].rfind(folder + "/.m.safetensors.tmp-", 0), 0u) << synced[0];
+    EXPECT_EQ(synced[1], folder);
 }
 
 // A writer killed mid-save leaves its temporary file; the next successful save of the same file on

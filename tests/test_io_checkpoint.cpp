@@ -226,6 +226,10 @@ TEST(IOCheckpoint, DamagedValuesAreRefusedAndChangeNothing) {
     const std::int64_t negative = -5;
     patch_tensor(file, "optimiser.layers.1.weight.step", std::string(reinterpret_cast<const char*>(&negative), 8));
     expect_refused("optimiser.layers.1.weight.step is -5, a negative step count");
+    fx::save_checkpoint(file, model, opt);  // the boundary: -1 too (a mutant allowing it survived -5)
+    const std::int64_t minus_one = -1;
+    patch_tensor(file, "optimiser.layers.1.weight.step", std::string(reinterpret_cast<const char*>(&minus_one), 8));
+    expect_refused("optimiser.layers.1.weight.step is -1, a negative step count");
 
     fx::save_checkpoint(file, model, opt);
     fx::load_checkpoint(file, other, other_opt);  // the same file, undamaged, loads
@@ -239,12 +243,14 @@ TEST(IOCheckpoint, DamagedValuesAreRefusedAndChangeNothing) {
     ASSERT_NE(at, std::string::npos);
     const auto value = at + std::string("\"fluxion.optimiser.eta\":\"").size();
     const auto end = bytes.find('"', value);
-    bytes.replace(value, end - value, std::string(end - value, ' ').replace(0, 3, "nan"));
+    // Exactly "nan", the closing quote moved and JSON's whitespace after it: text after the number
+    // would be refused as such, and a check of finiteness dropped would go unseen.
+    bytes.replace(value, end - value + 1, std::string(end - value + 1, ' ').replace(0, 4, "nan\""));
     std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes;
     Model third = make_model();
     auto third_opt = fx::setup(fx::Adam{}, third);
     const std::string m = message_of([&] { fx::load_checkpoint(file, third, third_opt); });
-    EXPECT_NE(m.find("not a finite number"), std::string::npos) << m;
+    EXPECT_NE(m.find("\"fluxion.optimiser.eta\" is \"nan\", not a finite number"), std::string::npos) << m;
 }
 
 TEST(IOCheckpoint, APlainModelFileIsNotACheckpoint) {

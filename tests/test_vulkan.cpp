@@ -6,12 +6,15 @@
 // skips, saying why, where the plugin is not built or lavapipe is not installed, and fails where
 // both are there and the plugin is not usable (fx_test::vulkan_expected).
 #include <dlfcn.h>
+#include <sys/resource.h>
+#include <unistd.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -523,6 +526,53 @@ TEST_F(Vulkan, AModelLargerThanTheMemoryLimitIsOutOfMemoryAndTheDeviceStaysUsabl
     EXPECT_EQ(on_device.to_vector<float>().size(), 10u);
     const auto expected = small(x).to_vector<float>(), got = on_device.to_vector<float>();
     for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], expected[i], 1e-5);
+}
+
+// Run by ctest as vulkan.driver_out_of_memory, alone in its process: the driver itself says no. The
+// process's address space is capped (RLIMIT_AS) 128 MiB above what it holds, so that lavapipe's
+// vkAllocateMemory fails for a 512 MiB block that fluxion's own checks let through (no
+// FLUXION_VULKAN_MEMORY_LIMIT, below the heap's size): fx::OutOfMemory naming the size, nothing left
+// allocated, and with the cap lifted the same block allocates and the device computes.
+TEST_F(Vulkan, TheDriversOutOfMemoryIsOutOfMemoryAndTheDeviceStaysUsable) {
+    if (!std::getenv("FLUXION_TEST_DRIVER_OUT_OF_MEMORY"))
+        GTEST_SKIP() << "run by ctest's vulkan.driver_out_of_memory, alone in its process (it caps the address space)";
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    GTEST_SKIP() << "the sanitizers' shadow memory needs terabytes of address space";
+#endif
+    constexpr std::size_t kBytes = std::size_t{512} << 20;
+    ASSERT_EQ(std::getenv("FLUXION_VULKAN_MEMORY_LIMIT"), nullptr);
+    fx::backend::DeviceProperties props{};
+    t().device_properties(0, &props);
+    ASSERT_GT(props.total_bytes, 2 * kBytes) << "fluxion's own heap check would refuse the block";
+    long pages = 0;
+    if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
+        if (std::fscanf(f, "%ld", &pages) != 1) pages = 0;
+        std::fclose(f);
+    }
+    ASSERT_GT(pages, 0);
+    rlimit original{};
+    ASSERT_EQ(getrlimit(RLIMIT_AS, &original), 0);
+    const rlimit capped{std::size_t(pages) * std::size_t(sysconf(_SC_PAGESIZE)) + (std::size_t{128} << 20),
+                        original.rlim_max};
+    std::string message;
+    ASSERT_EQ(setrlimit(RLIMIT_AS, &capped), 0);
+    try {
+        t().free(0, t().alloc(0, kBytes));
+    } catch (const fx::OutOfMemory& e) {
+        message = e.what();
+    }
+    ASSERT_EQ(setrlimit(RLIMIT_AS, &original), 0);
+    EXPECT_NE(message.find("allocating " + std::to_string(kBytes) + " bytes (0 MiB in use by fluxion)"), std::string::npos)
+        << (message.empty() ? "the driver allocated 512 MiB in 128 MiB of address space" : message);
+    std::size_t allocated = 0;
+    plugin().memory_stats(0, &allocated, nullptr, nullptr);
+    EXPECT_EQ(allocated, 0u);
+    void* block = t().alloc(0, kBytes);  // the same size, uncapped: it was the cap that refused it
+    t().free(0, block);
+    void* p = t().alloc(0, 64);
+    t().fill(0, fx::DType::f32, 16, p, 2.5);
+    EXPECT_EQ(download<float>(p, 16), std::vector<float>(16, 2.5f));
+    t().free(0, p);
 }
 
 // The bits of `values` in the half type t, rounded as the CPU backend rounds (src/cpu/half.hpp).

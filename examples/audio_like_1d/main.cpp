@@ -11,14 +11,14 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <exception>
 #include <filesystem>
 #include <fluxion/fluxion.hpp>
 #include <iostream>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <tuple>
+
+#include "command_line.hpp"
 
 namespace fx = fluxion;
 namespace fs = std::filesystem;
@@ -55,44 +55,6 @@ saves audio_like_1d.safetensors (PyTorch's Conv1d layouts: conv1.weight {width, 
 
 The data is read from $FLUXION_DATA, else /usr/share/datasets/fashion-mnist.
 )";
-
-std::int64_t positive(const std::string& flag, const std::string& text) {
-    std::size_t used = 0;
-    long long n = 0;
-    try {
-        n = std::stoll(text, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
-    if (used != text.size() || n < 1)
-        throw std::invalid_argument(flag + " expects a positive whole number, got '" + text + "'");
-    return n;
-}
-
-// Throws std::invalid_argument for anything it does not understand; nullopt means --help.
-std::optional<Options> parse(int argc, char** argv) {
-    Options o;
-    for (int i = 1; i < argc; ++i) {
-        const std::string flag = argv[i];
-        if (flag == "--help" || flag == "-h") return std::nullopt;
-        if (flag == "--eager") {
-            o.eager = true;
-            continue;
-        }
-        static const std::string kFlags[] = {"--epochs", "--batchsize", "--width", "--device", "--limit", "--out"};
-        if (std::find(std::begin(kFlags), std::end(kFlags), flag) == std::end(kFlags))
-            throw std::invalid_argument("unknown option: " + flag);
-        if (i + 1 >= argc) throw std::invalid_argument(flag + " needs a value");
-        const std::string value = argv[++i];
-        if (flag == "--epochs") o.epochs = static_cast<int>(positive(flag, value));
-        else if (flag == "--batchsize") o.batchsize = positive(flag, value);
-        else if (flag == "--width") o.width = positive(flag, value);
-        else if (flag == "--device") o.device = value;
-        else if (flag == "--limit") o.limit = positive(flag, value);
-        else o.out = value;
-    }
-    return o;
-}
 
 // Images {N, 1, 28, 28} as signals {N, 28 channels, 28 samples}: two blocks of a 1-d convolution
 // and a max pooling, then a Dense layer on the features, whose size fx::outputsize works out.
@@ -208,24 +170,16 @@ int run(const Options& o, const fx::Device& dev) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::optional<Options> options;
-    try {
-        options = parse(argc, argv);
-    } catch (const std::invalid_argument& e) {
-        std::cerr << "audio_like_1d: " << e.what() << "\n\n" << kUsage;
-        return 2;
-    }
-    if (!options) {
-        std::cout << kUsage;
-        return 0;
-    }
-    try {
-        fx::seed(kSeed);  // weights; the loader's order comes from its own seed
-        const fx::Device dev = options->device ? fx::get_device(*options->device) : fx::get_device({.verbose = true});
-        std::cout << "device: " << dev.str() << "\n";
-        return run(*options, dev);
-    } catch (const std::exception& e) {  // fx::Error names the operation itself
-        std::cerr << "error: " << e.what() << "\n";
-        return 1;
-    }
+    Options o;
+    return examples::main_with(
+        "audio_like_1d", kUsage, argc, argv,
+        {examples::count("--epochs", o.epochs), examples::count("--batchsize", o.batchsize),
+         examples::count("--width", o.width), examples::text("--device", o.device),
+         examples::count("--limit", o.limit), examples::text("--out", o.out), examples::toggle("--eager", o.eager)},
+        [&] {
+            fx::seed(kSeed);  // weights; the loader's order comes from its own seed
+            const fx::Device dev = o.device ? fx::get_device(*o.device) : fx::get_device({.verbose = true});
+            std::cout << "device: " << dev.str() << "\n";
+            return run(o, dev);
+        });
 }

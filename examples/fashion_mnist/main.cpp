@@ -12,6 +12,7 @@
 // rank 0 prints and saves.
 #include <fluxion/fluxion.hpp>
 
+#include "command_line.hpp"
 #include "curve_plot.hpp"
 #if FLUXION_EXAMPLE_DISTRIBUTED
 #include <fluxion/distributed.hpp>
@@ -27,7 +28,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -99,22 +99,6 @@ Trains a CNN on Fashion-MNIST and saves fashion_mnist.safetensors and its traini
 The data is read from $FLUXION_DATA, else /usr/share/datasets/fashion-mnist.
 )";
 
-// At most `most`: --epochs is an int, and 4294967297 cast to one was 1 epoch, without a word.
-std::int64_t positive(const std::string& flag, const std::string& text,
-                      std::int64_t most = std::numeric_limits<std::int64_t>::max()) {
-    std::size_t used = 0;
-    long long n = 0;
-    try {
-        n = std::stoll(text, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
-    if (used != text.size() || n < 1)
-        throw std::invalid_argument(flag + " expects a positive whole number, got '" + text + "'");
-    if (n > most) throw std::invalid_argument(flag + " is at most " + std::to_string(most) + ", got '" + text + "'");
-    return n;
-}
-
 // f32 (no mixed precision), bf16 or f16.
 std::optional<fx::DType> precision(const std::string& text) {
     if (text == "f32") return std::nullopt;
@@ -123,36 +107,8 @@ std::optional<fx::DType> precision(const std::string& text) {
     throw std::invalid_argument("--precision is f32, bf16 or f16, got '" + text + "'");
 }
 
-// Throws std::invalid_argument for anything it does not understand; nullopt means --help.
-std::optional<Options> parse(int argc, char** argv) {
-    Options o;
-    for (int i = 1; i < argc; ++i) {
-        const std::string flag = argv[i];
-        if (flag == "--help" || flag == "-h") return std::nullopt;
-        if (flag == "--info") {
-            o.info = true;
-            continue;
-        }
-        if (flag == "--eager" || flag == "--distributed") {
-            (flag == "--eager" ? o.eager : o.distributed) = true;
-            continue;
-        }
-        static const std::string kFlags[] = {"--epochs", "--batchsize",  "--device", "--model",
-                                             "--limit",  "--test-limit", "--out",    "--precision", "--logdir"};
-        if (std::find(std::begin(kFlags), std::end(kFlags), flag) == std::end(kFlags))
-            throw std::invalid_argument("unknown option: " + flag);
-        if (i + 1 >= argc) throw std::invalid_argument(flag + " needs a value");
-        const std::string value = argv[++i];
-        if (flag == "--epochs") o.epochs = static_cast<int>(positive(flag, value, std::numeric_limits<int>::max()));
-        else if (flag == "--batchsize") o.batchsize = positive(flag, value);
-        else if (flag == "--device") o.device = value;
-        else if (flag == "--model") o.model = value;
-        else if (flag == "--limit") o.limit = positive(flag, value);
-        else if (flag == "--test-limit") o.test_limit = positive(flag, value);
-        else if (flag == "--precision") o.precision = precision(value);
-        else if (flag == "--logdir") o.logdir = value;
-        else o.out = value;
-    }
+// The combinations of options that cannot run (each option's own value is checked as it is read).
+void check(const Options& o) {
     if (o.precision && o.distributed)
         throw std::invalid_argument(
             "--precision with --distributed is not supported: mixed precision keeps its own "
@@ -165,7 +121,6 @@ std::optional<Options> parse(int argc, char** argv) {
             "--distributed needs fluxion::distributed, which this build lacks (MPI was not "
             "found: apt-get install libopenmpi-dev openmpi-bin, then rebuild)");
 #endif
-    return o;
 }
 
 // LeNet-5 for 28×28 images: 28 -conv5-> 24 -pool-> 12 -conv5-> 8 -pool-> 4, so 16·4·4 = 256 features.
@@ -402,42 +357,45 @@ int train(const Options& o, const Processes& processes) {
     return o.model == "lenet5" ? with_rule(lenet5()) : with_rule(seed_cnn());
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-    std::optional<Options> options;
-    try {
-        options = parse(argc, argv);
-    } catch (const std::invalid_argument& e) {
-        std::cerr << "fashion_mnist: " << e.what() << "\n\n" << kUsage;
-        return 2;
-    }
-    if (!options) {
-        std::cout << kUsage;
-        return 0;
-    }
-    if (options->info) {
+// Everything after the options: --info, or the run (one process, or each of an MPI job's).
+int run_with(const Options& o) {
+    if (o.info) {
         std::cout << fx::info();
         return 0;
     }
     Processes processes;
     try {
 #if FLUXION_EXAMPLE_DISTRIBUTED
-        if (options->distributed) {
+        if (o.distributed) {
             fx::distributed::init();
             processes = {fx::distributed::rank(), fx::distributed::world_size()};
-            if (options->batchsize % processes.size != 0) {
+            if (o.batchsize % processes.size != 0) {
                 if (processes.leader())
-                    std::cerr << "fashion_mnist: --batchsize " << options->batchsize << " does not split among "
+                    std::cerr << "fashion_mnist: --batchsize " << o.batchsize << " does not split among "
                               << processes.size << " processes\n";
                 return 2;
             }
         }
 #endif
-        return train(*options, processes);
+        return train(o, processes);
     } catch (const std::exception& e) {  // fx::Error names the operation itself
         std::cerr << "error" << (processes.size > 1 ? " on rank " + std::to_string(processes.rank) : "") << ": "
                   << e.what() << "\n";
         return 1;
     }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Options o;
+    return examples::main_with(
+        "fashion_mnist", kUsage, argc, argv,
+        {examples::count("--epochs", o.epochs), examples::count("--batchsize", o.batchsize),
+         examples::text("--device", o.device), examples::text("--model", o.model), examples::count("--limit", o.limit),
+         examples::count("--test-limit", o.test_limit), examples::text("--out", o.out),
+         examples::value("--precision", [&](const std::string& v) { o.precision = precision(v); }),
+         examples::text("--logdir", o.logdir), examples::toggle("--eager", o.eager),
+         examples::toggle("--distributed", o.distributed), examples::toggle("--info", o.info)},
+        [&] { return run_with(o); }, [&] { check(o); });
 }

@@ -8,12 +8,23 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 #include <string>
 #include <vector>
+
+#include "command_line.hpp"
 
 namespace fx = fluxion;
 
 namespace {
+
+const char* const kUsage = R"(usage: gpu_vs_cpu [runs]
+
+Times the forward pass of a small MLP (100 => 200 => 1, batch 128) on the CPU and on the GPU.
+
+  runs              timed runs per device, a positive whole number (default 2000)
+  --help            this text
+)";
 
 struct Timing {
     double median_us, min_us;
@@ -41,21 +52,8 @@ void print(const char* label, const fx::Device& dev, Timing t) {
     std::printf("%-4s %-8s median %8.1f us   min %8.1f us\n", label, dev.str().c_str(), t.median_us, t.min_us);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-    int runs = 2000;
-    if (argc > 1) {
-        try {
-            runs = std::stoi(argv[1]);
-        } catch (const std::exception&) {
-            runs = 0;
-        }
-        if (runs < 1) {
-            std::fprintf(stderr, "usage: gpu_vs_cpu [runs]   (runs: a positive whole number, default 2000)\n");
-            return 2;
-        }
-    }
+// The timings on the CPU, then on the GPU where there is one.
+int compare(int runs) {
     fx::seed(42);
     const auto cpu_model = fx::Chain(fx::Dense(100, 200, fx::relu), fx::Dense(200, 1));
     const fx::Tensor cpu_x = fx::randn({128, 100});
@@ -69,4 +67,15 @@ int main(int argc, char** argv) {
         return 0;
     }
     print("GPU", gpu, time_forward(cpu_model | gpu, cpu_x | gpu, runs));
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    int runs = 2000;
+    const auto runs_option = examples::positional("runs", [&](const std::string& v) {
+        runs = static_cast<int>(examples::positive("runs", v, std::numeric_limits<int>::max()));
+    });
+    return examples::main_with("gpu_vs_cpu", kUsage, argc, argv, {runs_option}, [&] { return compare(runs); });
 }

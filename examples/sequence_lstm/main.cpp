@@ -12,14 +12,13 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <exception>
 #include <filesystem>
 #include <iostream>
-#include <limits>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <tuple>
+
+#include "command_line.hpp"
 
 namespace fx = fluxion;
 namespace fs = std::filesystem;
@@ -55,54 +54,6 @@ sequence_lstm.safetensors (PyTorch's nn.LSTM names: lstm.weight_ih_l0, ...).
 
 The data is read from $FLUXION_DATA, else /usr/share/datasets/fashion-mnist.
 )";
-
-// At most `most`: --epochs is an int, and 4294967297 cast to one was 1 epoch, without a word.
-std::int64_t positive(const std::string& flag, const std::string& text,
-                      std::int64_t most = std::numeric_limits<std::int64_t>::max()) {
-    std::size_t used = 0;
-    long long n = 0;
-    try {
-        n = std::stoll(text, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
-    if (used != text.size() || n < 1)
-        throw std::invalid_argument(flag + " expects a positive whole number, got '" + text + "'");
-    if (n > most) throw std::invalid_argument(flag + " is at most " + std::to_string(most) + ", got '" + text + "'");
-    return n;
-}
-
-// Throws std::invalid_argument for anything it does not understand; nullopt means --help.
-std::optional<Options> parse(int argc, char** argv) {
-    Options o;
-    for (int i = 1; i < argc; ++i) {
-        const std::string flag = argv[i];
-        if (flag == "--help" || flag == "-h") return std::nullopt;
-        if (flag == "--eager") {
-            o.eager = true;
-            continue;
-        }
-        static const std::string kFlags[] = {"--epochs", "--batchsize", "--hidden",
-                                             "--device", "--limit",     "--out"};
-        if (std::find(std::begin(kFlags), std::end(kFlags), flag) == std::end(kFlags))
-            throw std::invalid_argument("unknown option: " + flag);
-        if (i + 1 >= argc) throw std::invalid_argument(flag + " needs a value");
-        const std::string value = argv[++i];
-        if (flag == "--epochs")
-            o.epochs = static_cast<int>(positive(flag, value, std::numeric_limits<int>::max()));
-        else if (flag == "--batchsize")
-            o.batchsize = positive(flag, value);
-        else if (flag == "--hidden")
-            o.hidden = positive(flag, value);
-        else if (flag == "--device")
-            o.device = value;
-        else if (flag == "--limit")
-            o.limit = positive(flag, value);
-        else
-            o.out = value;
-    }
-    return o;
-}
 
 // Images {N, 1, 28, 28} as sequences {N, 28 steps, 28 features}; the last step's hidden state is
 // classified.
@@ -209,25 +160,16 @@ int run(const Options& o, const fx::Device& dev) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::optional<Options> options;
-    try {
-        options = parse(argc, argv);
-    } catch (const std::invalid_argument& e) {
-        std::cerr << "sequence_lstm: " << e.what() << "\n\n" << kUsage;
-        return 2;
-    }
-    if (!options) {
-        std::cout << kUsage;
-        return 0;
-    }
-    try {
-        fx::seed(kSeed);  // weights; the loader's order comes from its own seed
-        const fx::Device dev =
-            options->device ? fx::get_device(*options->device) : fx::get_device({.verbose = true});
-        std::cout << "device: " << dev.str() << "\n";
-        return run(*options, dev);
-    } catch (const std::exception& e) {  // fx::Error names the operation itself
-        std::cerr << "error: " << e.what() << "\n";
-        return 1;
-    }
+    Options o;
+    return examples::main_with(
+        "sequence_lstm", kUsage, argc, argv,
+        {examples::count("--epochs", o.epochs), examples::count("--batchsize", o.batchsize),
+         examples::count("--hidden", o.hidden), examples::text("--device", o.device),
+         examples::count("--limit", o.limit), examples::text("--out", o.out), examples::toggle("--eager", o.eager)},
+        [&] {
+            fx::seed(kSeed);  // weights; the loader's order comes from its own seed
+            const fx::Device dev = o.device ? fx::get_device(*o.device) : fx::get_device({.verbose = true});
+            std::cout << "device: " << dev.str() << "\n";
+            return run(o, dev);
+        });
 }

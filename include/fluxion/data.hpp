@@ -10,6 +10,9 @@
 // must agree); each batch has the data's type. A braced list `{X, Y}` makes a tuple. Each call of
 // begin() starts a new epoch: with .shuffle the order is a fresh permutation drawn from .seed and the
 // epoch number, so a run is reproducible. Copies of a loader share its data and its epoch counter.
+// A resumed run gets the order back by saving the counter with its checkpoint (PyTorch's set_epoch):
+//   fx::save_checkpoint(file, model, opt, {{"epoch", std::to_string(loader.epoch())}});
+//   loader.set_epoch(std::stoull(fx::load_checkpoint(file, model, opt).at("epoch")));
 //
 // `loader | dev` (also `| fx::gpu`, `| fx::cpu`) prepares batches on a background thread and copies
 // them to dev at most two batches ahead of the consumer, so the next batch moves while the current
@@ -79,6 +82,8 @@ public:
     const std::vector<Tensor>& columns() const { return columns_; }
 
     EpochOrder next_epoch();  // the order of the next epoch; advances the epoch counter
+    std::uint64_t epoch() const { return epoch_; }
+    void set_epoch(std::uint64_t epoch) { epoch_ = epoch; }
     // Batch i of an epoch, one tensor per column, on the columns' devices.
     std::vector<Tensor> batch(const EpochOrder& order, std::int64_t i) const;
 
@@ -173,6 +178,11 @@ public:
 
     iterator begin() const { return iterator(core_, core_->next_epoch()); }  // starts a new epoch
     std::default_sentinel_t end() const { return {}; }
+
+    // The epochs begun so far, which is the number of the next one (from 0). set_epoch(e) makes the
+    // next begin() start epoch e, in the order epoch e has in every run with this seed.
+    std::uint64_t epoch() const { return core_->epoch(); }
+    void set_epoch(std::uint64_t epoch) { core_->set_epoch(epoch); }
 
 private:
     friend class DeviceLoader<Data>;

@@ -24,10 +24,25 @@ std::uint64_t g_messages_checked = 0;
 std::mutex g_first_mutex;
 std::string g_first_message;
 
+// Mesa's drivers also log each error result they return, as a general message (lavapipe:
+// "VK_ERROR_OUT_OF_DEVICE_MEMORY"). Out of memory is an answer fluxion expects and turns into
+// fx::OutOfMemory, after which the device goes on working, so the driver's note of it is printed
+// but not counted as a problem (the validation layer's own messages always are).
+bool drivers_out_of_memory_note(VkDebugUtilsMessageTypeFlagsEXT types, const char* text) {
+    if (types & VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT) return false;
+    for (const char* result : {"VK_ERROR_OUT_OF_DEVICE_MEMORY", "VK_ERROR_OUT_OF_HOST_MEMORY"})
+        if (std::strncmp(text, result, std::strlen(result)) == 0) return true;
+    return false;
+}
+
 VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
-                                          VkDebugUtilsMessageTypeFlagsEXT, const VkDebugUtilsMessengerCallbackDataEXT* data,
-                                          void*) {
+                                          VkDebugUtilsMessageTypeFlagsEXT types,
+                                          const VkDebugUtilsMessengerCallbackDataEXT* data, void*) {
     const char* text = data && data->pMessage ? data->pMessage : "(no message)";
+    if (drivers_out_of_memory_note(types, text)) {
+        std::fprintf(stderr, "[ fluxion Vulkan: the driver notes %s (fluxion raises fx::OutOfMemory)\n", text);
+        return VK_FALSE;
+    }
     std::fprintf(stderr, "[ fluxion Vulkan validation (%s): %s\n",
                  severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? "error" : "warning", text);
     {

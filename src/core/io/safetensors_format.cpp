@@ -269,6 +269,14 @@ SafetensorsHeader parse_safetensors(std::span<const std::byte> file, std::string
     return out;
 }
 
+void check_bool_bytes(std::span<const std::byte> bytes, const std::string& name, const std::string& where) {
+    for (std::size_t i = 0; i < bytes.size(); ++i)
+        if (bytes[i] != std::byte{0} && bytes[i] != std::byte{1})
+            throw IOError(where + name + " is BOOL but its element " + std::to_string(i) + " is the byte " +
+                          std::to_string(std::to_integer<int>(bytes[i])) +
+                          "; safetensors' BOOL holds 0 or 1. Nothing was loaded.");
+}
+
 std::string encode_safetensors_header(const std::vector<TensorRecord>& tensors,
                                       const std::map<std::string, std::string>& metadata) {
     nlohmann::ordered_json header = nlohmann::ordered_json::object();

@@ -43,6 +43,10 @@ SafetensorsHeader parse_safetensors(std::span<const std::byte> file, std::string
 
 // The 8-byte length and the JSON header for `tensors` (whose offsets must already be set), padded
 // with spaces so that the data section starts at a multiple of 8. Tensors keep their given order.
+// BOOL holds the bytes 0 and 1 only: any other byte, read as C++'s bool, is undefined behaviour.
+// Throws IOError beginning with `where` and naming the tensor `name` and its first other byte.
+void check_bool_bytes(std::span<const std::byte> bytes, const std::string& name, const std::string& where);
+
 std::string encode_safetensors_header(const std::vector<TensorRecord>& tensors,
                                       const std::map<std::string, std::string>& metadata);
 

@@ -105,14 +105,8 @@ LoadReport read_into(const std::filesystem::path& path, const State& targets, Lo
     if (options.strict && !report.complete()) throw IOError(strict_failure(what, path, report, mismatch_details));
     for (const auto& [t, r] : matches) {
         const std::span<const std::byte> bytes(data_of(file.bytes(), header, *r), r->end - r->begin);
-        // A bool is read back as C++'s bool, for which any byte but 0 and 1 is undefined behaviour.
         if (r->dtype == DType::boolean)
-            for (std::size_t i = 0; i < bytes.size(); ++i)
-                if (bytes[i] != std::byte{0} && bytes[i] != std::byte{1})
-                    throw IOError(std::string(what.operation) + "(\"" + path.string() + "\"): " + r->name +
-                                  " is BOOL but its element " + std::to_string(i) + " is the byte " +
-                                  std::to_string(std::to_integer<int>(bytes[i])) +
-                                  "; safetensors' BOOL holds 0 or 1. Nothing was loaded.");
+            check_bool_bytes(bytes, r->name, std::string(what.operation) + "(\"" + path.string() + "\"): ");
         if (check_values) check_values(r->name, bytes);
     }
     for (auto& [t, r] : matches) copy_into(t, file.bytes(), header, *r);
