@@ -21,6 +21,8 @@
 #include <string>
 #include <tuple>
 
+#include "command_line.hpp"
+
 namespace fx = fluxion;
 namespace fs = std::filesystem;
 
@@ -60,66 +62,6 @@ reports the test set's PSNR before and after; saves unet_denoise.safetensors (Py
 
 The data is read from $FLUXION_DATA, else /usr/share/datasets/fashion-mnist.
 )";
-
-std::int64_t positive(const std::string& flag, const std::string& text) {
-    std::size_t used = 0;
-    long long n = 0;
-    try {
-        n = std::stoll(text, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
-    if (used != text.size() || n < 1)
-        throw std::invalid_argument(flag + " expects a positive whole number, got '" + text + "'");
-    if (flag == "--epochs" && n > 2147483647)
-        throw std::invalid_argument(flag + " is at most 2147483647, got '" + text + "'");
-    return n;
-}
-
-double positive_number(const std::string& flag, const std::string& text) {
-    std::size_t used = 0;
-    double x = 0;
-    try {
-        x = std::stod(text, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
-    if (used != text.size() || !(x > 0) || !std::isfinite(x))
-        throw std::invalid_argument(flag + " expects a positive number, got '" + text + "'");
-    return x;
-}
-
-// Throws std::invalid_argument for anything it does not understand; nullopt means --help.
-std::optional<Options> parse(int argc, char** argv) {
-    Options o;
-    for (int i = 1; i < argc; ++i) {
-        const std::string flag = argv[i];
-        if (flag == "--help" || flag == "-h") return std::nullopt;
-        if (flag == "--eager") {
-            o.eager = true;
-            continue;
-        }
-        static const std::string kFlags[] = {"--epochs", "--batchsize", "--width",      "--sigma", "--eta",
-                                             "--device", "--limit",     "--test-limit", "--out"};
-        if (std::find(std::begin(kFlags), std::end(kFlags), flag) == std::end(kFlags))
-            throw std::invalid_argument("unknown option: " + flag);
-        if (i + 1 >= argc) throw std::invalid_argument(flag + " needs a value");
-        const std::string value = argv[++i];
-        if (flag == "--epochs") o.epochs = static_cast<int>(positive(flag, value));
-        else if (flag == "--batchsize") o.batchsize = positive(flag, value);
-        else if (flag == "--width") o.width = positive(flag, value);
-        else if (flag == "--sigma") o.sigma = positive_number(flag, value);
-        else if (flag == "--eta") o.eta = positive_number(flag, value);
-        else if (flag == "--device") o.device = value;
-        else if (flag == "--limit") o.limit = positive(flag, value);
-        else if (flag == "--test-limit") o.test_limit = positive(flag, value);
-        else o.out = value;
-    }
-    if (o.width % 4 != 0)
-        throw std::invalid_argument("--width must be a multiple of 4 (GroupNorm's 4 groups), got " +
-                                    std::to_string(o.width));
-    return o;
-}
 
 // A 3×3 convolution that keeps the size, then a GroupNorm of 4 groups and relu (the bias is left
 // out: the norm's own shift replaces it).
@@ -263,24 +205,23 @@ int run(const Options& o, const fx::Device& dev) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::optional<Options> options;
-    try {
-        options = parse(argc, argv);
-    } catch (const std::invalid_argument& e) {
-        std::cerr << "unet_denoise: " << e.what() << "\n\n" << kUsage;
-        return 2;
-    }
-    if (!options) {
-        std::cout << kUsage;
-        return 0;
-    }
-    try {
-        fx::seed(kSeed);  // weights and noise; the loader's order comes from its own seed
-        const fx::Device dev = options->device ? fx::get_device(*options->device) : fx::get_device({.verbose = true});
-        std::cout << "device: " << dev.str() << "\n";
-        return run(*options, dev);
-    } catch (const std::exception& e) {  // fx::Error names the operation itself
-        std::cerr << "error: " << e.what() << "\n";
-        return 1;
-    }
+    Options o;
+    return examples::main_with(
+        "unet_denoise", kUsage, argc, argv,
+        {examples::count("--epochs", o.epochs), examples::count("--batchsize", o.batchsize),
+         examples::count("--width", o.width), examples::number("--sigma", o.sigma), examples::number("--eta", o.eta),
+         examples::text("--device", o.device), examples::count("--limit", o.limit),
+         examples::count("--test-limit", o.test_limit), examples::text("--out", o.out),
+         examples::toggle("--eager", o.eager)},
+        [&] {
+            fx::seed(kSeed);  // weights and noise; the loader's order comes from its own seed
+            const fx::Device dev = o.device ? fx::get_device(*o.device) : fx::get_device({.verbose = true});
+            std::cout << "device: " << dev.str() << "\n";
+            return run(o, dev);
+        },
+        [&] {
+            if (o.width % 4 != 0)
+                throw std::invalid_argument("--width must be a multiple of 4 (GroupNorm's 4 groups), got " +
+                                            std::to_string(o.width));
+        });
 }
