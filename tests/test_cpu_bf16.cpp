@@ -22,9 +22,11 @@
 #include "core/backend.hpp"
 #include "cpu/conv_onednn.hpp"
 #include "cpu/half.hpp"
+#include "cpu/instruction_rates.hpp"
 #include "cpu/matmul_onednn.hpp"
 #include "cpu/onednn.hpp"
 #include "fluxion/error.hpp"
+#include "fluxion/info.hpp"
 
 namespace {
 
@@ -160,6 +162,26 @@ void run_entry(const Product& p, const ProductRun& run, std::vector<std::uint16_
     be::cpu_backend().gemm(0, DType::bf16, p.trans_a, p.trans_b, p.m, p.n, p.k, p.alpha, run.a.bits.data(), p.lda,
                            p.stride_a, run.b.bits.data(), p.ldb, p.stride_b, p.beta, c.data(), p.ldc, p.stride_c,
                            p.batch);
+}
+
+// The choice between oneDNN's bf16 kernels and the widened path follows the measured rates: a CPU
+// with AVX-512 BF16 gets a rate in the range real CPUs have (0.5 Intel without AMX, 2 Zen 4; a
+// timer or loop that measured nothing would give far outside it), the same rate on every call, and
+// the fast path exactly where the rate is above 1 or AMX is there.
+TEST(Bf16Choice, FollowsTheMeasuredRateOfTheDotProduct) {
+    __builtin_cpu_init();
+    const double rate = cpu::bf16_dot_rate_over_f32_fma();
+    if (!__builtin_cpu_supports("avx512bf16")) {
+        EXPECT_EQ(rate, 0.0);
+        EXPECT_FALSE(cpu::onednn_bf16_preferred());
+        GTEST_SKIP() << "this CPU has no AVX-512 BF16: its rate is 0 and bf16 is widened";
+    }
+    EXPECT_GT(rate, 0.2);
+    EXPECT_LT(rate, 5.0);
+    EXPECT_EQ(cpu::bf16_dot_rate_over_f32_fma(), rate) << "measured once";
+    if (cpu::onednn_bf16_native()) EXPECT_EQ(cpu::onednn_bf16_preferred(), rate > 1.0 || cpu::onednn_amx()) << rate;
+    const std::string info = fluxion::info();
+    EXPECT_NE(info.find("bf16 dot products measured at "), std::string::npos) << info;
 }
 
 TEST_P(Bf16Gemm, FastPathTakesItAndMatchesF64) {

@@ -2,6 +2,8 @@
 
 #include <atomic>
 
+#include "cpu/instruction_rates.hpp"
+
 namespace fluxion::backend::cpu {
 
 #if FLUXION_HAVE_ONEDNN
@@ -35,21 +37,25 @@ bool onednn_bf16_native() {
     return native;
 }
 
-bool onednn_bf16_preferred() {
-    static const bool preferred = [] {
-        if (!onednn_bf16_native()) return false;
+bool onednn_amx() {
+    static const bool amx = [] {
         const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-        const auto amx = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_amx);
-        if ((isa & amx) == amx) return true;
-        __builtin_cpu_init();
-        return !__builtin_cpu_is("intel");
+        const auto want = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_amx);
+        return (isa & want) == want;
     }();
+    return amx;
+}
+
+bool onednn_bf16_preferred() {
+    static const bool preferred = onednn_bf16_native() && (onednn_amx() || bf16_dot_rate_over_f32_fma() > 1.0);
     return preferred;
 }
 
 #else
 
 bool onednn_bf16_native() { return false; }
+
+bool onednn_amx() { return false; }
 
 bool onednn_bf16_preferred() { return false; }
 

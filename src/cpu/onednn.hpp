@@ -16,12 +16,15 @@ namespace fluxion::backend::cpu {
 // path (widen.cpp) runs them.
 bool onednn_bf16_native();
 
+// True when oneDNN runs AMX's tile instructions on this CPU (the OS enables them, as well as the CPU).
+bool onednn_amx();
+
 // True where oneDNN's bf16 kernels are also faster than the widened f32 path, so that the table's
-// bf16 entries take them: with AMX, and with AVX-512 BF16 on AMD (Zen 4, whose 512-bit FMAs take two
-// cycles, so that one bf16 dot product does twice an f32 FMA's work: products 2.2x as fast as f32
-// there). Not on Intel CPUs with AVX-512 BF16 and no AMX (Cooper Lake; Sapphire Rapids where AMX is
-// hidden), whose two 512-bit FMA ports keep f32 at the bf16 dot product's arithmetic rate: there
-// oneDNN 2.6's bf16 matmul ran at about half f32's rate (BENCHMARKS.md, "Kernel choices").
+// bf16 entries take them: with AMX, and where this CPU's bf16 dot product, measured, does more
+// multiply-adds per second than its f32 FMA (bf16_dot_rate_over_f32_fma() > 1: AMD's Zen 4, where
+// products ran 2.2x as fast as f32). Not where it does fewer (Intel's Xeons without AMX, or with AMX
+// hidden, 0.5: there oneDNN 2.6's bf16 matmul ran at about half f32's rate; BENCHMARKS.md, "Kernel
+// choices"). Measured, not looked up by vendor or model, so that it holds on CPUs no table knows.
 bool onednn_bf16_preferred();
 
 // The bf16 products and convolutions oneDNN has run in this process. Their results are the widened
