@@ -16,11 +16,12 @@ constexpr int kSteps = 2000;  // per run, 12 instructions each: 24,000 instructi
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
+// Optimised in every build (a debug build would keep the accumulators in memory and time its loads).
 // Twelve independent accumulators: more than the FMA latency (4 cycles) times its ports (2), so that
 // throughput, not latency, bounds both loops. The sums go to `sink`, so that no loop is removed.
 #define FLUXION_TWELVE(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
 
-__attribute__((target("avx512f"))) double fma_seconds(float* sink) {
+__attribute__((target("avx512f"), optimize("O2"))) double fma_seconds(float* sink) {
     const __m512 x = _mm512_set1_ps(1e-7f), y = _mm512_set1_ps(1.0f);
 #define FLUXION_DECLARE(i) __m512 a##i = _mm512_set1_ps(float(i));
     FLUXION_TWELVE(FLUXION_DECLARE)
@@ -39,7 +40,7 @@ __attribute__((target("avx512f"))) double fma_seconds(float* sink) {
     return seconds;
 }
 
-__attribute__((target("avx512f,avx512bf16"))) double dot_seconds(float* sink) {
+__attribute__((target("avx512f,avx512bf16"), optimize("O2"))) double dot_seconds(float* sink) {
     const __m512bh x = (__m512bh)_mm512_set1_epi16(0x3f80), y = (__m512bh)_mm512_set1_epi16(0x0080);  // 1, tiny
     FLUXION_TWELVE(FLUXION_DECLARE)
     const double start = now();
