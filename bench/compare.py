@@ -11,6 +11,7 @@ usage: python3 bench/compare.py [BUILD_DIR] [ROUNDS]        (default build/bench
        BENCH_BEFORE_ENV="FLUXION_SGEMM=openblas" BENCH_BEFORE=BUILD_DIR ...
                                                (the before column with these variables set, e.g. the
                                                 same build with another kernel choice)
+       BENCH_CASES=unet_train,wide_bf16_train ...  (only these cases, eager and compiled, on every side)
 
 PyTorch is taken from every interpreter that has it: Debian's /usr/bin/python3 and the first
 python3 on PATH. Both sides use FLUXION_NUM_THREADS threads (default: every core).
@@ -45,7 +46,7 @@ REFERENCE_ENV = None
 
 # The same models and steps as bench_models.cpp, case by case. Eager PyTorch, as a user writes it.
 TORCH = textwrap.dedent("""
-    import json, statistics, sys, time, torch
+    import json, os, statistics, sys, time, torch
     import torch.nn as nn
     import torch.nn.functional as F
     torch.manual_seed(0)
@@ -190,13 +191,18 @@ TORCH = textwrap.dedent("""
         return graph.replay
 
     wanted = sys.argv[2].split(",") if len(sys.argv) > 2 else ["cpu", "cuda"]
+    ONLY = [c for c in os.environ.get("BENCH_CASES", "").split(",") if c]
     results = {"version": torch.__version__, "times": {}, "graph_times": {}}
     for dev in [d for d in ["cpu", "cuda"] if d in wanted and (d == "cpu" or torch.cuda.is_available())]:
         sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
         for name, run in cases(dev).items():
+            if ONLY and name not in ONLY:
+                continue
             results["times"][name + "/" + ("CPU" if dev == "cpu" else "CUDA")] = median_us(run, sync)
     if "cuda" in wanted and torch.cuda.is_available():
         for name, run in cases("cuda", graph=True).items():
+            if ONLY and name not in ONLY:
+                continue
             try:
                 results["graph_times"][name + "/CUDA"] = median_us(graphed(run), torch.cuda.synchronize)
             except Exception as e:  # a case capture refuses is left out, with the reason
@@ -324,7 +330,9 @@ def fluxion_times(build, extra_env=None):
     if not os.path.exists(exe):
         sys.exit(f"{exe} is missing: build the target bench_models of {build} first")
     reps = os.environ.get("BENCH_REPETITIONS", "5")
-    only = ["--benchmark_filter=/(" + "|".join(DEVICES) + ")"] if "BENCH_DEVICES" in os.environ else []
+    cases = [c for c in os.environ.get("BENCH_CASES", "").split(",") if c]
+    only = ["--benchmark_filter=" + ("^(" + "|".join(cases) + ")(_compiled)?" if cases else "") + "/(" +
+            "|".join(DEVICES) + ")"] if cases or "BENCH_DEVICES" in os.environ else []
     out = subprocess.run([exe, *only, "--benchmark_format=json", f"--benchmark_repetitions={reps}",
                           "--benchmark_report_aggregates_only=true"], check=True, capture_output=True, text=True,
                          env=dict(FLUXION_ENV or os.environ, **extra_env) if extra_env else FLUXION_ENV)

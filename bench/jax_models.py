@@ -298,6 +298,10 @@ def median_us(run):
     return statistics.median(times) * 1e6
 
 
+# BENCH_CASES=unet_train,wide_bf16_train (bench/compare.py): only these cases are timed.
+ONLY = [c for c in os.environ.get("BENCH_CASES", "").split(",") if c]
+
+
 def cases():
     r = normal
     labels = lambda n: jnp.arange(n) % 10  # noqa: E731
@@ -332,7 +336,8 @@ def main():
     for platform, label in platforms.items():
         with jax.default_device(jax.devices(platform)[0]):
             for name, run in cases().items():
-                times[name + "/" + label] = median_us(run)
+                if name in ONLY or not ONLY:
+                    times[name + "/" + label] = median_us(run)
     print(json.dumps({"version": jax.__version__, "times": times}))
 
 
