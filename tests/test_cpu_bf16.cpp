@@ -179,7 +179,9 @@ TEST(Bf16Choice, FollowsTheMeasuredRateOfTheDotProduct) {
     EXPECT_GT(rate, 0.2);
     EXPECT_LT(rate, 5.0);
     EXPECT_EQ(cpu::bf16_dot_rate_over_f32_fma(), rate) << "measured once";
-    if (cpu::onednn_bf16_native()) EXPECT_EQ(cpu::onednn_bf16_preferred(), rate > 1.0 || cpu::onednn_amx()) << rate;
+    if (cpu::onednn_bf16_native()) {
+        EXPECT_EQ(cpu::onednn_bf16_preferred(), rate > 1.0 || cpu::onednn_amx()) << rate;
+    }
     const std::string info = fluxion::info();
     EXPECT_NE(info.find("bf16 dot products measured at "), std::string::npos) << info;
 }
