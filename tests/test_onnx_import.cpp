@@ -283,7 +283,8 @@ TEST(OnnxImport, BatchNormStatisticsAreStateNotParameters) {
 // ---- PyTorch's exports ----
 namespace {
 
-// Each of onnx_torch_export.py's models `names`, read back, gives PyTorch's outputs at two batch sizes.
+// Each of onnx_torch_export.py's models `names`, read back, gives PyTorch's outputs at two batch
+// sizes, on the CPU and on every other device.
 void expect_pytorchs_outputs(const std::vector<std::string>& names) {
     const auto r = fx_test::run_torch_script(std::string(FLUXION_SOURCE_DIR) + "/tests/reference/onnx_torch_export.py",
                                              "", "onnx_torch_export");
@@ -302,6 +303,13 @@ void expect_pytorchs_outputs(const std::vector<std::string>& names) {
             EXPECT_EQ(y.shape(), run["output_shape"].get<fx::Shape>());
             EXPECT_LE(relative_error(y.to_vector<float>(), run["output"].get<std::vector<float>>()), 1e-4)
                 << "batch " << x.shape(0);
+            for (const auto& d : fx::testing::other_devices()) {
+                const fx::Tensor yd = (m | d)(x.to(d));
+                EXPECT_EQ(yd.device(), d);
+                EXPECT_LE(relative_error(yd.to(fx::Device{}).to_vector<float>(), run["output"].get<std::vector<float>>()),
+                          1e-4)
+                    << d.str() << ", batch " << x.shape(0);
+            }
         }
     }
 }
