@@ -280,6 +280,56 @@ TEST(OnnxImport, BatchNormStatisticsAreStateNotParameters) {
     EXPECT_LE(relative_error(other(x), m(x)), 1e-6);
 }
 
+// A GRU node on inputs X, W, R, B, sequence_lens and initial_h, bidirectional, written to `path`.
+void write_gru(const std::filesystem::path& path, std::int64_t hidden) {
+    ::onnx::ModelProto m;
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(17);
+    auto* g = m.mutable_graph();
+    g->set_name("gru");
+    auto* n = g->add_node();
+    n->set_op_type("GRU");
+    for (const char* name : {"X", "W", "R", "B", "sequence_lens", "initial_h"}) {
+        g->add_input()->set_name(name);
+        n->add_input(name);
+    }
+    for (const char* name : {"Y", "Y_h"}) {
+        n->add_output(name);
+        g->add_output()->set_name(name);
+    }
+    auto* a = n->add_attribute();
+    a->set_name("hidden_size"), a->set_type(::onnx::AttributeProto::INT), a->set_i(hidden);
+    a = n->add_attribute();
+    a->set_name("direction"), a->set_type(::onnx::AttributeProto::STRING), a->set_s("bidirectional");
+    std::ofstream out(path, std::ios::binary);
+    ASSERT_TRUE(m.SerializeToOstream(&out));
+}
+
+// sequence_lens: an element's steps beyond its length output zeros and leave its state alone, and
+// the reverse direction starts at its last step, so each element gives what it gives alone, cut
+// to its length.
+TEST(OnnxImport, RecurrentSequenceLengthsRunEachElementToItsOwnLength) {
+    ScratchDir dir;
+    const std::int64_t steps = 5, hidden = 3, in = 2;
+    write_gru(dir / "gru.onnx", hidden);
+    const fx::onnx::Model m = fx::onnx::load(dir / "gru.onnx");
+    const fx::Tensor x = fx::randn({steps, 2, in}), w = fx::randn({2, 3 * hidden, in}),
+                     r = fx::randn({2, 3 * hidden, hidden}), b = fx::randn({2, 6 * hidden}),
+                     h0 = fx::randn({2, 2, hidden});
+    const auto lens = fx::tensor(std::vector<std::int64_t>{3, 5}, {2}).to(fx::DType::i32);
+    const auto both = m(std::vector<fx::Tensor>{x, w, r, b, lens, h0});  // Y {T, 2, N, H}, Y_h {2, N, H}
+    for (std::int64_t e = 0; e < 2; ++e) {
+        SCOPED_TRACE("element " + std::to_string(e));
+        const std::int64_t len = e == 0 ? 3 : 5;
+        const auto alone = m(std::vector<fx::Tensor>{x.slice(1, e, e + 1).slice(0, 0, len), w, r, b,
+                                                     fx::tensor(std::vector<std::int64_t>{len}, {1}).to(fx::DType::i32),
+                                                     h0.slice(1, e, e + 1)});
+        EXPECT_LE(relative_error(both[0].slice(2, e, e + 1).slice(0, 0, len).contiguous(), alone[0]), 1e-6);
+        EXPECT_LE(relative_error(both[1].slice(1, e, e + 1).contiguous(), alone[1]), 1e-6);
+        if (len < steps) EXPECT_EQ(fx::max(fx::abs(both[0].slice(2, e, e + 1).slice(0, len, steps))).item(), 0.0);
+    }
+}
+
 // ---- PyTorch's exports ----
 namespace {
 
