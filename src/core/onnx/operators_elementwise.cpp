@@ -184,10 +184,14 @@ struct Reduction {
     Tensor (*finish)(const Tensor&);
 };
 const Reduction kReductions[] = {
-    {"ReduceSum", nullptr, sum_axis, nullptr},     {"ReduceMean", nullptr, mean_axis, nullptr},
-    {"ReduceMax", nullptr, max_axis, nullptr},     {"ReduceMin", nullptr, min_axis, nullptr},
-    {"ReduceL1", abs, sum_axis, nullptr},          {"ReduceL2", square, sum_axis, sqrt},
-    {"ReduceSumSquare", square, sum_axis, nullptr}, {"ReduceLogSum", nullptr, sum_axis, log},
+    {"ReduceSum", nullptr, sum_axis, nullptr},
+    {"ReduceMean", nullptr, mean_axis, nullptr},
+    {"ReduceMax", nullptr, max_axis, nullptr},
+    {"ReduceMin", nullptr, min_axis, nullptr},
+    {"ReduceL1", abs, sum_axis, nullptr},
+    {"ReduceL2", square, sum_axis, sqrt},
+    {"ReduceSumSquare", square, sum_axis, nullptr},
+    {"ReduceLogSum", nullptr, sum_axis, log},
     {"ReduceLogSumExp", nullptr, lse_axis, nullptr},
 };
 Ts reduction(const Node& n, const Ts& in) {

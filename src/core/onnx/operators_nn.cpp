@@ -135,7 +135,7 @@ Tensor conv_transpose3d(const Node& n, const Tensor& x, const Tensor& w, const I
                                                            .groups = n.i("group", 1)},
                                                           {out_pad[1], out_pad[2]}),
                                          x.shape(0));  // {N, O, D, H', W'}
-        if (strides[0] > 1) {  // stride - 1 zero slices after each
+        if (strides[0] > 1) {                          // stride - 1 zero slices after each
             std::vector<Tensor> gaps(std::size_t(strides[0]), zeros_like(part));
             gaps[0] = part;
             Shape s = part.shape();
@@ -161,8 +161,7 @@ Ts conv(const Node& n, const Ts& in) {
     else x = pad_spatial(x, w.pads, 0);
     Tensor weight = w0, y;
     if (one_d) x = x.unsqueeze(2), weight = weight.unsqueeze(2);
-    if (kernel.size() == 3)
-        y = conv3d(n, x, weight, w.strides, w.dilations);
+    if (kernel.size() == 3) y = conv3d(n, x, weight, w.strides, w.dilations);
     else
         y = conv2d(x, weight,
                    {.stride = two_d(w.strides, 1),

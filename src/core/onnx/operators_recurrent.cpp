@@ -48,18 +48,24 @@ std::vector<Function> activations_of(const Node& n, std::size_t directions, cons
         n.unsupported(std::to_string(names.size()) + " activations; expected " +
                       std::to_string(defaults.size() * directions));
     // Defaults where alpha or beta are not given (ONNX's own for each function).
-    const std::map<std::string, std::pair<float, float>> known = {
-        {"Sigmoid", {0, 0}},       {"Tanh", {0, 0}},     {"Relu", {0, 0}},         {"LeakyRelu", {0.01f, 0}},
-        {"HardSigmoid", {0.2f, 0.5f}}, {"Elu", {1, 0}},   {"Softsign", {0, 0}},     {"Softplus", {0, 0}},
-        {"Affine", {1, 0}},        {"ScaledTanh", {1, 1}}};
+    const std::map<std::string, std::pair<float, float>> known = {{"Sigmoid", {0, 0}},
+                                                                  {"Tanh", {0, 0}},
+                                                                  {"Relu", {0, 0}},
+                                                                  {"LeakyRelu", {0.01f, 0}},
+                                                                  {"HardSigmoid", {0.2f, 0.5f}},
+                                                                  {"Elu", {1, 0}},
+                                                                  {"Softsign", {0, 0}},
+                                                                  {"Softplus", {0, 0}},
+                                                                  {"Affine", {1, 0}},
+                                                                  {"ScaledTanh", {1, 1}}};
     std::vector<Function> out;
     std::size_t k = 0;
     for (const auto& name : names) {
         const auto it = known.find(name);
         if (it == known.end()) n.unsupported("the activation " + name);
         Function a{name, it->second.first, it->second.second};
-        const bool takes_parameters = name == "LeakyRelu" || name == "HardSigmoid" || name == "Elu" ||
-                                      name == "Affine" || name == "ScaledTanh";
+        const bool takes_parameters =
+            name == "LeakyRelu" || name == "HardSigmoid" || name == "Elu" || name == "Affine" || name == "ScaledTanh";
         if (takes_parameters) {
             if (k < alphas.size()) a.alpha = alphas[k];
             if (k < betas.size()) a.beta = betas[k];
@@ -186,10 +192,11 @@ Ts recurrent(const Node& n, const Ts& in, Cell cell) {
         d.h0 = h0.defined() ? h0.select(0, k) : zeros(zero, {.dtype = x.dtype(), .device = x.device()});
         d.c0 = c0.defined() ? c0.select(0, k) : zeros(zero, {.dtype = x.dtype(), .device = x.device()});
         if (cell == Cell::lstm) d.p = part(in, 7, k);
-        const CellStep step{cell, hidden, n.i("linear_before_reset", 0) != 0,
-                        std::vector<Function>(all.begin() + std::ptrdiff_t(k * std::int64_t(defaults.size())),
-                                                all.begin() + std::ptrdiff_t((k + 1) * std::int64_t(defaults.size()))),
-                        Clip{n.f("clip", 0)}};
+        const CellStep step{
+            cell, hidden, n.i("linear_before_reset", 0) != 0,
+            std::vector<Function>(all.begin() + std::ptrdiff_t(k * std::int64_t(defaults.size())),
+                                  all.begin() + std::ptrdiff_t((k + 1) * std::int64_t(defaults.size()))),
+            Clip{n.f("clip", 0)}};
         const bool backwards = direction == "reverse" || k == 1;
         const Tensor seq = backwards ? reverse_each(x, lens) : x;
         Tensor xw = matmul(seq, d.w.transpose(0, 1));  // every step's input projection at once

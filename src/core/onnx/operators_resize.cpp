@@ -30,7 +30,7 @@ Coefficients coefficients(const Node& n, const std::string& mode, bool antialias
             n.unsupported("nearest_mode=" + rounding);
         return [rounding](double r, double) -> std::vector<double> {
             if (r == 1) return {0, 1};
-            const bool next = rounding == "round_prefer_floor" ? r > 0.5
+            const bool next = rounding == "round_prefer_floor"  ? r > 0.5
                               : rounding == "round_prefer_ceil" ? r >= 0.5
                                                                 : rounding == "ceil";
             return {next ? 0.0 : 1.0, next ? 1.0 : 0.0};
@@ -103,7 +103,7 @@ double source(const Node& n, const std::string& transform, const Axis& a, std::i
 Tensor resize_axis(const Node& n, const Tensor& x, int axis, const Axis& a, const Coefficients& coefficients,
                    const std::string& transform) {
     const bool exclude_outside = n.i("exclude_outside", 0) != 0;
-    std::vector<Ints> index;                // [tap][output]
+    std::vector<Ints> index;                  // [tap][output]
     std::vector<std::vector<double>> weight;  // [tap][output]
     std::vector<bool> outside(std::size_t(a.out), false);
     for (std::int64_t o = 0; o < a.out; ++o) {
@@ -169,9 +169,10 @@ Ts resize(const Node& n, const Ts& in) {
     if (mode == "bilinear") mode = "linear";  // Upsample-7's name for it
     const bool antialias = n.i("antialias", 0) != 0;
     const Coefficients c = coefficients(n, mode, antialias);
-    const std::string transform = upsample || n.opset() < 11 ? "asymmetric"
-                                                              : n.s("coordinate_transformation_mode", "half_pixel");
-    // Inputs: Upsample (X, scales) or scales as an attribute; Resize-10 (X, scales); Resize-11+ (X, roi, scales, sizes).
+    const std::string transform =
+        upsample || n.opset() < 11 ? "asymmetric" : n.s("coordinate_transformation_mode", "half_pixel");
+    // Inputs: Upsample (X, scales) or scales as an attribute; Resize-10 (X, scales); Resize-11+ (X, roi, scales,
+    // sizes).
     std::vector<double> scales, roi;
     Ints sizes;
     auto given = [&](std::size_t i) { return i < in.size() && in[i].defined() && in[i].numel() > 0; };
@@ -199,14 +200,16 @@ Ts resize(const Node& n, const Ts& in) {
         if (!scales.empty()) a.scale = scales[i], a.out = std::int64_t(scales[i] * double(len));
         else a.out = sizes[i], a.scale = double(sizes[i]) / double(len);
         if (roi.size() == 2 * axes.size()) a.roi_start = roi[i], a.roi_end = roi[i + axes.size()];
-        else if (roi.size() == 2 * std::size_t(rank)) a.roi_start = roi[std::size_t(axes[i])], a.roi_end = roi[std::size_t(axes[i]) + std::size_t(rank)];
+        else if (roi.size() == 2 * std::size_t(rank))
+            a.roi_start = roi[std::size_t(axes[i])], a.roi_end = roi[std::size_t(axes[i]) + std::size_t(rank)];
         resized.push_back(a);
     }
     const std::string policy = n.s("keep_aspect_ratio_policy", "stretch");
     if (!sizes.empty() && policy != "stretch") {
         if (policy != "not_larger" && policy != "not_smaller") n.unsupported("keep_aspect_ratio_policy=" + policy);
         double scale = resized[0].scale;
-        for (const auto& a : resized) scale = policy == "not_larger" ? std::min(scale, a.scale) : std::max(scale, a.scale);
+        for (const auto& a : resized)
+            scale = policy == "not_larger" ? std::min(scale, a.scale) : std::max(scale, a.scale);
         for (auto& a : resized) a.scale = scale, a.out = std::int64_t(scale * double(a.in) + 0.5);
     }
     Tensor y = x;

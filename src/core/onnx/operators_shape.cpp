@@ -255,7 +255,8 @@ Ts tile(const Node& n, const Ts& in) {
 // x padded along `axis` by repeating its own elements: its edge, its reflection (the edge not
 // repeated) or its other end (wrap); negative pads crop.
 Tensor pad_by_index(const Tensor& x, int axis, std::int64_t before, std::int64_t after, const std::string& mode) {
-    const Tensor y = x.slice(axis, std::max<std::int64_t>(-before, 0), x.shape(axis) - std::max<std::int64_t>(-after, 0));
+    const Tensor y =
+        x.slice(axis, std::max<std::int64_t>(-before, 0), x.shape(axis) - std::max<std::int64_t>(-after, 0));
     before = std::max<std::int64_t>(before, 0), after = std::max<std::int64_t>(after, 0);
     const std::int64_t len = y.shape(axis);
     if (before == 0 && after == 0) return y;
@@ -291,7 +292,8 @@ Ts pad(const Node& n, const Ts& in) {
     for (std::size_t i = 0; i < axes.size(); ++i) {
         const int axis = axis_of(axes[i], x.ndim(), n);
         const std::int64_t before = pads[i], after = pads[i + axes.size()];
-        if (mode != "constant" && x.shape(axis) + std::min<std::int64_t>(before, 0) + std::min<std::int64_t>(after, 0) <= 0 &&
+        if (mode != "constant" &&
+            x.shape(axis) + std::min<std::int64_t>(before, 0) + std::min<std::int64_t>(after, 0) <= 0 &&
             before + after > 0)
             n.unsupported("mode=" + mode + " on an empty axis " + std::to_string(axis));
         y = mode == "constant" ? pad_axis(y, axis, before, after, value) : pad_by_index(y, axis, before, after, mode);
