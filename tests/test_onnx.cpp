@@ -203,6 +203,24 @@ TEST(OnnxExport, EfficientNetB0) {
     export_and_run(m, {2, 3, 64, 64}, 3);
 }
 
+// At 224×224 the features are 7×7, so AdaptiveMeanPool((7, 7)) is the identity.
+TEST(OnnxExport, Vgg11) { export_and_run(fx::models::vgg11({.num_classes = 10}), {1, 3, 224, 224}, 2); }
+
+TEST(OnnxExport, Vgg11WithBatchNorm) {
+    auto m = fx::models::vgg11_bn({.num_classes = 10});
+    settle_batchnorm(m, {2, 3, 32, 32});
+    export_and_run(m, {1, 3, 224, 224}, 2);
+}
+
+// An AdaptiveMeanPool whose input sizes are multiples of its output's is an AveragePool.
+TEST(OnnxExport, AdaptiveMeanPoolOfADivisibleInput) {
+    export_and_run(fx::Chain(fx::Conv({3, 3}, 2, 4, fx::relu, {.pad = 1}), fx::AdaptiveMeanPool({2, 3}), fx::Flatten(),
+                             fx::Dense(24, 3)),
+                   {2, 2, 8, 9}, 3);
+    export_and_run(fx::Chain(fx::Conv(std::array<int, 1>{3}, 2, 4), fx::AdaptiveMeanPool(std::array<int, 1>{5})),
+                   {2, 2, 12}, 1);
+}
+
 TEST(OnnxExport, ConvNeXtTiny) {
     export_and_run(fx::models::convnext_tiny({.num_classes = 10}), {2, 3, 64, 64}, 3);
 }
@@ -282,5 +300,7 @@ TEST(OnnxExport, RefusesWhatItCannotExpressByNameAndWritesNothing) {
     fx::trainmode(bn);
     expect_refusal(bn, fx::randn({2, 4}), "train mode");
     expect_refusal(fx::Chain(fx::Dense(4, 3)), fx::randn({4}), "expected a batch");
+    expect_refusal(fx::Chain(fx::Conv({3, 3}, 1, 2), fx::AdaptiveMeanPool({7, 7})), fx::randn({1, 1, 7, 7}),
+                   "AdaptiveMeanPool((7, 7)) at 'layers.1' has no ONNX export for its input {N, 2, 5, 5}");
     expect_refusal(fx::Chain(fx::Dense(4, 3)), fx::randn({2, 4}).to(fx::DType::f64), "the export writes f32");
 }

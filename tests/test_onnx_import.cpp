@@ -213,13 +213,134 @@ TEST(OnnxImport, RunsOnEveryOtherDeviceAsOnTheCpu) {
     }
 }
 
+// An fx::LSTM's export read back gives its output and final states, and the same gradient with
+// respect to its input (ONNX's LSTM runs on fluxion's ops, step by step).
+TEST(OnnxImport, LstmRoundTripGivesItsOutputsStatesAndInputGradient) {
+    ScratchDir dir;
+    fx::LSTM lstm(3, 4, {.layers = 2, .bidirectional = true});
+    fx::onnx::save(dir / "lstm.onnx", lstm, fx::randn({2, 5, 3}));
+    const fx::onnx::Model m = fx::onnx::load(dir / "lstm.onnx");
+    const fx::Tensor x = fx::randn({3, 5, 3});
+    const fx::LSTMOutput want = lstm(x);
+    const std::vector<fx::Tensor> got = m(std::vector<fx::Tensor>{x});
+    ASSERT_EQ(got.size(), 3u);
+    EXPECT_LE(relative_error(got[0], want.output), 1e-5);
+    EXPECT_LE(relative_error(got[1], want.h), 1e-5);
+    EXPECT_LE(relative_error(got[2], want.c), 1e-5);
+    auto [g_want] = fx::gradient([&](const fx::Tensor& v) { return fx::sum(lstm(v).output * lstm(v).output); }, x);
+    auto [g_got] = fx::gradient(
+        [&](const fx::Tensor& v) {
+            const fx::Tensor y = m(std::vector<fx::Tensor>{v})[0];
+            return fx::sum(y * y);
+        },
+        x);
+    EXPECT_LE(relative_error(g_got, g_want), 1e-4);
+}
+
+// BatchNormalization's running statistics are state, as BatchNorm's: outside the parameters and
+// the gradient, trained past untouched, written by fx::save.
+TEST(OnnxImport, BatchNormStatisticsAreStateNotParameters) {
+    ScratchDir dir;
+    auto model = fx::Chain(fx::Conv({3, 3}, 2, 4, {.pad = 1}), fx::BatchNorm(4, fx::relu), fx::Flatten(), fx::Dense(64, 3));
+    settle_batchnorm(model, {4, 2, 4, 4});
+    const fx::Tensor x = fx::randn({3, 2, 4, 4});
+    fx::onnx::save(dir / "m.onnx", model, x);
+    fx::onnx::Model m = fx::onnx::load(dir / "m.onnx");
+    EXPECT_EQ(m.statistics.size(), 2u);
+    EXPECT_TRUE(m.statistics.count("layers.1.running_mean"));
+    EXPECT_TRUE(m.statistics.count("layers.1.running_var"));
+    EXPECT_FALSE(m.initializers.count("layers.1.running_mean"));
+    EXPECT_TRUE(m.initializers.count("layers.1.weight"));
+    int trainable = 0;
+    fx::visit_trainable(m, [&](const std::string&, const fx::Tensor&) { ++trainable; });
+    EXPECT_EQ(trainable, 6);  // the weights and biases of Conv, BatchNorm and Dense
+
+    auto [g] = fx::gradient([&](const auto& mm) { return fx::sum(mm(x) * mm(x)); }, m);
+    const auto grads = as_map(fx::state(g));
+    EXPECT_TRUE(grads.count("initializers.layers.1.weight"));
+    for (const auto& [name, t] : grads) {
+        if (name.rfind("statistics.", 0) != 0) continue;
+        EXPECT_EQ(fx::max(fx::abs(t)).item(), 0.0) << name << " has a gradient";
+    }
+    const std::vector<float> mean_before = m.statistics.at("layers.1.running_mean").to_vector<float>();
+    std::vector<std::tuple<fx::Tensor, fx::Tensor>> data = {{x, fx::randn({3, 3})}};
+    auto loss = [](const auto& mm, const fx::Tensor& xb, const fx::Tensor& yb) { return fx::mse(mm(xb), yb); };
+    auto opt = fx::setup(fx::Adam{.eta = 0.01}, m);
+    fx::train(loss, m, data, opt, {.epochs = 3, .progress = false});
+    EXPECT_EQ(m.statistics.at("layers.1.running_mean").to_vector<float>(), mean_before);
+    EXPECT_NE(m.initializers.at("layers.1.weight").to_vector<float>(), std::vector<float>(4, 1.0f));  // trained
+
+    fx::save(dir / "m.safetensors", m);
+    auto other = fx::onnx::load(dir / "m.onnx");
+    for (auto& [name, t] : other.statistics) t.fill_(0);
+    for (auto& [name, t] : other.initializers) t.fill_(0);
+    fx::load(dir / "m.safetensors", other);
+    EXPECT_EQ(other.statistics.at("layers.1.running_var").to_vector<float>(),
+              m.statistics.at("layers.1.running_var").to_vector<float>());
+    EXPECT_LE(relative_error(other(x), m(x)), 1e-6);
+}
+
+// A GRU node on inputs X, W, R, B, sequence_lens and initial_h, bidirectional, written to `path`.
+void write_gru(const std::filesystem::path& path, std::int64_t hidden) {
+    ::onnx::ModelProto m;
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(17);
+    auto* g = m.mutable_graph();
+    g->set_name("gru");
+    auto* n = g->add_node();
+    n->set_op_type("GRU");
+    for (const char* name : {"X", "W", "R", "B", "sequence_lens", "initial_h"}) {
+        g->add_input()->set_name(name);
+        n->add_input(name);
+    }
+    for (const char* name : {"Y", "Y_h"}) {
+        n->add_output(name);
+        g->add_output()->set_name(name);
+    }
+    auto* a = n->add_attribute();
+    a->set_name("hidden_size"), a->set_type(::onnx::AttributeProto::INT), a->set_i(hidden);
+    a = n->add_attribute();
+    a->set_name("direction"), a->set_type(::onnx::AttributeProto::STRING), a->set_s("bidirectional");
+    std::ofstream out(path, std::ios::binary);
+    ASSERT_TRUE(m.SerializeToOstream(&out));
+}
+
+// sequence_lens: an element's steps beyond its length output zeros and leave its state alone, and
+// the reverse direction starts at its last step, so each element gives what it gives alone, cut
+// to its length.
+TEST(OnnxImport, RecurrentSequenceLengthsRunEachElementToItsOwnLength) {
+    ScratchDir dir;
+    const std::int64_t steps = 5, hidden = 3, in = 2;
+    write_gru(dir / "gru.onnx", hidden);
+    const fx::onnx::Model m = fx::onnx::load(dir / "gru.onnx");
+    const fx::Tensor x = fx::randn({steps, 2, in}), w = fx::randn({2, 3 * hidden, in}),
+                     r = fx::randn({2, 3 * hidden, hidden}), b = fx::randn({2, 6 * hidden}),
+                     h0 = fx::randn({2, 2, hidden});
+    const auto lens = fx::tensor(std::vector<std::int64_t>{3, 5}, {2}).to(fx::DType::i32);
+    const auto both = m(std::vector<fx::Tensor>{x, w, r, b, lens, h0});  // Y {T, 2, N, H}, Y_h {2, N, H}
+    for (std::int64_t e = 0; e < 2; ++e) {
+        SCOPED_TRACE("element " + std::to_string(e));
+        const std::int64_t len = e == 0 ? 3 : 5;
+        const auto alone = m(std::vector<fx::Tensor>{x.slice(1, e, e + 1).slice(0, 0, len), w, r, b,
+                                                     fx::tensor(std::vector<std::int64_t>{len}, {1}).to(fx::DType::i32),
+                                                     h0.slice(1, e, e + 1)});
+        EXPECT_LE(relative_error(both[0].slice(2, e, e + 1).slice(0, 0, len).contiguous(), alone[0]), 1e-6);
+        EXPECT_LE(relative_error(both[1].slice(1, e, e + 1).contiguous(), alone[1]), 1e-6);
+        if (len < steps) EXPECT_EQ(fx::max(fx::abs(both[0].slice(2, e, e + 1).slice(0, len, steps))).item(), 0.0);
+    }
+}
+
 // ---- PyTorch's exports ----
-TEST(OnnxImport, PyTorchExportsGivePyTorchsOutputs) {
+namespace {
+
+// Each of onnx_torch_export.py's models `names`, read back, gives PyTorch's outputs at two batch
+// sizes, on the CPU and on every other device.
+void expect_pytorchs_outputs(const std::vector<std::string>& names) {
     const auto r = fx_test::run_torch_script(std::string(FLUXION_SOURCE_DIR) + "/tests/reference/onnx_torch_export.py",
                                              "", "onnx_torch_export");
     if (!fx_test::ran(r)) GTEST_SKIP() << r.skip;
     ScratchDir dir;
-    for (const std::string name : {"mlp", "cnn", "conv1d", "attention"}) {
+    for (const std::string& name : names) {
         SCOPED_TRACE(name);
         const auto& entry = r.results.at(name);
         const std::string bytes = base64_decode(entry["onnx"].get<std::string>());
@@ -232,8 +353,30 @@ TEST(OnnxImport, PyTorchExportsGivePyTorchsOutputs) {
             EXPECT_EQ(y.shape(), run["output_shape"].get<fx::Shape>());
             EXPECT_LE(relative_error(y.to_vector<float>(), run["output"].get<std::vector<float>>()), 1e-4)
                 << "batch " << x.shape(0);
+            for (const auto& d : fx::testing::other_devices()) {
+                const fx::Tensor yd = (m | d)(x.to(d));
+                EXPECT_EQ(yd.device(), d);
+                EXPECT_LE(relative_error(yd.to(fx::Device{}).to_vector<float>(), run["output"].get<std::vector<float>>()),
+                          1e-4)
+                    << d.str() << ", batch " << x.shape(0);
+            }
         }
     }
+}
+
+}  // namespace
+
+TEST(OnnxImport, PyTorchExportsGivePyTorchsOutputs) { expect_pytorchs_outputs({"mlp", "cnn", "conv1d", "attention"}); }
+
+// nn.LSTM (two bidirectional batch-first layers), nn.GRU (bidirectional, a given initial state), nn.RNN (relu).
+TEST(OnnxImport, PyTorchsRecurrentLayersGivePyTorchsOutputs) { expect_pytorchs_outputs({"recurrent"}); }
+
+// F.interpolate: nearest, bilinear (with and without align_corners), bicubic.
+TEST(OnnxImport, PyTorchsInterpolationGivesPyTorchsOutputs) { expect_pytorchs_outputs({"resize"}); }
+
+// Conv3d, MaxPool3d, ConvTranspose3d, AvgPool3d, and a dilated MaxPool2d.
+TEST(OnnxImport, PyTorchsVolumesAndDilatedPoolsGivePyTorchsOutputs) {
+    expect_pytorchs_outputs({"volume", "dilated_pool"});
 }
 
 // ---- refusals ----
@@ -251,6 +394,18 @@ TEST(OnnxImport, AnUnsupportedAttributeIsNamedWithItsNode) {
     const fx::onnx::Model m = fx::onnx::load(dir / "m.onnx");
     const std::string e = message_of([&] { (void)m(fx::randn({2, 3})); });
     EXPECT_NE(e.find("node 'the_node' (BatchNormalization, opset 17): training_mode=1"), std::string::npos) << e;
+}
+
+TEST(OnnxImport, UnsupportedRecurrentAndResizeAttributesAreNamed) {
+    ScratchDir dir;
+    write_one_node(dir / "lstm.onnx", "LSTM", {{"input_forget", 1}});
+    const fx::onnx::Model lstm = fx::onnx::load(dir / "lstm.onnx");
+    std::string e = message_of([&] { (void)lstm(fx::randn({2, 1, 3})); });
+    EXPECT_NE(e.find("node 'the_node' (LSTM, opset 17): input_forget=1"), std::string::npos) << e;
+    write_one_node(dir / "resize.onnx", "Resize", {{"antialias", 1}});
+    const fx::onnx::Model resize = fx::onnx::load(dir / "resize.onnx");
+    e = message_of([&] { (void)resize(fx::randn({1, 1, 2, 2})); });
+    EXPECT_NE(e.find("node 'the_node' (Resize, opset 17): antialias with mode=nearest"), std::string::npos) << e;
 }
 
 TEST(OnnxImport, DamagedFilesAreIOErrors) {

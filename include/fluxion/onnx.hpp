@@ -16,12 +16,15 @@
 // The walk is over layers, each written as the ONNX operators that compute it: Chain, std::tuple,
 // std::vector and std::optional of layers; Dense (Gemm on {N, F}, MatMul + Add over the last axis
 // otherwise), Conv (1-d and 2-d, groups), BatchNorm (running statistics), LayerNorm, MaxPool,
-// MeanPool, GlobalMeanPool, AdaptiveMeanPool((1, 1)), Flatten, Dropout and AlphaDropout (identities),
+// MeanPool, GlobalMeanPool, AdaptiveMeanPool (GlobalAveragePool for an output of 1; else, where each
+// input size, known from the example input, is a multiple of the output's, an AveragePool, or
+// nothing where they are equal), Flatten, Dropout and AlphaDropout (identities),
 // the activations relu, σ, tanh, relu6, leakyrelu, elu, softplus, hardσ, hardswish, swish, gelu_erf (through Erf),
 // softmax and logsoftmax (as layers or in a layer's `activation`), MultiHeadAttention (self-attention without
 // masks), TransformerEncoderLayer and TransformerEncoder on {N, L, E}, and the zoo's ResNet,
-// MobileNetV2, MobileNetV3, EfficientNet, ConvNeXt and VisionTransformer (fluxion/models.hpp; VGG's
-// AdaptiveMeanPool((7, 7)) has none). An fx::LSTM, saved as the model, is one ONNX LSTM node per layer
+// VGG, MobileNetV2, MobileNetV3, EfficientNet, ConvNeXt and VisionTransformer (fluxion/models.hpp;
+// VGG's AdaptiveMeanPool((7, 7)) needs an input whose features' size is a multiple of 7, as 224×224
+// gives). An fx::LSTM, saved as the model, is one ONNX LSTM node per layer
 // (its weights reordered into ONNX's gate order, as "layers.0.W", "layers.0.R", "layers.0.B") and
 // has three outputs, "output" {batch, T, D·H}, "h" and "c" {L·D, batch, H}. Anything else (a
 // lambda activation, gelu's tanh approximation, GRU, a layer of your own) throws fx::Error naming it, and no file is
@@ -35,17 +38,20 @@
 //
 // The graph runs node by node on fluxion's differentiable ops, so gradients come from autodiff and
 // the model runs on any device. Every floating-point initialiser is a trainable parameter, under
-// `initializers.<its ONNX name>` in fx::state (fx::save writes it); floating Constant nodes move
-// with the model but are not trained; integer initialisers and constants (shapes, axes, indices)
+// `initializers.<its ONNX name>` in fx::state (fx::save writes it), but for BatchNormalization's
+// running mean and variance, which are state as in fx::BatchNorm: `statistics.<name>`, saved and
+// moved, not trained; floating Constant nodes move with the model but are not trained; integer initialisers and constants (shapes, axes, indices)
 // stay on the host, where the shape arithmetic of PyTorch's exports (Shape, Gather, Concat, ...)
 // runs. Operators of the default domain, at any opset: the elementwise and activation families
 // (Add ... Pow, Relu, Sigmoid, Tanh, LeakyRelu, Elu, Selu, Celu, PRelu, Softplus, HardSigmoid,
 // HardSwish, Mish, Swish, Gelu, Erf, Clip), the comparisons, And/Or/Xor/Not, Where, MatMul, Gemm,
-// Conv and ConvTranspose (1-d and 2-d, any padding), MaxPool and AveragePool (1-d and 2-d, ceil_mode,
-// count_include_pad; no dilations), their Global forms, LRN, BatchNormalization,
-// InstanceNormalization and LayerNormalization (inference), Softmax, LogSoftmax, the Reduce family
+// Conv and ConvTranspose (1-d, 2-d and 3-d, any padding), MaxPool and AveragePool (1-d, 2-d and
+// 3-d, dilations, ceil_mode, count_include_pad), their Global forms, LRN, BatchNormalization,
+// InstanceNormalization and LayerNormalization (inference), Softmax, LogSoftmax, RNN, GRU and LSTM
+// (every direction and layout, initial states, sequence_lens, peepholes, clip; not input_forget),
+// Resize and Upsample (nearest, linear and cubic, every coordinate mode, antialias), the Reduce family
 // (but ReduceProd), ArgMax/ArgMin, and the shape family (Flatten, Reshape, Transpose, Concat, Split,
-// Slice, Gather, Squeeze, Unsqueeze, Expand, Tile, constant Pad, Shape, Size, ConstantOfShape,
+// Slice, Gather, Squeeze, Unsqueeze, Expand, Tile, Pad in every mode, Shape, Size, ConstantOfShape,
 // Range, Cast, CastLike, Constant, Identity, Dropout). ONNX's own backend suite: README.md. An
 // operator or attribute it does not implement throws fx::Error naming the operator, the node and
 // the opset (at load for operators, at the first run for attributes); a file that is not a
@@ -87,6 +93,7 @@ struct LSTMOutput;
 namespace models {
 struct ResidualBlock;
 struct ResNet;
+struct VGG;
 struct InvertedResidual;
 struct MobileNetV2;
 struct SqueezeExcitation;
@@ -136,6 +143,7 @@ std::string layer(Graph& g, const TransformerEncoder& l, const std::string& x, c
 std::vector<std::string> lstm(Graph& g, const LSTM& l, const std::string& x, const std::string& path);
 std::string layer(Graph& g, const models::ResidualBlock& l, const std::string& x, const std::string& path);
 std::string layer(Graph& g, const models::ResNet& l, const std::string& x, const std::string& path);
+std::string layer(Graph& g, const models::VGG& l, const std::string& x, const std::string& path);
 std::string layer(Graph& g, const models::InvertedResidual& l, const std::string& x, const std::string& path);
 std::string layer(Graph& g, const models::MobileNetV2& l, const std::string& x, const std::string& path);
 std::string layer(Graph& g, const models::SqueezeExcitation& l, const std::string& x, const std::string& path);
@@ -200,6 +208,7 @@ struct Program;  // the graph, its operators and host constants (src/core/onnx/i
 class Model {
 public:
     std::map<std::string, Tensor> initializers;  // floating-point initialisers: the parameters
+    std::map<std::string, Tensor> statistics;    // BatchNormalization's running means and variances: state
     std::map<std::string, Tensor> constants;     // floating-point Constant nodes: moved, not trained
 
     // The graph on one input, giving its one output (ValueError if it has more of either).
@@ -220,5 +229,5 @@ Tensor load_tensor(const std::filesystem::path& path);
 
 }  // namespace fluxion::onnx
 
-FLUXION_FUNCTOR(fluxion::onnx::Model, initializers, constants);
+FLUXION_FUNCTOR(fluxion::onnx::Model, initializers, statistics, constants);
 FLUXION_TRAINABLE(fluxion::onnx::Model, initializers);

@@ -50,6 +50,46 @@ class Attention(nn.Module):
         return x + self.ff(self.norm2(x))
 
 
+class Recurrent(nn.Module):
+    """LSTM (two bidirectional layers, batch-first), GRU (bidirectional, a learned initial state) and a relu RNN."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(4, 6, num_layers=2, bidirectional=True, batch_first=True)
+        self.gru = nn.GRU(4, 5, bidirectional=True)
+        self.h0 = nn.Parameter(torch.randn(2, 1, 5))
+        self.rnn = nn.RNN(4, 3, nonlinearity="relu")
+
+    def forward(self, x):
+        y1, (h1, c1) = self.lstm(x)
+        t = x.transpose(0, 1)
+        y2, h2 = self.gru(t, self.h0.expand(-1, x.shape[0], -1).contiguous())
+        y3, h3 = self.rnn(t)
+        parts = [y1, h1.transpose(0, 1), c1.transpose(0, 1), y2.transpose(0, 1), h2.transpose(0, 1), y3.transpose(0, 1)]
+        return torch.cat([p.flatten(1) for p in parts], 1)
+
+
+class Resize(nn.Module):
+    def forward(self, x):
+        f = nn.functional.interpolate
+        parts = [f(x, scale_factor=2, mode="nearest"), f(x, size=(5, 7), mode="bilinear", align_corners=False),
+                 f(x, scale_factor=2, mode="bilinear", align_corners=True), f(x, size=(6, 6), mode="bicubic")]
+        return torch.cat([p.flatten(1) for p in parts], 1)
+
+
+class Volume(nn.Module):
+    """3-d convolutions and pools."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv3d(2, 4, 3, stride=(1, 2, 2), padding=1)
+        self.up = nn.ConvTranspose3d(4, 3, 3, stride=2, padding=1, output_padding=1)
+        self.avg = nn.AvgPool3d(2, stride=1, padding=1, count_include_pad=False)
+
+    def forward(self, x):
+        return self.avg(self.up(nn.functional.max_pool3d(torch.relu(self.conv(x)), 2))).flatten(1)
+
+
 def models():
     mlp = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 16), nn.Sigmoid(),
                         nn.Linear(16, 5), nn.LogSoftmax(dim=-1))
@@ -60,7 +100,10 @@ def models():
     conv1d = nn.Sequential(nn.Conv1d(2, 4, 3, padding=2, dilation=2), nn.Softplus(), nn.MaxPool1d(2), nn.Flatten(),
                            nn.Linear(24, 3))
     return {"mlp": (mlp, [6]), "cnn": (cnn, [3, 16, 16]), "conv1d": (conv1d, [2, 12]),
-            "attention": (Attention(), [5, 16])}
+            "attention": (Attention(), [5, 16]), "recurrent": (Recurrent(), [7, 4]), "resize": (Resize(), [2, 4, 4]),
+            "volume": (Volume(), [2, 6, 8, 8]),
+            "dilated_pool": (nn.Sequential(nn.Conv2d(2, 3, 3), nn.MaxPool2d(3, stride=2, padding=1, dilation=2),
+                                           nn.Flatten()), [2, 12, 12])}
 
 
 result = {}

@@ -4,6 +4,7 @@
 
 #include <cxxabi.h>
 #include <onnx/checker.h>
+#include <onnx/shape_inference/implementation.h>
 
 #include <cstdlib>
 #include <memory>
@@ -42,6 +43,36 @@ std::string Graph::unique(const std::string& name) {
     n->add_output(n->name());
     ranks[n->name()] = rank;
     return n;
+}
+
+std::vector<std::int64_t> Graph::inferred_shape(const std::string& value) const {
+    ::onnx::ModelProto m;
+    m.set_ir_version(model.ir_version());
+    *m.mutable_opset_import() = model.opset_import();
+    ::onnx::GraphProto* g = m.mutable_graph();
+    *g->mutable_input() = graph->input();
+    *g->mutable_node() = graph->node();
+    for (const auto& t : graph->initializer()) {  // the weights' shapes without their values, which inference never reads
+        ::onnx::TensorProto* c = g->add_initializer();
+        if (t.data_type() != ::onnx::TensorProto::FLOAT) {
+            *c = t;  // shapes and axes: read by Reshape's inference
+            continue;
+        }
+        c->set_name(t.name());
+        c->set_data_type(t.data_type());
+        *c->mutable_dims() = t.dims();
+    }
+    ::onnx::shape_inference::InferShapes(m);
+    auto dims = [](const ::onnx::ValueInfoProto& v) {
+        std::vector<std::int64_t> d;
+        for (const auto& dim : v.type().tensor_type().shape().dim()) d.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
+        return d;
+    };
+    for (const auto& v : g->value_info())
+        if (v.name() == value) return dims(v);
+    for (const auto& v : g->input())
+        if (v.name() == value) return dims(v);
+    return std::vector<std::int64_t>(std::size_t(rank(value)), -1);
 }
 
 std::string Graph::initializer(const Tensor& t, const std::string& name) {

@@ -55,6 +55,9 @@ struct Graph {
         return names;
     }
     int rank(const std::string& value) const { return ranks.at(value); }
+    // The shape of `value` by ONNX's own shape inference on the graph so far (the example input's
+    // axes, -1 for the dynamic batch and for any axis it cannot tell).
+    std::vector<std::int64_t> inferred_shape(const std::string& value) const;
 
 private:
     ::onnx::NodeProto* add_node(const std::string& op, const std::vector<std::string>& inputs, const std::string& name,

@@ -54,6 +54,8 @@ bool reads_host_arguments(const std::string& op);
 void add_elementwise_operators(std::map<std::string, Operator>& table);
 void add_nn_operators(std::map<std::string, Operator>& table);
 void add_shape_operators(std::map<std::string, Operator>& table);
+void add_recurrent_operators(std::map<std::string, Operator>& table);
+void add_resize_operators(std::map<std::string, Operator>& table);
 
 struct Step {
     Node node;

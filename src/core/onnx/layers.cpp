@@ -1,5 +1,6 @@
 // layers.cpp — fluxion's layers as ONNX operators (opset 17), in test mode: BatchNorm with its
 // running statistics, Dropout as the identity.
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -154,11 +155,33 @@ std::string layer(Graph& g, const GlobalMeanPool&, const std::string& x, const s
     return g.node("GlobalAveragePool", {x}, or_else(path, "avgpool"), g.rank(x));
 }
 
+// GlobalAveragePool where every output size is 1; otherwise, where each of the input's sizes (known
+// from the example input) is a multiple of the output's, an AveragePool of that ratio (none where
+// they are equal).
 std::string layer(Graph& g, const AdaptiveMeanPool& p, const std::string& x, const std::string& path) {
-    if (p.out != Size2(1) || p.out_depth != 1)  // every axis 1: GlobalAveragePool, whatever the rank
-        throw Error("fx::onnx::save: " + p.describe() + " at '" + path +
-                    "' has no ONNX export (only an output of (1, 1), GlobalAveragePool, has)");
-    return g.node("GlobalAveragePool", {x}, or_else(path, "avgpool"), g.rank(x));
+    if (p.out == Size2(1) && p.out_depth == 1) return g.node("GlobalAveragePool", {x}, or_else(path, "avgpool"), g.rank(x));
+    const std::vector<I> shape = g.inferred_shape(x);
+    const std::size_t axes = shape.size() - 2;
+    const std::vector<I> out = axes == 1 ? std::vector<I>{p.out.w}
+                               : axes == 2 ? std::vector<I>{p.out.h, p.out.w}
+                                           : std::vector<I>{p.out_depth, p.out.h, p.out.w};
+    std::vector<I> window;
+    for (std::size_t i = 0; i < axes && i < out.size(); ++i) {
+        const I in = shape[i + 2];
+        if (in <= 0 || in % out[i] != 0) {
+            std::string s = "{N";
+            for (std::size_t k = 1; k < shape.size(); ++k) s += ", " + (shape[k] < 0 ? std::string("?") : std::to_string(shape[k]));
+            throw Error("fx::onnx::save: " + p.describe() + " at '" + or_else(path, "the model's root") +
+                        "' has no ONNX export for its input " + s +
+                        "}: only where each input size is a multiple of the output's (an AveragePool) does it have one");
+        }
+        window.push_back(in / out[i]);
+    }
+    if (std::all_of(window.begin(), window.end(), [](I w) { return w == 1; })) return x;
+    return g.node("AveragePool", {x}, or_else(path, "avgpool"), g.rank(x), [&](auto& n) {
+        attribute(n, "kernel_shape", window);
+        attribute(n, "strides", window);
+    });
 }
 
 std::string layer(Graph& g, const Flatten&, const std::string& x, const std::string& path) {

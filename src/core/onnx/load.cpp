@@ -162,6 +162,8 @@ Operator find_operator(const std::string& op) {
         add_elementwise_operators(t);
         add_nn_operators(t);
         add_shape_operators(t);
+        add_recurrent_operators(t);
+        add_resize_operators(t);
         return t;
     }();
     const auto it = table.find(op);
@@ -173,7 +175,7 @@ bool reads_host_arguments(const std::string& op) {
         "Reshape",    "Slice",    "Squeeze",    "Unsqueeze",       "Expand",          "Tile",
         "Pad",        "Clip",     "ReduceMean", "ReduceSum",       "ReduceMax",       "ReduceMin",
         "ReduceProd", "ReduceL1", "ReduceL2",   "ReduceSumSquare", "ReduceLogSumExp", "ConstantOfShape",
-        "Range",      "Split",    "Gather",     "ReduceLogSum"};
+        "Range",      "Split",    "Gather",     "ReduceLogSum",    "Resize",          "Upsample"};
     return ops.count(op) > 0;
 }
 
@@ -268,13 +270,21 @@ Model load(const std::filesystem::path& path) {
             if (!y.empty()) defined.insert(y);
         program->steps.push_back({std::move(node), run, {}});
     }
+    // BatchNormalization's running mean and variance are state, not parameters (as BatchNorm's).
+    for (const auto& step : program->steps) {
+        if (step.node.op() != "BatchNormalization") continue;
+        for (int i = 3; i < 5 && i < step.node.proto().input_size(); ++i)
+            if (auto it = m.initializers.find(step.node.proto().input(i)); it != m.initializers.end())
+                m.statistics.insert(m.initializers.extract(it));
+    }
     for (const auto& v : g.output()) {
         if (!defined.count(v.name())) detail::corrupt(file, "the output '" + v.name() + "' is never computed");
         program->outputs.push_back(v.name());
         last_use.erase(v.name());
     }
     for (const auto& [name, step] : last_use)
-        if (!m.initializers.count(name) && !m.constants.count(name) && !program->host_constants.count(name))
+        if (!m.initializers.count(name) && !m.statistics.count(name) && !m.constants.count(name) &&
+            !program->host_constants.count(name))
             program->steps[step].frees.push_back(name);
     m.program = std::move(program);
     return m;
@@ -294,6 +304,7 @@ std::vector<Tensor> Model::operator()(const std::vector<Tensor>& inputs) const {
         if (name.empty()) return {};
         if (auto it = values.find(name); it != values.end()) return it->second;
         if (auto it = initializers.find(name); it != initializers.end()) return it->second;
+        if (auto it = statistics.find(name); it != statistics.end()) return it->second.detach();  // no gradient
         if (auto it = constants.find(name); it != constants.end()) return it->second;
         return p.host_constants.at(name);
     };

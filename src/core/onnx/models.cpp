@@ -2,6 +2,7 @@
 // torchvision's modules ("layer1.0.conv1", "features.3.conv.1.0").
 #include "core/onnx/graph.hpp"
 #include "fluxion/layers/flatten.hpp"
+#include "fluxion/layers/pooling.hpp"
 #include "fluxion/models.hpp"
 
 namespace fluxion::onnx::detail {
@@ -20,6 +21,23 @@ std::string layer(Graph& g, const models::ResNet& m, const std::string& x, const
         y = layer(g, *stage, y, join(path, "layer" + std::to_string(i++)));
     y = layer(g, Flatten(), layer(g, GlobalMeanPool(), y, join(path, "avgpool")), join(path, "flatten"));
     return layer(g, m.fc, y, join(path, "fc"));
+}
+
+// torchvision's Sequential indices: features (conv, [BatchNorm], relu, [max pool]), avgpool, then
+// classifier.0, .3 and .6 (the dropouts, identities here, at .2 and .5).
+std::string layer(Graph& g, const models::VGG& m, const std::string& x, const std::string& path) {
+    const std::string features = join(path, "features");
+    std::string y = x;
+    std::size_t i = 0;
+    for (std::size_t c = 0; c < m.convs.size(); ++c) {
+        y = layer(g, m.convs[c], y, join(features, std::to_string(i++)));
+        if (!m.norms.empty()) y = layer(g, m.norms[c], y, join(features, std::to_string(i++)));
+        ++i;  // the relu, in the convolution's or the BatchNorm's activation
+        if (m.pool_after[c]) y = layer(g, MaxPool({2, 2}), y, join(features, std::to_string(i++)));
+    }
+    y = layer(g, Flatten(), layer(g, m.avgpool, y, join(path, "avgpool")), join(path, "flatten"));
+    y = layer(g, m.fc2, layer(g, m.fc1, y, join(path, "classifier.0")), join(path, "classifier.3"));
+    return layer(g, m.classifier, y, join(path, "classifier.6"));
 }
 
 std::string layer(Graph& g, const models::InvertedResidual& b, const std::string& x, const std::string& path) {

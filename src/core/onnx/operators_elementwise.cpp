@@ -50,16 +50,30 @@ template <Tensor (*F)(const Tensor&)> Ts unary(const Node&, const Ts& in) { retu
 Tensor neg(const Tensor& x) { return -x; }
 Tensor reciprocal(const Tensor& x) { return 1.0 / x; }
 
-Ts leaky_relu(const Node& n, const Ts& in) { return {leakyrelu(in[0], n.f("alpha", 0.01f))}; }
-Ts elu_op(const Node& n, const Ts& in) { return {elu(in[0], n.f("alpha", 1.0f))}; }
-Ts celu_op(const Node& n, const Ts& in) { return {celu(in[0], n.f("alpha", 1.0f))}; }
-Ts selu_op(const Node& n, const Ts& in) {  // gamma elu(x, alpha); ONNX's defaults are the SNN constants
-    return {n.f("gamma", 1.05070102214813232421875f) * elu(in[0], n.f("alpha", 1.67326319217681884765625f))};
+// The activations of one or two float attributes: their names, ONNX's defaults, and the function.
+struct Parametric {
+    const char* op;
+    const char *a, *b;  // the attributes' names (b may be null)
+    float a_default, b_default;
+    Tensor (*f)(const Tensor& x, double a, double b);
+};
+const Parametric kParametric[] = {
+    {"LeakyRelu", "alpha", nullptr, 0.01f, 0, [](const Tensor& x, double a, double) { return leakyrelu(x, a); }},
+    {"Elu", "alpha", nullptr, 1, 0, [](const Tensor& x, double a, double) { return elu(x, a); }},
+    {"Celu", "alpha", nullptr, 1, 0, [](const Tensor& x, double a, double) { return celu(x, a); }},
+    {"ThresholdedRelu", "alpha", nullptr, 1, 0, [](const Tensor& x, double a, double) { return trelu(x, a, 0); }},
+    {"Swish", "alpha", nullptr, 1, 0, [](const Tensor& x, double a, double) { return x * sigmoid(x * a); }},
+    {"HardSigmoid", "alpha", "beta", 0.2f, 0.5f,
+     [](const Tensor& x, double a, double b) { return clamp(x * a + b, 0, 1); }},
+    // gamma elu(x, alpha), the SNN constants by default
+    {"Selu", "alpha", "gamma", 1.67326319217681884765625f, 1.05070102214813232421875f,
+     [](const Tensor& x, double a, double g) { return g * elu(x, a); }},
+};
+Ts parametric(const Node& n, const Ts& in) {
+    for (const auto& p : kParametric)
+        if (n.op() == p.op) return {p.f(in[0], n.f(p.a, p.a_default), p.b ? n.f(p.b, p.b_default) : 0.0)};
+    n.unsupported("no parametric activation of this name");
 }
-Ts hard_sigmoid(const Node& n, const Ts& in) {
-    return {clamp(in[0] * double(n.f("alpha", 0.2f)) + double(n.f("beta", 0.5f)), 0, 1)};
-}
-Ts thresholded_relu(const Node& n, const Ts& in) { return {trelu(in[0], n.f("alpha", 1.0f), 0)}; }
 Ts prelu(const Node& n, const Ts& in) {
     Tensor slope = in[1];
     if (n.opset() < 7 && slope.ndim() == 1 && in[0].ndim() > 2) {  // one slope per channel, before broadcasting
@@ -69,7 +83,6 @@ Ts prelu(const Node& n, const Ts& in) {
     }
     return {where(in[0] < zeros_like(in[0]), in[0] * slope, in[0])};
 }
-Ts swish_op(const Node& n, const Ts& in) { return {in[0] * sigmoid(in[0] * double(n.f("alpha", 1.0f)))}; }
 Ts cast_like(const Node&, const Ts& in) {
     const DType to = in[1].dtype();
     return {is_floating(in[0].dtype()) && is_floating(to) ? cast(in[0], to) : in[0].to(to)};
@@ -157,28 +170,41 @@ std::vector<int> reduced_axes(const Node& n, const Ts& in) {
     return out;
 }
 
-template <Tensor (*F)(const Tensor&, int, bool)> Tensor reduce_axes(const Node& n, const Ts& in, const Tensor& x) {
-    const std::vector<int> axes = reduced_axes(n, in);
-    const bool keep = n.i("keepdims", 1) != 0;
-    Tensor y = x;
-    for (auto it = axes.rbegin(); it != axes.rend(); ++it) y = F(y, *it, keep);
-    return y;
-}
 Tensor sum_axis(const Tensor& x, int a, bool k) { return sum(x, a, k); }
 Tensor mean_axis(const Tensor& x, int a, bool k) { return mean(x, a, k); }
 Tensor max_axis(const Tensor& x, int a, bool k) { return max(x, a, k); }
 Tensor min_axis(const Tensor& x, int a, bool k) { return min(x, a, k); }
 Tensor lse_axis(const Tensor& x, int a, bool k) { return logsumexp(x, a, k); }
 
-Ts reduce_sum(const Node& n, const Ts& in) { return {reduce_axes<sum_axis>(n, in, in[0])}; }
-Ts reduce_mean(const Node& n, const Ts& in) { return {reduce_axes<mean_axis>(n, in, in[0])}; }
-Ts reduce_max(const Node& n, const Ts& in) { return {reduce_axes<max_axis>(n, in, in[0])}; }
-Ts reduce_min(const Node& n, const Ts& in) { return {reduce_axes<min_axis>(n, in, in[0])}; }
-Ts reduce_l1(const Node& n, const Ts& in) { return {reduce_axes<sum_axis>(n, in, abs(in[0]))}; }
-Ts reduce_l2(const Node& n, const Ts& in) { return {sqrt(reduce_axes<sum_axis>(n, in, in[0] * in[0]))}; }
-Ts reduce_sum_square(const Node& n, const Ts& in) { return {reduce_axes<sum_axis>(n, in, in[0] * in[0])}; }
-Ts reduce_log_sum(const Node& n, const Ts& in) { return {log(reduce_axes<sum_axis>(n, in, in[0]))}; }
-Ts reduce_log_sum_exp(const Node& n, const Ts& in) { return {reduce_axes<lse_axis>(n, in, in[0])}; }
+// The Reduce family: an elementwise map (or none), a reduction along each axis, an elementwise finish (or none).
+struct Reduction {
+    const char* op;
+    Tensor (*map)(const Tensor&);
+    Tensor (*reduce)(const Tensor&, int, bool);
+    Tensor (*finish)(const Tensor&);
+};
+const Reduction kReductions[] = {
+    {"ReduceSum", nullptr, sum_axis, nullptr},
+    {"ReduceMean", nullptr, mean_axis, nullptr},
+    {"ReduceMax", nullptr, max_axis, nullptr},
+    {"ReduceMin", nullptr, min_axis, nullptr},
+    {"ReduceL1", abs, sum_axis, nullptr},
+    {"ReduceL2", square, sum_axis, sqrt},
+    {"ReduceSumSquare", square, sum_axis, nullptr},
+    {"ReduceLogSum", nullptr, sum_axis, log},
+    {"ReduceLogSumExp", nullptr, lse_axis, nullptr},
+};
+Ts reduction(const Node& n, const Ts& in) {
+    for (const auto& r : kReductions) {
+        if (n.op() != r.op) continue;
+        const std::vector<int> axes = reduced_axes(n, in);
+        const bool keep = n.i("keepdims", 1) != 0;
+        Tensor y = r.map ? r.map(in[0]) : in[0];
+        for (auto it = axes.rbegin(); it != axes.rend(); ++it) y = r.reduce(y, *it, keep);
+        return {r.finish ? r.finish(y) : y};
+    }
+    n.unsupported("no reduction of this name");
+}
 
 // With select_last_index, the first extreme of the reversed axis, counted from the end.
 template <Tensor (*F)(const Tensor&, int, bool)> Ts arg(const Node& n, const Ts& in) {
@@ -219,12 +245,7 @@ void add_elementwise_operators(std::map<std::string, Operator>& t) {
     t["Mish"] = unary<mish>;
     t["Erf"] = erf_op;
     t["Gelu"] = gelu_op;
-    t["LeakyRelu"] = leaky_relu;
-    t["Elu"] = elu_op;
-    t["Celu"] = celu_op;
-    t["Selu"] = selu_op;
-    t["HardSigmoid"] = hard_sigmoid;
-    t["ThresholdedRelu"] = thresholded_relu;
+    for (const auto& p : kParametric) t[p.op] = parametric;
     t["PRelu"] = prelu;
     t["Clip"] = clip;
     t["Max"] = fold<maximum>;
@@ -243,16 +264,7 @@ void add_elementwise_operators(std::map<std::string, Operator>& t) {
     t["Where"] = where_op;
     t["Cast"] = cast_op;
     t["CastLike"] = cast_like;
-    t["Swish"] = swish_op;
-    t["ReduceSum"] = reduce_sum;
-    t["ReduceMean"] = reduce_mean;
-    t["ReduceMax"] = reduce_max;
-    t["ReduceMin"] = reduce_min;
-    t["ReduceL1"] = reduce_l1;
-    t["ReduceL2"] = reduce_l2;
-    t["ReduceSumSquare"] = reduce_sum_square;
-    t["ReduceLogSumExp"] = reduce_log_sum_exp;
-    t["ReduceLogSum"] = reduce_log_sum;
+    for (const auto& r : kReductions) t[r.op] = reduction;
     t["ArgMax"] = arg<argmax_axis>;
     t["ArgMin"] = arg<argmin_axis>;
 }

@@ -1,6 +1,8 @@
 // operators_nn.cpp — ONNX's linear algebra, convolutions, pools and normalisations as fluxion's ops.
 // fluxion convolves and pools 2-d with symmetric padding: 1-d runs as 2-d of height 1, and
-// asymmetric or ceil_mode padding is added explicitly first (zeros, or −∞ before a max).
+// asymmetric or ceil_mode padding is added explicitly first (zeros, or −∞ before a max). 3-d
+// convolutions are 2-d ones over the depth slices that each output depth reads; 3-d and dilated
+// pools take the extreme or the sum of the input's strided slices, one per cell of the window.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -76,8 +78,75 @@ Tensor pad_spatial(const Tensor& x, const Ints& pads, double value) {
 Ints two_d(const Ints& v, std::int64_t lead) { return v.size() == 1 ? Ints{lead, v[0]} : v; }
 
 void check_rank(const Node& n, const Tensor& x) {
-    if (x.ndim() != 3 && x.ndim() != 4)
-        n.unsupported("an input of shape " + to_string(x.shape()) + " (fluxion runs 1-d and 2-d " + n.op() + " only)");
+    if (x.ndim() < 3 || x.ndim() > 5)
+        n.unsupported("an input of shape " + to_string(x.shape()) + " (fluxion runs 1-d, 2-d and 3-d " + n.op() +
+                      " only)");
+}
+
+// {N, C, D, ...} with the depth folded into the batch: {N·D, C, ...}, and back.
+Tensor depth_into_batch(const Tensor& x) {
+    Shape s = x.shape();
+    s.erase(s.begin() + 2);
+    s[0] = x.shape(0) * x.shape(2);
+    return x.transpose(1, 2).reshape(s);
+}
+Tensor depth_out_of_batch(const Tensor& y, std::int64_t batch) {
+    Shape s = y.shape();  // {N·D, C, ...}
+    s[0] = y.shape(0) / batch;
+    s.insert(s.begin(), batch);
+    return y.reshape(s).transpose(1, 2);
+}
+
+// conv3d of x {N, C, D, H, W} (padded already) with w {O, C/g, kd, kh, kw}: for each depth tap j,
+// the depth slices it reads for every output depth, convolved as images.
+Tensor conv3d(const Node& n, const Tensor& x, const Tensor& w, const Ints& strides, const Ints& dilations) {
+    const std::int64_t span = (w.shape(2) - 1) * dilations[0] + 1, depth = x.shape(2);
+    if (depth < span)
+        n.unsupported("an input depth of " + std::to_string(depth) + " (with its pads) below the kernel's span " +
+                      std::to_string(span));
+    const std::int64_t out = (depth - span) / strides[0] + 1;
+    Tensor y;
+    for (std::int64_t j = 0; j < w.shape(2); ++j) {
+        const std::int64_t first = j * dilations[0];
+        const Tensor slices = x.slice(2, first, first + (out - 1) * strides[0] + 1, strides[0]);
+        const Tensor part = conv2d(depth_into_batch(slices), w.select(2, j),
+                                   {.stride = {strides[1], strides[2]},
+                                    .padding = {0, 0},
+                                    .dilation = {dilations[1], dilations[2]},
+                                    .groups = n.i("group", 1)});
+        y = y.defined() ? y + part : part;
+    }
+    return depth_out_of_batch(y, x.shape(0));
+}
+
+// The transpose of conv3d, unpadded, with output_pad: each input depth slice's contribution through
+// depth tap j lands at depth i·stride + j·dilation.
+Tensor conv_transpose3d(const Node& n, const Tensor& x, const Tensor& w, const Ints& strides, const Ints& dilations,
+                        const Ints& out_pad) {
+    const std::int64_t depth = x.shape(2), spread = (depth - 1) * strides[0] + 1;
+    const std::int64_t full = spread + (w.shape(2) - 1) * dilations[0] + out_pad[0];
+    const Tensor images = depth_into_batch(x);
+    Tensor y;
+    for (std::int64_t j = 0; j < w.shape(2); ++j) {
+        Tensor part = depth_out_of_batch(conv_transpose2d(images, w.select(2, j),
+                                                          {.stride = {strides[1], strides[2]},
+                                                           .padding = {0, 0},
+                                                           .dilation = {dilations[1], dilations[2]},
+                                                           .groups = n.i("group", 1)},
+                                                          {out_pad[1], out_pad[2]}),
+                                         x.shape(0));  // {N, O, D, H', W'}
+        if (strides[0] > 1) {                          // stride - 1 zero slices after each
+            std::vector<Tensor> gaps(std::size_t(strides[0]), zeros_like(part));
+            gaps[0] = part;
+            Shape s = part.shape();
+            s[2] *= strides[0];
+            part = stack(gaps, 3).reshape(s).slice(2, 0, spread);
+        }
+        const std::int64_t before = j * dilations[0];
+        part = pad_axis(part, 2, before, full - before - spread, 0);
+        y = y.defined() ? y + part : part;
+    }
+    return y;
 }
 
 Ts conv(const Node& n, const Ts& in) {
@@ -88,15 +157,17 @@ Ts conv(const Node& n, const Ts& in) {
     Window w = window_of(n, in[0], kernel);
     Tensor x = in[0];
     Ints pads(kernel.size(), 0);
-    if (symmetric(w)) pads.assign(w.pads.begin(), w.pads.begin() + std::ptrdiff_t(kernel.size()));
+    if (symmetric(w) && kernel.size() < 3) pads.assign(w.pads.begin(), w.pads.begin() + std::ptrdiff_t(kernel.size()));
     else x = pad_spatial(x, w.pads, 0);
-    Tensor weight = w0;
+    Tensor weight = w0, y;
     if (one_d) x = x.unsqueeze(2), weight = weight.unsqueeze(2);
-    Tensor y = conv2d(x, weight,
-                      {.stride = two_d(w.strides, 1),
-                       .padding = two_d(pads, 0),
-                       .dilation = two_d(w.dilations, 1),
-                       .groups = n.i("group", 1)});
+    if (kernel.size() == 3) y = conv3d(n, x, weight, w.strides, w.dilations);
+    else
+        y = conv2d(x, weight,
+                   {.stride = two_d(w.strides, 1),
+                    .padding = two_d(pads, 0),
+                    .dilation = two_d(w.dilations, 1),
+                    .groups = n.i("group", 1)});
     if (one_d) y = y.squeeze(2);
     if (in.size() > 2 && in[2].defined()) {
         Shape b(std::size_t(y.ndim()), 1);
@@ -139,10 +210,13 @@ Ts conv_transpose(const Node& n, const Ts& in) {
             n.unsupported("output_padding not below the stride or the dilation");
     Tensor x = in[0], weight = in[1];
     if (one_d) x = x.unsqueeze(2), weight = weight.unsqueeze(2);
-    Tensor y = conv_transpose2d(
-        x, weight,
-        {.stride = two_d(strides, 1), .padding = {0, 0}, .dilation = two_d(dilations, 1), .groups = n.i("group", 1)},
-        two_d(out_pad, 0));
+    Tensor y = d == 3 ? conv_transpose3d(n, x, weight, strides, dilations, out_pad)
+                      : conv_transpose2d(x, weight,
+                                         {.stride = two_d(strides, 1),
+                                          .padding = {0, 0},
+                                          .dilation = two_d(dilations, 1),
+                                          .groups = n.i("group", 1)},
+                                         two_d(out_pad, 0));
     if (one_d) y = y.squeeze(2);
     for (std::size_t i = 0; i < d; ++i) y = y.slice(int(i) + 2, pads[i], full[i] - pads[i + d]);
     if (in.size() > 2 && in[2].defined()) {
@@ -151,6 +225,27 @@ Ts conv_transpose(const Node& n, const Ts& in) {
         y = y + in[2].reshape(b);
     }
     return {y};
+}
+
+// The maximum, or the mean, of every window of `kernel` cells (dilated, strided) of t {N, C, ...}
+// unpadded: one strided slice of t per cell of the window, so any number of axes and any dilation.
+Tensor slide(const Tensor& t, const Ints& kernel, const Ints& strides, const Ints& dilations, bool maximum) {
+    const std::size_t d = kernel.size();
+    Ints out(d);
+    std::int64_t cells = 1;
+    for (std::size_t i = 0; i < d; ++i)
+        out[i] = (t.shape(int(i) + 2) - (kernel[i] - 1) * dilations[i] - 1) / strides[i] + 1, cells *= kernel[i];
+    Tensor acc;
+    for (std::int64_t cell = 0; cell < cells; ++cell) {
+        Tensor v = t;
+        for (std::int64_t i = std::int64_t(d) - 1, rest = cell; i >= 0; rest /= kernel[std::size_t(i)], --i) {
+            const std::size_t a = std::size_t(i);
+            const std::int64_t first = (rest % kernel[a]) * dilations[a];
+            v = v.slice(int(a) + 2, first, first + (out[a] - 1) * strides[a] + 1, strides[a]);
+        }
+        acc = !acc.defined() ? v : maximum ? fluxion::maximum(acc, v) : acc + v;
+    }
+    return maximum ? acc : acc / double(cells);
 }
 
 // MaxPool and AveragePool: the input padded explicitly (pads, then what ceil_mode adds at the end),
@@ -163,17 +258,17 @@ Ts pool(const Node& n, const Ts& in) {
     const Ints kernel = n.ints("kernel_shape");
     if (kernel.size() != std::size_t(in[0].ndim() - 2)) n.unsupported("kernel_shape of the wrong length");
     Window w = window_of(n, in[0], kernel);
-    for (auto v : w.dilations)
-        if (v != 1) n.unsupported("dilations other than 1");
     const std::size_t d = kernel.size();
+    const bool dilated = std::any_of(w.dilations.begin(), w.dilations.end(), [](auto v) { return v != 1; });
     Ints extra(d, 0);
     if (n.i("ceil_mode", 0)) {
         for (std::size_t i = 0; i < d; ++i) {
             const std::int64_t span = in[0].shape(int(i) + 2) + w.pads[i] + w.pads[i + d];
-            std::int64_t out = (span - kernel[i] + w.strides[i] - 1) / w.strides[i] + 1;
+            const std::int64_t reach = (kernel[i] - 1) * w.dilations[i] + 1;
+            std::int64_t out = (span - reach + w.strides[i] - 1) / w.strides[i] + 1;
             if ((out - 1) * w.strides[i] >= in[0].shape(int(i) + 2) + w.pads[i])
                 --out;  // no window starts in the end pad
-            extra[i] = std::max<std::int64_t>((out - 1) * w.strides[i] + kernel[i] - span, 0);
+            extra[i] = std::max<std::int64_t>((out - 1) * w.strides[i] + reach - span, 0);
         }
     }
     Ints pads = w.pads;
@@ -182,6 +277,7 @@ Ts pool(const Node& n, const Ts& in) {
     const Pool2dOptions options{.window = two_d(kernel, 1), .stride = two_d(w.strides, 1), .padding = {0, 0}};
     const bool one_d = d == 1;
     auto pool2d = [&](const Tensor& t, bool maximum) {
+        if (d == 3 || dilated) return slide(t, kernel, w.strides, w.dilations, maximum);
         const Tensor u = one_d ? t.unsqueeze(2) : t;
         const Tensor y = maximum ? maxpool2d(u, options) : meanpool2d(u, options);
         return one_d ? y.squeeze(2) : y;

@@ -252,9 +252,34 @@ Ts tile(const Node& n, const Ts& in) {
     return {y};
 }
 
+// x padded along `axis` by repeating its own elements: its edge, its reflection (the edge not
+// repeated) or its other end (wrap); negative pads crop.
+Tensor pad_by_index(const Tensor& x, int axis, std::int64_t before, std::int64_t after, const std::string& mode) {
+    const Tensor y =
+        x.slice(axis, std::max<std::int64_t>(-before, 0), x.shape(axis) - std::max<std::int64_t>(-after, 0));
+    before = std::max<std::int64_t>(before, 0), after = std::max<std::int64_t>(after, 0);
+    const std::int64_t len = y.shape(axis);
+    if (before == 0 && after == 0) return y;
+    Ints index;
+    for (std::int64_t i = -before; i < len + after; ++i) {
+        std::int64_t j = i;
+        if (mode == "edge" || (mode == "reflect" && len == 1)) {
+            j = std::clamp<std::int64_t>(i, 0, len - 1);
+        } else if (mode == "reflect") {
+            const std::int64_t period = 2 * (len - 1);
+            j = ((i % period) + period) % period;
+            if (j >= len) j = period - j;
+        } else {  // wrap
+            j = ((i % len) + len) % len;
+        }
+        index.push_back(j);
+    }
+    return index_select(y, axis, tensor(index, {std::int64_t(index.size())}).to(y.device()));
+}
+
 Ts pad(const Node& n, const Ts& in) {
     const std::string mode = n.s("mode", "constant");
-    if (mode != "constant") n.unsupported("mode=" + mode);
+    if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap") n.unsupported("mode=" + mode);
     const Tensor& x = in[0];
     const Ints pads = n.opset() >= 11 ? host_ints(in[1]) : n.ints(n.opset() >= 2 ? "pads" : "paddings");
     double value = n.f("value", 0);
@@ -264,8 +289,15 @@ Ts pad(const Node& n, const Ts& in) {
         for (int a = 0; a < x.ndim(); ++a) axes.push_back(a);
     if (pads.size() != 2 * axes.size()) n.unsupported("pads of the wrong length");
     Tensor y = x;
-    for (std::size_t i = 0; i < axes.size(); ++i)
-        y = pad_axis(y, axis_of(axes[i], x.ndim(), n), pads[i], pads[i + axes.size()], value);
+    for (std::size_t i = 0; i < axes.size(); ++i) {
+        const int axis = axis_of(axes[i], x.ndim(), n);
+        const std::int64_t before = pads[i], after = pads[i + axes.size()];
+        if (mode != "constant" &&
+            x.shape(axis) + std::min<std::int64_t>(before, 0) + std::min<std::int64_t>(after, 0) <= 0 &&
+            before + after > 0)
+            n.unsupported("mode=" + mode + " on an empty axis " + std::to_string(axis));
+        y = mode == "constant" ? pad_axis(y, axis, before, after, value) : pad_by_index(y, axis, before, after, mode);
+    }
     return {y};
 }
 
