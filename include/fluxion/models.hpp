@@ -18,6 +18,9 @@
 //   m.fc = fx::Dense(512, 10);                           // a new head for 10 classes
 //   auto opt = fx::setup(fx::Adam(1e-3), m);
 //   for (auto p : fx::models::trunk(m)) fx::freeze(opt, p);   // only fc trains
+//   fx::testmode(m);                                     // BatchNorms use and keep their running statistics
+// fx::freeze stops the optimiser only: in train mode every BatchNorm still follows the batches.
+// examples/transfer_learning does this on Fashion-MNIST, then thaws the trunk (fx::thaw).
 //
 // Inputs are images {N, 3, H, W} normalised as torchvision's weights expect. BatchNorm's
 // num_batches_tracked (in torchvision's state dicts) has no counterpart in fluxion's BatchNorm:
