@@ -464,6 +464,7 @@ TEST(Examples, TransferLearningPretrainsFreezesThawsAndSaves) {
     EXPECT_EQ(saved.at("layer4.1.bn2.running_var").shape(), (fx::Shape{512}));
 }
 
+// Eager steps here (compiled ones above).
 TEST(Examples, TransferLearningStartsFromGivenWeights) {
     if (!fashion_mnist_installed())
         GTEST_SKIP() << "Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist, or set FLUXION_DATA)";
@@ -472,7 +473,7 @@ TEST(Examples, TransferLearningStartsFromGivenWeights) {
     const Result r = run("transfer_learning",
                          "--weights '" + (dir.path() / "resnet18.safetensors").string() +
                              "' --head-epochs 1 --finetune-epochs 1 --target-limit 64 --test-limit 100 --size 28 "
-                             "--batchsize 32 --out '" + dir.path().string() + "'");
+                             "--batchsize 32 --eager --out '" + dir.path().string() + "'");
     ASSERT_EQ(r.status, 0) << r.output;
     EXPECT_NE(r.output.find("(ResNet-18, 7 classes), no pretraining"), std::string::npos) << r.output;
     EXPECT_EQ(r.output.find("pretrain epoch"), std::string::npos) << r.output;
