@@ -438,16 +438,18 @@ TEST(Examples, TransferLearningPretrainsFreezesThawsAndSaves) {
     if (!fashion_mnist_installed())
         GTEST_SKIP() << "Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist, or set FLUXION_DATA)";
     TempDir out;
-    const Result r = run("transfer_learning",
-                         "--pretrain-epochs 1 --head-epochs 3 --finetune-epochs 1 --source-limit 1000 --target-limit 320 "
-                         "--test-limit 500 --size 28 --batchsize 32 --out '" +
-                             out.path().string() + "'");
+    const Result r =
+        run("transfer_learning",
+            "--pretrain-epochs 1 --head-epochs 3 --finetune-epochs 1 --source-limit 1000 --target-limit 320 "
+            "--test-limit 500 --size 28 --batchsize 32 --out '" +
+                out.path().string() + "'");
     ASSERT_EQ(r.status, 0) << r.output;
     EXPECT_NE(r.output.find("source: 1000 training and 500 test images"), std::string::npos) << r.output;
     EXPECT_NE(r.output.find("target: 320 training and 500 test images"), std::string::npos) << r.output;
     EXPECT_NE(r.output.find("frozen, in test mode: conv1, bn1, layer1, layer2, layer3, layer4"), std::string::npos)
         << r.output;
-    const double pretrained = number_after(r.output, R"(pretrain epoch 1/1  train loss [0-9.]+  test accuracy ([0-9.]+)%)");
+    const double pretrained =
+        number_after(r.output, R"(pretrain epoch 1/1  train loss [0-9.]+  test accuracy ([0-9.]+)%)");
     const double head = number_after(r.output, R"(head epoch 3/3  train loss [0-9.]+  test accuracy ([0-9.]+)%)");
     const double tuned = number_after(r.output, R"(fine-tune epoch 1/1  train loss [0-9.]+  test accuracy ([0-9.]+)%)");
     // Chance is 20% on each task's five classes. Measured: 68% on the source, 57% with the head
@@ -473,12 +475,14 @@ TEST(Examples, TransferLearningStartsFromGivenWeights) {
     const Result r = run("transfer_learning",
                          "--weights '" + (dir.path() / "resnet18.safetensors").string() +
                              "' --head-epochs 1 --finetune-epochs 1 --target-limit 64 --test-limit 100 --size 28 "
-                             "--batchsize 32 --eager --out '" + dir.path().string() + "'");
+                             "--batchsize 32 --eager --out '" +
+                             dir.path().string() + "'");
     ASSERT_EQ(r.status, 0) << r.output;
     EXPECT_NE(r.output.find("(ResNet-18, 7 classes), no pretraining"), std::string::npos) << r.output;
     EXPECT_EQ(r.output.find("pretrain epoch"), std::string::npos) << r.output;
     EXPECT_NE(r.output.find("fine-tune epoch 1/1"), std::string::npos) << r.output;
-    EXPECT_EQ(fx::load_state(dir.path() / "transfer_learning.safetensors").at("fc.weight").shape(), (fx::Shape{5, 512}));
+    EXPECT_EQ(fx::load_state(dir.path() / "transfer_learning.safetensors").at("fc.weight").shape(),
+              (fx::Shape{5, 512}));
 }
 
 }  // namespace

@@ -220,8 +220,7 @@ TEST(Models, UNetRefusesSmallImagesAndBadOptions) {
         (void)m(fx::randn({1, 1, 15, 32}));
         ADD_FAILURE() << "no error";
     } catch (const fx::ShapeError& e) {
-        EXPECT_NE(std::string(e.what()).find("UNet: expected images {N, C, H, W} of at least 16×16"),
-                  std::string::npos)
+        EXPECT_NE(std::string(e.what()).find("UNet: expected images {N, C, H, W} of at least 16×16"), std::string::npos)
             << e.what();
     }
     EXPECT_THROW(models::unet({.width = 0}), fx::ValueError);

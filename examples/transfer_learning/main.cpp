@@ -145,7 +145,8 @@ template <class Opt> double train(const char* what, models::ResNet& model, Opt& 
     };
     auto compiled = fx::compile(lossfn, model, opt, {.fall_back = true});
     // The last, smaller batch is dropped: a compiled step traces once per batch shape.
-    fx::DataLoader loader({task.x, task.y}, {.batchsize = o.batchsize, .shuffle = true, .partial = false, .seed = kSeed});
+    fx::DataLoader loader({task.x, task.y},
+                          {.batchsize = o.batchsize, .shuffle = true, .partial = false, .seed = kSeed});
     fx::Progress progress({.epochs = epochs, .steps = loader.size(), .unit = "images", .terminal_only = true});
     double acc = 0;
     for (int epoch = 1; epoch <= epochs; ++epoch) {
@@ -257,8 +258,7 @@ int run(const Options& o, const fx::Device& dev) {
 
     std::printf("\n%-32s %16s %10s\n", "phase", "target accuracy", "time");
     for (const auto& p : phases)
-        std::printf("%-32s %16s %8.1f s\n", p.name.c_str(), p.accuracy ? percent(*p.accuracy).c_str() : "-",
-                    p.seconds);
+        std::printf("%-32s %16s %8.1f s\n", p.name.c_str(), p.accuracy ? percent(*p.accuracy).c_str() : "-", p.seconds);
     return 0;
 }
 
@@ -273,8 +273,8 @@ int main(int argc, char** argv) {
          examples::count("--target-limit", o.target_limit), examples::count("--test-limit", o.test_limit),
          examples::text("--weights", o.weights), examples::count("--size", o.size),
          examples::count("--batchsize", o.batchsize), examples::number("--eta", o.eta),
-         examples::toggle("--scratch", o.scratch), examples::text("--device", o.device),
-         examples::text("--out", o.out), examples::toggle("--eager", o.eager)},
+         examples::toggle("--scratch", o.scratch), examples::text("--device", o.device), examples::text("--out", o.out),
+         examples::toggle("--eager", o.eager)},
         [&] {
             fx::seed(kSeed);  // weights; the loaders' orders come from their own seed
             const fx::Device dev = o.device ? fx::get_device(*o.device) : fx::get_device({.verbose = true});

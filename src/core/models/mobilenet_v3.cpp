@@ -75,8 +75,12 @@ MobileNetV3 mobilenet_v3_small(const ModelOptions& options) {
                                 {96, 5, 576, 96, true, true, 1}};
     std::vector<MBConv> blocks;
     for (const auto& c : settings) blocks.push_back(block(c));
-    return {conv_bn(3, 3, 16, hardswish, 2, 1, kNorm), std::move(blocks), conv_bn(1, 96, 576, hardswish, 1, 1, kNorm),
-            Dense(576, 1024, hardswish), Dropout(0.2), Dense(1024, options.num_classes)};
+    return {conv_bn(3, 3, 16, hardswish, 2, 1, kNorm),
+            std::move(blocks),
+            conv_bn(1, 96, 576, hardswish, 1, 1, kNorm),
+            Dense(576, 1024, hardswish),
+            Dropout(0.2),
+            Dense(1024, options.num_classes)};
 }
 
 std::vector<std::string> trunk(const MobileNetV3& model) {

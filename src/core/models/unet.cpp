@@ -101,8 +101,8 @@ void UNet::show(detail::Shower& s) const {
 }
 
 UNet unet(const UNetOptions& o) {
-    for (const auto& [name, value] : {std::pair{"n_channels", o.n_channels}, std::pair{"n_classes", o.n_classes},
-                                      std::pair{"width", o.width}})
+    for (const auto& [name, value] :
+         {std::pair{"n_channels", o.n_channels}, std::pair{"n_classes", o.n_classes}, std::pair{"width", o.width}})
         if (value < 1)
             throw ValueError(std::string("unet: ") + name + " must be positive (got " + std::to_string(value) + ")");
     const std::int64_t w = o.width, factor = o.bilinear ? 2 : 1;
