@@ -72,7 +72,9 @@ void expect_close(const fx::Tensor& got, const fx::Tensor& want, double tol, con
 }
 
 // torchvision 0.14's counts with 1000 classes, kept so that fluxion's are checked where
-// torchvision is missing too (and checked against the script's where it is not).
+// torchvision is missing too (and checked against the script's where it is not). The U-Nets'
+// are PyTorch's counts of the script's UNet with 2 classes: "unet" milesial's own (width 64),
+// the others those the tests load (width 8).
 const std::map<std::string, std::int64_t> kTorchvisionParameters{{"resnet18", 11689512},
                                                                  {"resnet34", 21797672},
                                                                  {"resnet50", 25557032},
@@ -86,7 +88,11 @@ const std::map<std::string, std::int64_t> kTorchvisionParameters{{"resnet18", 11
                                                                  {"efficientnet_b0", 5288548},
                                                                  {"convnext_tiny", 28589128},
                                                                  {"vit_b_16", 86567656},
-                                                                 {"vit_tiny_16", 5717416}};
+                                                                 {"vit_tiny_16", 5717416},
+                                                                 {"unet", 31037698},
+                                                                 {"unet_bilinear", 17263042},
+                                                                 {"unet_small", 486562},
+                                                                 {"unet_small_bilinear", 270906}};
 
 std::int64_t parameters(const auto& model) { return fx::detail::count_params(model).params; }
 
@@ -198,6 +204,30 @@ TEST(Models, VitB16MatchesTorchvision) {
     expect_torchvision_logits(models::vit_b_16({.num_classes = 10}), "vit_b_16", 224, 10, {fx::Device{}});
 }
 
+// milesial/Pytorch-UNet's architecture, written in the script (torchvision has none), at width 8.
+// 44×44 halves to 22, 11, 5 and 2: two steps up are padded to the skip's odd size.
+TEST(Models, UNetMatchesPyTorch) {
+    expect_torchvision_logits(models::unet({.n_classes = 3, .width = 8}), "unet_small", 44, 3);
+}
+TEST(Models, UNetBilinearMatchesPyTorch) {
+    expect_torchvision_logits(models::unet({.n_classes = 3, .bilinear = true, .width = 8}), "unet_small_bilinear", 44,
+                              3);
+}
+
+TEST(Models, UNetRefusesSmallImagesAndBadOptions) {
+    const auto m = models::unet({.n_channels = 1, .n_classes = 2, .width = 2});
+    EXPECT_EQ(m(fx::randn({1, 1, 17, 16})).shape(), (fx::Shape{1, 2, 17, 16}));
+    try {
+        (void)m(fx::randn({1, 1, 15, 32}));
+        ADD_FAILURE() << "no error";
+    } catch (const fx::ShapeError& e) {
+        EXPECT_NE(std::string(e.what()).find("UNet: expected images {N, C, H, W} of at least 16×16"), std::string::npos)
+            << e.what();
+    }
+    EXPECT_THROW(models::unet({.width = 0}), fx::ValueError);
+    EXPECT_THROW(models::unet({.n_classes = 0}), fx::ValueError);
+}
+
 TEST(Models, VisionTransformerRefusesOtherImageSizes) {
     const auto m = models::vision_transformer(
         {.image_size = 32, .patch_size = 8, .layers = 1, .heads = 2, .hidden = 16, .mlp = 32, .num_classes = 3});
@@ -227,6 +257,9 @@ TEST(Models, ParameterCountsAreTorchvisions) {
     EXPECT_EQ(parameters(models::convnext_tiny()), kTorchvisionParameters.at("convnext_tiny"));
     EXPECT_EQ(parameters(models::vit_b_16()), kTorchvisionParameters.at("vit_b_16"));
     EXPECT_EQ(parameters(models::vit_tiny_16()), kTorchvisionParameters.at("vit_tiny_16"));
+    EXPECT_EQ(parameters(models::unet()), kTorchvisionParameters.at("unet"));
+    EXPECT_EQ(parameters(models::unet({.bilinear = true})), kTorchvisionParameters.at("unet_bilinear"));
+    EXPECT_EQ(parameters(models::unet({.width = 8})), kTorchvisionParameters.at("unet_small"));
 }
 
 TEST(Models, PrintsLikeMetalheadWithTheTotal) {
@@ -285,6 +318,22 @@ TEST(Models, ConvNeXtAndViTPrintTheirBlocks) {
     EXPECT_NE(s.find("5_717_416 parameters"), std::string::npos) << s.substr(s.size() - 200);
 }
 
+TEST(Models, UNetPrintsItsStepsAndSkips) {
+    std::ostringstream os;
+    os << models::unet();
+    const std::string s = os.str();
+    EXPECT_EQ(s.rfind("UNet(\n  Chain(\n    Conv((3, 3), 3 => 64, pad=1; bias=false)", 0), 0u) << s;
+    EXPECT_NE(s.find("MaxPool((2, 2))"), std::string::npos) << s;
+    EXPECT_NE(s.find("ConvTranspose((2, 2), 1024 => 512, stride=2)"), std::string::npos) << s;
+    EXPECT_NE(s.find("chcat(skip, ·)"), std::string::npos) << s;
+    EXPECT_NE(s.find("Conv((1, 1), 64 => 2)"), std::string::npos) << s;
+    EXPECT_NE(s.find("31_037_698 parameters"), std::string::npos) << s.substr(s.size() - 200);
+    os.str("");
+    os << models::unet({.bilinear = true});
+    EXPECT_NE(os.str().find("Upsample(:bilinear"), std::string::npos) << os.str();
+    EXPECT_NE(os.str().find("17_263_042 parameters"), std::string::npos) << os.str().substr(os.str().size() - 200);
+}
+
 // PyTorch's BatchNorm counter has no place in fluxion's BatchNorm: a strict load skips it where the
 // model has that BatchNorm, and still refuses it anywhere else.
 TEST(Models, StrictLoadSkipsPyTorchsBatchNormCounter) {
@@ -331,6 +380,27 @@ TEST(Models, FineTuningTrainsOnlyTheNewHead) {
         const bool changed = t.to_vector<float>() != old.at(name);
         EXPECT_EQ(changed, name.rfind("fc.", 0) == 0) << name;
     }
+}
+
+// The same for the U-Net: a new outc for four classes; a step changes outc and nothing else.
+TEST(Models, UNetFineTuningTrainsOnlyTheNewOutc) {
+    auto m = models::unet({.n_channels = 1, .width = 2});
+    m.outc = fx::Conv({1, 1}, 2, 4);
+    auto opt = fx::setup(fx::Descent(0.1), m);
+    for (const auto& prefix : models::trunk(m)) fx::freeze(opt, prefix);
+    std::map<std::string, std::vector<float>> old;
+    for (const auto& [name, t] : fx::state(m)) old[name] = t.to_vector<float>();
+    const fx::Tensor x = fx::randn({2, 1, 16, 16});
+    auto [loss, g] = fx::withgradient([&](const models::UNet& u) { return fx::mean(fx::square(u(x))); }, m);
+    fx::update(opt, m, g);
+    int changed_tensors = 0;
+    for (const auto& [name, t] : fx::state(m)) {
+        if (name.find("running_") != std::string::npos) continue;  // BatchNorm's statistics move in train mode
+        const bool changed = t.to_vector<float>() != old.at(name);
+        EXPECT_EQ(changed, name.rfind("outc.conv.", 0) == 0) << name;
+        changed_tensors += changed;
+    }
+    EXPECT_EQ(changed_tensors, 2);
 }
 
 }  // namespace

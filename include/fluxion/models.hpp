@@ -10,12 +10,17 @@
 // (MobileNetV2; head `classifier`), vgg11, vgg11_bn, vgg16, vgg16_bn (VGG; head `classifier`),
 // mobilenet_v3_small (MobileNetV3; head `classifier`), efficientnet_b0 (EfficientNet; head
 // `classifier`), convnext_tiny (ConvNeXt; head `classifier`), vit_b_16 and vit_tiny_16
-// (VisionTransformer; head `head`), each checked against torchvision 0.14 by tests/test_models.cpp.
+// (VisionTransformer; head `head`), each checked against torchvision 0.14 by tests/test_models.cpp;
+// unet (UNet, milesial/Pytorch-UNet's names; head `outc`), checked against the same architecture
+// written in PyTorch (torchvision has none).
 //
 // Fine-tuning: the head is a public field; replace it, then freeze the trunk in the optimiser.
 //   m.fc = fx::Dense(512, 10);                           // a new head for 10 classes
 //   auto opt = fx::setup(fx::Adam(1e-3), m);
 //   for (auto p : fx::models::trunk(m)) fx::freeze(opt, p);   // only fc trains
+//   fx::testmode(m);                                     // BatchNorms use and keep their running statistics
+// fx::freeze stops the optimiser only: in train mode every BatchNorm still follows the batches.
+// examples/transfer_learning does this on Fashion-MNIST, then thaws the trunk (fx::thaw).
 //
 // Inputs are images {N, 3, H, W} normalised as torchvision's weights expect. BatchNorm's
 // num_batches_tracked (in torchvision's state dicts) has no counterpart in fluxion's BatchNorm:
@@ -277,6 +282,63 @@ VisionTransformer vit_tiny_16(const ModelOptions& options = {});  // ViT-Ti/16: 
 // "conv_proj", "class_token", "encoder": everything but the head, for fx::freeze.
 std::vector<std::string> trunk(const VisionTransformer& model);
 
+// The U-Net of Ronneberger et al. (2015) with BatchNorm, as milesial/Pytorch-UNet builds it (the
+// most used PyTorch U-Net; its state_dict loads strictly). DoubleConv: (3×3 conv without bias,
+// padding 1, then BatchNorm with relu) twice; state names "double_conv.0", ".1", ".3", ".4".
+struct DoubleConv {
+    Conv conv1;
+    BatchNorm bn1;
+    Conv conv2;
+    BatchNorm bn2;
+
+    Tensor operator()(const Tensor& x) const;
+    void show(detail::Shower& s) const;
+};
+
+// A step down: a 2×2 max pool, then a DoubleConv ("maxpool_conv.1").
+struct UNetDown {
+    DoubleConv conv;
+
+    Tensor operator()(const Tensor& x) const;
+    void show(detail::Shower& s) const;
+};
+
+// A step up: x doubled in size by `up` (ConvTranspose((2, 2), stride 2), halving the channels) or,
+// where `up` is absent, by bilinear upsampling (align_corners); zero-padded to the skip's size
+// where the skip's was odd, put after the skip along the channels, then a DoubleConv ("conv").
+struct UNetUp {
+    std::optional<ConvTranspose> up;
+    DoubleConv conv;
+
+    Tensor operator()(const Tensor& x, const Tensor& skip) const;
+    void show(detail::Shower& s) const;
+};
+
+// inc at full size (width channels), down1–down4 to 1/16 of it (16·width channels, 8·width with
+// bilinear), up1–up4 back, each taking the skip of its size, and outc (a 1×1 conv with bias,
+// "outc.conv") to n_classes logits per pixel.
+struct UNet {
+    DoubleConv inc;
+    UNetDown down1, down2, down3, down4;
+    UNetUp up1, up2, up3, up4;
+    Conv outc;
+
+    // {N, n_channels, H, W} -> {N, n_classes, H, W}; H and W at least 16 (four max pools).
+    Tensor operator()(const Tensor& x) const;
+    void show(detail::Shower& s) const;
+};
+
+struct UNetOptions {
+    std::int64_t n_channels = 3, n_classes = 2;
+    bool bilinear = false;    // bilinear upsampling instead of ConvTranspose (and half the deepest channels)
+    std::int64_t width = 64;  // inc's channels; each step down doubles them (milesial's: 64)
+};
+
+UNet unet(const UNetOptions& options = {});
+
+// "inc", "down1" ... "down4", "up1" ... "up4": everything but outc, for fx::freeze.
+std::vector<std::string> trunk(const UNet& model);
+
 }  // namespace fluxion::models
 
 // Declared by hand: torchvision's names are Sequential indices, not field names.
@@ -391,6 +453,36 @@ template <> struct fluxion::functor<fluxion::models::VisionTransformer> {
     }
 };
 
+template <> struct fluxion::functor<fluxion::models::DoubleConv> {
+    static constexpr bool declared = true;
+    template <class X, class F> static void visit(X& x, F&& f) {
+        f("double_conv.0", x.conv1);
+        f("double_conv.1", x.bn1);
+        f("double_conv.3", x.conv2);
+        f("double_conv.4", x.bn2);
+    }
+};
+template <> struct fluxion::functor<fluxion::models::UNetDown> {
+    static constexpr bool declared = true;
+    template <class X, class F> static void visit(X& x, F&& f) { f("maxpool_conv.1", x.conv); }
+};
+template <> struct fluxion::functor<fluxion::models::UNet> {
+    static constexpr bool declared = true;
+    template <class X, class F> static void visit(X& x, F&& f) {
+        f("inc", x.inc);
+        f("down1", x.down1);
+        f("down2", x.down2);
+        f("down3", x.down3);
+        f("down4", x.down4);
+        f("up1", x.up1);
+        f("up2", x.up2);
+        f("up3", x.up3);
+        f("up4", x.up4);
+        f("outc.conv", x.outc);
+    }
+};
+
+FLUXION_FUNCTOR(fluxion::models::UNetUp, up, conv);
 FLUXION_FUNCTOR(fluxion::models::SqueezeExcitation, fc1, fc2);
 FLUXION_FUNCTOR(fluxion::models::ResidualBlock, conv1, bn1, conv2, bn2, conv3, bn3, downsample);
 FLUXION_FUNCTOR(fluxion::models::ResNet, conv1, bn1, layer1, layer2, layer3, layer4, fc);

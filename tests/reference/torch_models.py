@@ -1,5 +1,6 @@
 """The PyTorch side of tests/test_models.cpp: a torchvision model with random weights and
-non-trivial BatchNorm statistics, and what fluxion's model must reproduce from it.
+non-trivial BatchNorm statistics, and what fluxion's model must reproduce from it. The U-Net, which
+torchvision lacks, is written here with milesial/Pytorch-UNet's architecture and state names.
 
   torch_models.py NAME SIZE NUM_CLASSES OUT_DIR [--grad]
       Writes OUT_DIR/NAME.weights.safetensors: the model's state_dict as PyTorch gives it
@@ -15,7 +16,9 @@ import pathlib
 import sys
 
 import torch
+import torch.nn.functional as F
 import torchvision
+from torch import nn
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "interop"))
 import safetensors_torch  # noqa: E402
@@ -45,11 +48,88 @@ def randomise(model, size):
             bn.momentum = 0.1
 
 
-# Configurations that torchvision builds through its classes but does not name.
+class DoubleConv(nn.Module):
+    """Two rounds of 3×3 convolution (no bias), BatchNorm and relu; `mid` channels between them."""
+
+    def __init__(self, cin, cout, mid):
+        super().__init__()
+        self.double_conv = nn.Sequential(
+            nn.Conv2d(cin, mid, 3, padding=1, bias=False), nn.BatchNorm2d(mid), nn.ReLU(),
+            nn.Conv2d(mid, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU())
+
+    def forward(self, x):
+        return self.double_conv(x)
+
+
+class Down(nn.Module):
+    def __init__(self, cin, cout):
+        super().__init__()
+        self.maxpool_conv = nn.Sequential(nn.MaxPool2d(2), DoubleConv(cin, cout, cout))
+
+    def forward(self, x):
+        return self.maxpool_conv(x)
+
+
+class Up(nn.Module):
+    """Doubles x's size, pads it with zeros to the skip's (split evenly, the extra one after), puts
+    it after the skip along the channels and applies a DoubleConv."""
+
+    def __init__(self, cin, cout, bilinear):
+        super().__init__()
+        if bilinear:
+            self.up = nn.Upsample(scale_factor=2, mode="bilinear", align_corners=True)
+            self.conv = DoubleConv(cin, cout, cin // 2)
+        else:
+            self.up = nn.ConvTranspose2d(cin, cin // 2, kernel_size=2, stride=2)
+            self.conv = DoubleConv(cin, cout, cout)
+
+    def forward(self, x, skip):
+        x = self.up(x)
+        dh, dw = skip.shape[2] - x.shape[2], skip.shape[3] - x.shape[3]
+        x = F.pad(x, [dw // 2, dw - dw // 2, dh // 2, dh - dh // 2])
+        return self.conv(torch.cat([skip, x], dim=1))
+
+
+class OutConv(nn.Module):
+    def __init__(self, cin, cout):
+        super().__init__()
+        self.conv = nn.Conv2d(cin, cout, 1)
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+class UNet(nn.Module):
+    """The U-Net of milesial/Pytorch-UNet (its state names), `width` channels at full size
+    (milesial's: 64); bilinear upsampling halves the deepest stage's channels."""
+
+    def __init__(self, n_channels, n_classes, bilinear, width):
+        super().__init__()
+        w, f = width, 2 if bilinear else 1
+        self.inc = DoubleConv(n_channels, w, w)
+        self.down1, self.down2 = Down(w, 2 * w), Down(2 * w, 4 * w)
+        self.down3, self.down4 = Down(4 * w, 8 * w), Down(8 * w, 16 * w // f)
+        self.up1, self.up2 = Up(16 * w, 8 * w // f, bilinear), Up(8 * w, 4 * w // f, bilinear)
+        self.up3, self.up4 = Up(4 * w, 2 * w // f, bilinear), Up(2 * w, w, bilinear)
+        self.outc = OutConv(w, n_classes)
+
+    def forward(self, x):
+        x1 = self.inc(x)
+        x2 = self.down1(x1)
+        x3 = self.down2(x2)
+        x4 = self.down3(x3)
+        y = self.up1(self.down4(x4), x4)
+        return self.outc(self.up4(self.up3(self.up2(y, x3), x2), x1))
+
+
+# Configurations that torchvision builds through its classes but does not name, and the U-Nets
+# (width 8, so that the tests stay small; "parameters" counts that width too).
 BUILDERS = {
     # timm's vit_tiny_patch16_224 (ViT-Ti/16) in torchvision's VisionTransformer.
     "vit_tiny_16": lambda num_classes=1000: torchvision.models.VisionTransformer(
         image_size=224, patch_size=16, num_layers=12, num_heads=3, hidden_dim=192, mlp_dim=768, num_classes=num_classes),
+    "unet_small": lambda num_classes=2: UNet(3, num_classes, bilinear=False, width=8),
+    "unet_small_bilinear": lambda num_classes=2: UNet(3, num_classes, bilinear=True, width=8),
 }
 
 

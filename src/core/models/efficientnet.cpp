@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "core/models/conv_bn.hpp"
 #include "fluxion/error.hpp"
 #include "fluxion/layers/flatten.hpp"
 #include "fluxion/models.hpp"
@@ -12,14 +13,6 @@
 
 namespace fluxion::models {
 namespace {
-
-// Conv (no bias, He normal) and BatchNorm with `act`.
-std::tuple<Conv, BatchNorm> conv_bn(std::int64_t k, std::int64_t in, std::int64_t out, Activation act,
-                                    std::int64_t stride = 1, std::int64_t groups = 1) {
-    return {Conv({k, k}, in, out,
-                 {.stride = stride, .pad = (k - 1) / 2, .groups = groups, .bias = false, .init = kaiming_normal}),
-            BatchNorm(out, std::move(act))};
-}
 
 // An MBConv of expansion `t`; its squeeze-excitation squeezes to a quarter of the block's input.
 MBConv block(std::int64_t in, std::int64_t out, std::int64_t kernel, std::int64_t stride, std::int64_t t) {
@@ -31,8 +24,6 @@ MBConv block(std::int64_t in, std::int64_t out, std::int64_t kernel, std::int64_
     if (t != 1) b.expand = conv_bn(1, in, expanded, swish);
     return b;
 }
-
-Tensor run(const std::tuple<Conv, BatchNorm>& cb, const Tensor& x) { return std::get<1>(cb)(std::get<0>(cb)(x)); }
 
 }  // namespace
 
@@ -46,19 +37,12 @@ Tensor EfficientNet::operator()(const Tensor& x) const {
 void EfficientNet::show(detail::Shower& s) const {
     s.open("EfficientNet");
     s.open("Chain");
-    s.layer(std::get<0>(stem));
-    s.layer(std::get<1>(stem));
+    models::show(s, stem);
     for (const auto& stage : stages)
         for (const auto& b : stage) s.layer(b);
-    s.layer(std::get<0>(last));
-    s.layer(std::get<1>(last));
+    models::show(s, last);
     s.close();
-    s.open("Chain");
-    s.item("GlobalMeanPool()");
-    s.item("Flatten()");
-    s.layer(dropout);
-    s.layer(classifier);
-    s.close();
+    show_pooled_head(s, dropout, classifier);
     s.close();
 }
 

@@ -1,20 +1,11 @@
 // mbconv.cpp — the blocks that MobileNetV3 and EfficientNet share: torchvision's
 // SqueezeExcitation and its inverted residual block with squeeze-excitation.
+#include "core/models/conv_bn.hpp"
 #include "fluxion/layers/flatten.hpp"
 #include "fluxion/models.hpp"
 #include "fluxion/ops.hpp"
 
 namespace fluxion::models {
-namespace {
-
-Tensor run(const std::tuple<Conv, BatchNorm>& cb, const Tensor& x) { return std::get<1>(cb)(std::get<0>(cb)(x)); }
-
-void show(detail::Shower& s, const std::tuple<Conv, BatchNorm>& cb) {
-    s.layer(std::get<0>(cb));
-    s.layer(std::get<1>(cb));
-}
-
-}  // namespace
 
 Tensor SqueezeExcitation::operator()(const Tensor& x) const { return x * fc2(fc1(GlobalMeanPool()(x))); }
 

@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "core/models/conv_bn.hpp"
 #include "fluxion/error.hpp"
 #include "fluxion/layers/flatten.hpp"
 #include "fluxion/models.hpp"
@@ -14,26 +15,11 @@ namespace {
 
 const Activation relu6([](const Tensor& x) { return clamp(x, 0, 6); }, "relu6");
 
-// Conv (no bias, He normal) and BatchNorm, with relu6 unless `act` is false.
-std::tuple<Conv, BatchNorm> conv_bn(std::int64_t k, std::int64_t in, std::int64_t out, std::int64_t stride = 1,
-                                    std::int64_t groups = 1, bool act = true) {
-    return {Conv({k, k}, in, out,
-                 {.stride = stride, .pad = (k - 1) / 2, .groups = groups, .bias = false, .init = kaiming_normal}),
-            act ? BatchNorm(out, relu6) : BatchNorm(out)};
-}
-
-Tensor run(const std::tuple<Conv, BatchNorm>& cb, const Tensor& x) { return std::get<1>(cb)(std::get<0>(cb)(x)); }
-
-void show(detail::Shower& s, const std::tuple<Conv, BatchNorm>& cb) {
-    s.layer(std::get<0>(cb));
-    s.layer(std::get<1>(cb));
-}
-
 InvertedResidual inverted_residual(std::int64_t in, std::int64_t out, std::int64_t stride, std::int64_t t) {
     const std::int64_t hidden = in * t;
     std::optional<std::tuple<Conv, BatchNorm>> expand;
-    if (t != 1) expand = conv_bn(1, in, hidden);
-    return {std::move(expand), conv_bn(3, hidden, hidden, stride, hidden),
+    if (t != 1) expand = conv_bn(1, in, hidden, relu6);
+    return {std::move(expand), conv_bn(3, hidden, hidden, relu6, stride, hidden),
             Conv({1, 1}, hidden, out, {.bias = false, .init = kaiming_normal}), BatchNorm(out),
             stride == 1 && in == out};
 }
@@ -70,12 +56,7 @@ void MobileNetV2::show(detail::Shower& s) const {
     for (const auto& b : blocks) s.layer(b);
     models::show(s, last);
     s.close();
-    s.open("Chain");
-    s.item("GlobalMeanPool()");
-    s.item("Flatten()");
-    s.layer(dropout);
-    s.layer(classifier);
-    s.close();
+    show_pooled_head(s, dropout, classifier);
     s.close();
 }
 
@@ -93,7 +74,7 @@ MobileNetV2 mobilenet_v2(const ModelOptions& options) {
             blocks.push_back(inverted_residual(in, c, i == 0 ? s : 1, t));
             in = c;
         }
-    return {conv_bn(3, 3, 32, 2), std::move(blocks), conv_bn(1, in, 1280), Dropout(0.2),
+    return {conv_bn(3, 3, 32, relu6, 2), std::move(blocks), conv_bn(1, in, 1280, relu6), Dropout(0.2),
             Dense(1280, options.num_classes)};
 }
 

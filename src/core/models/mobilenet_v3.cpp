@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "core/models/conv_bn.hpp"
 #include "fluxion/error.hpp"
 #include "fluxion/layers/flatten.hpp"
 #include "fluxion/models.hpp"
@@ -13,13 +14,8 @@
 namespace fluxion::models {
 namespace {
 
-// Conv (no bias, He normal) and BatchNorm (epsilon 1e-3, momentum 0.01) with `act`.
-std::tuple<Conv, BatchNorm> conv_bn(std::int64_t k, std::int64_t in, std::int64_t out, Activation act,
-                                    std::int64_t stride = 1, std::int64_t groups = 1) {
-    return {Conv({k, k}, in, out,
-                 {.stride = stride, .pad = (k - 1) / 2, .groups = groups, .bias = false, .init = kaiming_normal}),
-            BatchNorm(out, std::move(act), {.momentum = 0.01, .epsilon = 1e-3})};
-}
+// torchvision's BatchNorm settings for MobileNetV3.
+constexpr BatchNormOptions kNorm{.momentum = 0.01, .epsilon = 1e-3};
 
 // torchvision's _make_divisible(v, 8): the nearest multiple of 8, not below 90% of v.
 std::int64_t divisible(std::int64_t v) {
@@ -35,9 +31,9 @@ struct Setting {
 
 MBConv block(const Setting& c) {
     const Activation act = c.hardswish ? Activation(hardswish) : Activation(relu);
-    MBConv b{std::nullopt, conv_bn(c.kernel, c.expanded, c.expanded, act, c.stride, c.expanded), std::nullopt,
-             conv_bn(1, c.expanded, c.out, {}), c.stride == 1 && c.in == c.out};
-    if (c.expanded != c.in) b.expand = conv_bn(1, c.in, c.expanded, act);
+    MBConv b{std::nullopt, conv_bn(c.kernel, c.expanded, c.expanded, act, c.stride, c.expanded, kNorm), std::nullopt,
+             conv_bn(1, c.expanded, c.out, {}, 1, 1, kNorm), c.stride == 1 && c.in == c.out};
+    if (c.expanded != c.in) b.expand = conv_bn(1, c.in, c.expanded, act, 1, 1, kNorm);
     if (c.se) {
         const std::int64_t squeeze = divisible(c.expanded / 4);
         b.se = SqueezeExcitation{Conv({1, 1}, c.expanded, squeeze, relu, {.init = kaiming_normal}),
@@ -45,8 +41,6 @@ MBConv block(const Setting& c) {
     }
     return b;
 }
-
-Tensor run(const std::tuple<Conv, BatchNorm>& cb, const Tensor& x) { return std::get<1>(cb)(std::get<0>(cb)(x)); }
 
 }  // namespace
 
@@ -59,19 +53,11 @@ Tensor MobileNetV3::operator()(const Tensor& x) const {
 void MobileNetV3::show(detail::Shower& s) const {
     s.open("MobileNetV3");
     s.open("Chain");
-    s.layer(std::get<0>(stem));
-    s.layer(std::get<1>(stem));
+    models::show(s, stem);
     for (const auto& b : blocks) s.layer(b);
-    s.layer(std::get<0>(last));
-    s.layer(std::get<1>(last));
+    models::show(s, last);
     s.close();
-    s.open("Chain");
-    s.item("GlobalMeanPool()");
-    s.item("Flatten()");
-    s.layer(hidden);
-    s.layer(dropout);
-    s.layer(classifier);
-    s.close();
+    show_pooled_head(s, hidden, dropout, classifier);
     s.close();
 }
 
@@ -89,8 +75,12 @@ MobileNetV3 mobilenet_v3_small(const ModelOptions& options) {
                                 {96, 5, 576, 96, true, true, 1}};
     std::vector<MBConv> blocks;
     for (const auto& c : settings) blocks.push_back(block(c));
-    return {conv_bn(3, 3, 16, hardswish, 2), std::move(blocks), conv_bn(1, 96, 576, hardswish),
-            Dense(576, 1024, hardswish), Dropout(0.2), Dense(1024, options.num_classes)};
+    return {conv_bn(3, 3, 16, hardswish, 2, 1, kNorm),
+            std::move(blocks),
+            conv_bn(1, 96, 576, hardswish, 1, 1, kNorm),
+            Dense(576, 1024, hardswish),
+            Dropout(0.2),
+            Dense(1024, options.num_classes)};
 }
 
 std::vector<std::string> trunk(const MobileNetV3& model) {
