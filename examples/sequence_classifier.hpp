@@ -62,10 +62,11 @@ template <class Model, class Data> double accuracy(const Model& model, const flu
 
 // Trains `model` (already on `dev`) on the logit cross-entropy of its outputs with Adam (η = 1e-3),
 // printing each epoch's loss, test accuracy and time.
-template <class Model> TrainResult train(Model& model, const FashionMnist& data, const TrainOptions& o,
-                                         const fluxion::Device& dev) {
+template <class Model>
+TrainResult train(Model& model, const FashionMnist& data, const TrainOptions& o, const fluxion::Device& dev) {
     namespace fx = fluxion;
-    fx::DataLoader train_loader({data.train_x, data.train_y}, {.batchsize = o.batchsize, .shuffle = true, .seed = o.seed});
+    fx::DataLoader train_loader({data.train_x, data.train_y},
+                                {.batchsize = o.batchsize, .shuffle = true, .seed = o.seed});
     fx::DataLoader test_loader(std::tuple{data.test_x, data.test_y} | dev, {.batchsize = 1000});
     auto opt = fx::setup(fx::Adam{.eta = 1e-3}, model);
     const std::int64_t classes = o.classes;

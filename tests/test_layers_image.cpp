@@ -470,9 +470,11 @@ TEST(PerAxis, ConvMatchesPyTorchWithGradients) {
     EXPECT_EQ(shown(sides), "Conv((3,), 4 => 6, pad=(2, 1), stride=2)  # 78 parameters");
     expect_case(reference_conv(sides, {6, 4, 3}), sequence, "conv1d_sides", {2, 6, 5}, 26.3097499542,
                 {0.257922568, 0.457954028, 0.714217415});
-    auto axes = fx::Conv(std::array{3, 2, 3}, 4, 6, {.stride = {1, 2, 1}, .pad = {1, 0, 1}, .dilation = {2, 1, 2}, .groups = 2});
-    EXPECT_EQ(shown(axes), "Conv((3, 2, 3), 4 => 6, pad=(1, 0, 1), stride=(1, 2, 1), dilation=(2, 1, 2), groups=2)"
-                           "  # 222 parameters");
+    auto axes = fx::Conv(std::array{3, 2, 3}, 4, 6,
+                         {.stride = {1, 2, 1}, .pad = {1, 0, 1}, .dilation = {2, 1, 2}, .groups = 2});
+    EXPECT_EQ(shown(axes),
+              "Conv((3, 2, 3), 4 => 6, pad=(1, 0, 1), stride=(1, 2, 1), dilation=(2, 1, 2), groups=2)"
+              "  # 222 parameters");
     EXPECT_EQ(axes.stride_d, 1);
     EXPECT_EQ(axes.stride, fx::Size2(2, 1));
     EXPECT_EQ(axes.dilation_d, 2);
@@ -492,18 +494,20 @@ TEST(PerAxis, ConvMatchesPyTorchWithGradients) {
 }
 
 TEST(PerAxis, ConvTransposeMatchesPyTorchWithGradients) {
-    auto up = fx::ConvTranspose(std::array{3, 2, 3}, 4, 6,
-                                {.stride = {2, 1, 3}, .pad = {1, 0, 1}, .dilation = {1, 2, 1}, .groups = 2,
-                                 .output_pad = {1, 0, 2}});
+    auto up = fx::ConvTranspose(
+        std::array{3, 2, 3}, 4, 6,
+        {.stride = {2, 1, 3}, .pad = {1, 0, 1}, .dilation = {1, 2, 1}, .groups = 2, .output_pad = {1, 0, 2}});
     up.weight = wave({4, 3, 3, 2, 3}, 0.23, 0.5);
     up.bias = wave({6}, 1.1, 0.2);
-    EXPECT_EQ(shown(up), "ConvTranspose((3, 2, 3), 4 => 6, pad=(1, 0, 1), stride=(2, 1, 3), dilation=(1, 2, 1), "
-                         "output_pad=(1, 0, 2), groups=2)  # 222 parameters");
+    EXPECT_EQ(shown(up),
+              "ConvTranspose((3, 2, 3), 4 => 6, pad=(1, 0, 1), stride=(2, 1, 3), dilation=(1, 2, 1), "
+              "output_pad=(1, 0, 2), groups=2)  # 222 parameters");
     expect_case(up, wave({1, 4, 3, 3, 4}, 0.37, 0.1), "convtranspose3d_axes", {1, 6, 6, 5, 12}, 2.55718291305,
                 {0.980600531, 0.882549459, 1.55797956});
     EXPECT_EQ(fx::outputsize(up, {1, 4, 3, 3, 4}), (fx::Shape{1, 6, 6, 5, 12}));
     // SamePad: each axis times its stride, output padding where it needs one.
-    auto same = reference::f64(fx::ConvTranspose(std::array{3, 4, 3}, 4, 2, {.stride = {1, 2, 2}, .pad = fx::SamePad()}));
+    auto same =
+        reference::f64(fx::ConvTranspose(std::array{3, 4, 3}, 4, 2, {.stride = {1, 2, 2}, .pad = fx::SamePad()}));
     EXPECT_EQ(same(volume).shape(), (fx::Shape{2, 2, 4, 10, 12}));
     auto up1 = fx::ConvTranspose(std::array{3}, 4, 6, {.stride = {2}, .pad = {1, 1}, .output_pad = {1}});
     EXPECT_EQ(shown(up1), "ConvTranspose((3,), 4 => 6, pad=1, stride=2, output_pad=1)  # 78 parameters");
@@ -537,29 +541,52 @@ TEST(PerAxis, BadValuesThrowBeforeDrawingWeights) {
     fx::seed(11);
     const auto first = fx::randn({4}).to_vector<float>();
     fx::seed(11);
-    EXPECT_EQ(value_error([] { fx::Conv(std::array{3, 3, 3}, 4, 6, {.stride = {1, 2}}); }),
+    EXPECT_EQ(value_error([] {
+                  fx::Conv(std::array{3, 3, 3}, 4, 6, {.stride = {1, 2}});
+              }),
               "Conv((3, 3, 3), 4 => 6): stride takes one value for every axis or 3 (one per axis), given 2: (1, 2)");
-    EXPECT_EQ(value_error([] { fx::Conv(std::array{3}, 4, 6, {.dilation = {1, 2}}); }),
+    EXPECT_EQ(value_error([] {
+                  fx::Conv(std::array{3}, 4, 6, {.dilation = {1, 2}});
+              }),
               "Conv((3,), 4 => 6): dilation takes one value, given 2: (1, 2)");
-    EXPECT_EQ(value_error([] { fx::Conv(std::array{3, 3, 3}, 4, 6, {.stride = {1, -2, 2}}); }),
+    EXPECT_EQ(value_error([] {
+                  fx::Conv(std::array{3, 3, 3}, 4, 6, {.stride = {1, -2, 2}});
+              }),
               "Conv((3, 3, 3), 4 => 6): stride and dilation must be at least 1");
-    EXPECT_EQ(value_error([] { fx::Conv(std::array{3, 3, 3}, 4, 6, {.pad = {1, 1, 0, 0}}); }),
+    EXPECT_EQ(value_error([] {
+                  fx::Conv(std::array{3, 3, 3}, 4, 6, {.pad = {1, 1, 0, 0}});
+              }),
               "Conv((3, 3, 3), 4 => 6): pad takes one value for every side, 3 (one per axis) or 6 (each axis's "
               "beginning and end), given 4: (1, 1, 0, 0)");
-    EXPECT_EQ(value_error([] { fx::Conv(std::array{3}, 4, 6, {.pad = {1, 2, 3}}); }),
-              "Conv((3,), 4 => 6): pad takes one value for every side, or 2 (its beginning, its end), given 3: (1, 2, 3)");
-    EXPECT_EQ(value_error([] { fx::Conv(std::array{3, 3, 3}, 4, 6, {.pad = {0, 0, 1, -1, 0, 0}}); }),
+    EXPECT_EQ(
+        value_error([] {
+            fx::Conv(std::array{3}, 4, 6, {.pad = {1, 2, 3}});
+        }),
+        "Conv((3,), 4 => 6): pad takes one value for every side, or 2 (its beginning, its end), given 3: (1, 2, 3)");
+    EXPECT_EQ(value_error([] {
+                  fx::Conv(std::array{3, 3, 3}, 4, 6, {.pad = {0, 0, 1, -1, 0, 0}});
+              }),
               "Conv((3, 3, 3), 4 => 6): padding must be >= 0");
-    EXPECT_EQ(value_error([] { fx::ConvTranspose(std::array{3, 3, 3}, 4, 6, {.pad = {1, 0, 1, 1, 1, 1}}); }),
+    EXPECT_EQ(value_error([] {
+                  fx::ConvTranspose(std::array{3, 3, 3}, 4, 6, {.pad = {1, 0, 1, 1, 1, 1}});
+              }),
               "ConvTranspose((3, 3, 3), 4 => 6): padding must be the same at both ends of an axis, as PyTorch's");
-    EXPECT_EQ(value_error([] { fx::ConvTranspose(std::array{3, 3, 3}, 4, 6, {.stride = {1, 1, 2}, .output_pad = {0, 1, 1}}); }),
+    EXPECT_EQ(value_error([] {
+                  fx::ConvTranspose(std::array{3, 3, 3}, 4, 6, {.stride = {1, 1, 2}, .output_pad = {0, 1, 1}});
+              }),
               "ConvTranspose((3, 3, 3), 4 => 6): output_pad must be >= 0 and smaller than the stride or the dilation");
-    EXPECT_EQ(value_error([] { fx::ConvTranspose(std::array{3, 3, 3}, 4, 6, {.output_pad = {1, 0}}); }),
+    EXPECT_EQ(value_error([] {
+                  fx::ConvTranspose(std::array{3, 3, 3}, 4, 6, {.output_pad = {1, 0}});
+              }),
               "ConvTranspose((3, 3, 3), 4 => 6): output_pad takes one value for every axis or 3 (one per axis), given "
               "2: (1, 0)");
-    EXPECT_EQ(value_error([] { fx::MaxPool(std::array{2, 2, 2}, {.stride = {1, 2}}); }),
+    EXPECT_EQ(value_error([] {
+                  fx::MaxPool(std::array{2, 2, 2}, {.stride = {1, 2}});
+              }),
               "MaxPool((2, 2, 2)): stride takes one value for every axis or 3 (one per axis), given 2: (1, 2)");
-    EXPECT_EQ(value_error([] { fx::MeanPool(std::array{2, 2, 2}, {.pad = {0, -1, 0}}); }),
+    EXPECT_EQ(value_error([] {
+                  fx::MeanPool(std::array{2, 2, 2}, {.pad = {0, -1, 0}});
+              }),
               "MeanPool((2, 2, 2)): window and stride must be >= 1 and padding >= 0");
     EXPECT_EQ(value_error([] { fx::MeanPool(std::array{2}, {.stride = 0}); }),
               "MeanPool((2,)): window and stride must be >= 1 and padding >= 0");

@@ -99,8 +99,8 @@ int run(const Options& o, const fx::Device& dev) {
               << model.pool << "\n"
               << model.head << "\n";
     const examples::TrainResult result = examples::train(
-        model, data, {.epochs = o.epochs, .batchsize = o.batchsize, .classes = kClasses, .seed = kSeed, .eager = o.eager},
-        dev);
+        model, data,
+        {.epochs = o.epochs, .batchsize = o.batchsize, .classes = kClasses, .seed = kSeed, .eager = o.eager}, dev);
 
     fx::save(o.out / "audio_like_1d.safetensors", model);
     std::cout << "saved " << (o.out / "audio_like_1d.safetensors").string() << "\n";

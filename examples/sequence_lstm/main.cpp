@@ -5,11 +5,10 @@
 // 87% test accuracy (issue 14). One run on the CPU (2 shared cores, FLUXION_NUM_THREADS=1,
 // 2026-11-24): 84.8% after 1 epoch, 87.7% after 4, 88.6% after 6; an epoch took 32 s while the
 // machine was quiet, up to 2 minutes while other builds shared it.
-#include <fluxion/fluxion.hpp>
-
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <fluxion/fluxion.hpp>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -81,8 +80,8 @@ int run(const Options& o, const fx::Device& dev) {
     RowReader model = RowReader(o.hidden) | dev;
     std::cout << model.lstm << "\n" << model.head << "\n";
     const examples::TrainResult result = examples::train(
-        model, data, {.epochs = o.epochs, .batchsize = o.batchsize, .classes = kClasses, .seed = kSeed, .eager = o.eager},
-        dev);
+        model, data,
+        {.epochs = o.epochs, .batchsize = o.batchsize, .classes = kClasses, .seed = kSeed, .eager = o.eager}, dev);
 
     fx::save(o.out / "sequence_lstm.safetensors", model);
     std::cout << "saved " << (o.out / "sequence_lstm.safetensors").string() << "\n";

@@ -36,7 +36,9 @@ std::string layer_name(const char* layer, const Axes& kernel, int dims, std::int
 // The checks Conv and ConvTranspose share, before anything is drawn from the random generator.
 void check_sizes(const std::string& name, const Axes& kernel, std::int64_t in, std::int64_t out, const Axes& stride,
                  const Axes& dilation, std::int64_t groups) {
-    auto below_one = [](const Axes& v) { return std::any_of(v.begin(), v.end(), [](std::int64_t x) { return x < 1; }); };
+    auto below_one = [](const Axes& v) {
+        return std::any_of(v.begin(), v.end(), [](std::int64_t x) { return x < 1; });
+    };
     if (below_one(kernel) || in < 1 || out < 1)
         throw ValueError(name + ": the kernel size and channel counts must be positive");
     if (below_one(stride) || below_one(dilation)) throw ValueError(name + ": stride and dilation must be at least 1");
@@ -178,7 +180,8 @@ std::string Conv::describe() const {
     const int dims = int(weight.ndim()) - 2;
     auto axes = [&](std::int64_t d, Size2 hw) { return detail::spatial(dims, {d, hw.h, hw.w}); };
     const std::vector<std::int64_t> ones(std::size_t(dims), 1);
-    std::string s = "Conv(" + detail::tuple_text(std::vector<std::int64_t>(weight.shape().begin() + 2, weight.shape().end()));
+    std::string s =
+        "Conv(" + detail::tuple_text(std::vector<std::int64_t>(weight.shape().begin() + 2, weight.shape().end()));
     s += ", " + sizes(in_channels(), out_channels());
     if (!activation.is_identity()) s += ", " + activation.name();
     s += pad_text({pad_front, pad_back, pad_top, pad_bottom, pad_left, pad_right}, dims);
@@ -237,8 +240,8 @@ bool resolve_same(std::int64_t k, std::int64_t stride, std::int64_t dilation, st
 
 }  // namespace
 
-ConvTranspose::ConvTranspose(Axes k, std::int64_t in, std::int64_t out, Activation act,
-                             const ConvTransposeOptions& o, int dims)
+ConvTranspose::ConvTranspose(Axes k, std::int64_t in, std::int64_t out, Activation act, const ConvTransposeOptions& o,
+                             int dims)
     : activation(std::move(act)), groups(o.groups) {
     const std::string name = layer_name("ConvTranspose", k, dims, in, out);
     const Axes s = detail::per_axis(o.stride, dims, 1, name, "stride");
@@ -274,8 +277,8 @@ std::string ConvTranspose::describe() const {
     const int dims = int(weight.ndim()) - 2;
     auto axes = [&](std::int64_t d, Size2 hw) { return detail::spatial(dims, {d, hw.h, hw.w}); };
     const std::vector<std::int64_t> zeros_(std::size_t(dims), 0), ones(std::size_t(dims), 1);
-    std::string s =
-        "ConvTranspose(" + detail::tuple_text(std::vector<std::int64_t>(weight.shape().begin() + 2, weight.shape().end()));
+    std::string s = "ConvTranspose(" +
+                    detail::tuple_text(std::vector<std::int64_t>(weight.shape().begin() + 2, weight.shape().end()));
     s += ", " + sizes(in_channels(), out_channels());
     if (!activation.is_identity()) s += ", " + activation.name();
     s += detail::option_text("pad", detail::spatial(dims, {pad_d, pad_h, pad_w}), zeros_);
