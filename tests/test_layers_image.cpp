@@ -347,7 +347,7 @@ TEST(Conv1d, PrintsAsFluxAndTakesOneSequence) {
     auto conv = reference::f64(reference_conv(fx::Conv(std::array{3}, 4, 6, {.pad = 1}), {6, 4, 3}));
     expect_close(conv(sequence.select(0, 1)), conv(sequence).select(0, 1), 1e-12, "one sequence");
     EXPECT_THROW(fx::Conv(std::array{3}, 4, 6, {.stride = {1, 2}}), fx::ValueError);
-    EXPECT_THROW(fx::Conv(std::array{3}, 4, 6, {.pad = {1, 2}}), fx::ValueError);
+    EXPECT_THROW(fx::Conv(std::array{3}, 4, 6, {.pad = {1, 2, 3}}), fx::ValueError);
     try {
         conv(fx::ones({2, 5, 9}, {.dtype = fx::DType::f64}));
         FAIL() << "no ShapeError";
@@ -461,6 +461,163 @@ TEST(Pool3d, MatchesPyTorchWithGradients) {
     EXPECT_EQ(fx::MaxPool(std::array{2, 2, 2})(volume.select(0, 0)).shape(), (fx::Shape{4, 2, 2, 3}));
     EXPECT_THROW(fx::MaxPool(std::array{2, 2, 2}, {.stride = fx::Size2(1, 2)}), fx::ValueError);
     EXPECT_THROW(fx::MeanPool(std::array{2, 2, 2})(fx::ones({2, 3, 4})), fx::ShapeError);
+}
+
+// ---- a stride, padding, dilation and output padding per axis (and padding per side) ----
+
+TEST(PerAxis, ConvMatchesPyTorchWithGradients) {
+    auto sides = fx::Conv(std::array{3}, 4, 6, {.stride = 2, .pad = {2, 1}});  // 1-d: {left, right}
+    EXPECT_EQ(shown(sides), "Conv((3,), 4 => 6, pad=(2, 1), stride=2)  # 78 parameters");
+    expect_case(reference_conv(sides, {6, 4, 3}), sequence, "conv1d_sides", {2, 6, 5}, 26.3097499542,
+                {0.257922568, 0.457954028, 0.714217415});
+    auto axes = fx::Conv(std::array{3, 2, 3}, 4, 6,
+                         {.stride = {1, 2, 1}, .pad = {1, 0, 1}, .dilation = {2, 1, 2}, .groups = 2});
+    EXPECT_EQ(shown(axes),
+              "Conv((3, 2, 3), 4 => 6, pad=(1, 0, 1), stride=(1, 2, 1), dilation=(2, 1, 2), groups=2)"
+              "  # 222 parameters");
+    EXPECT_EQ(axes.stride_d, 1);
+    EXPECT_EQ(axes.stride, fx::Size2(2, 1));
+    EXPECT_EQ(axes.dilation_d, 2);
+    expect_case(reference_conv(axes, {6, 2, 3, 2, 3}), volume, "conv3d_axes", {2, 6, 2, 2, 4}, 0.803917521804,
+                {1.00905483, 1.27584534, 1.23064288});
+    // {front, back, top, bottom, left, right}, as Flux's pad of 2N values.
+    auto sides3 = fx::Conv(std::array{2, 2, 3}, 4, 3, {.stride = {2, 1, 1}, .pad = {1, 0, 0, 1, 2, 1}});
+    EXPECT_EQ(shown(sides3), "Conv((2, 2, 3), 4 => 3, pad=(1, 0, 0, 1, 2, 1), stride=(2, 1, 1))  # 147 parameters");
+    expect_case(reference_conv(sides3, {3, 4, 2, 2, 3}), volume, "conv3d_sides", {2, 3, 2, 5, 7}, -7.95676543255,
+                {-0.00866528468, 0.248313524, 0.95924258});
+    // Flux's Conv((3, 3, 3), 1 => 8, stride=(1, 2, 2)), and SamePad with it: each axis divided by its stride.
+    EXPECT_EQ(shown(fx::Conv(std::array{3, 3, 3}, 1, 8, {.stride = {1, 2, 2}})),
+              "Conv((3, 3, 3), 1 => 8, stride=(1, 2, 2))  # 224 parameters");
+    auto same = reference::f64(fx::Conv(std::array{3, 3, 3}, 4, 2, {.stride = {1, 2, 2}, .pad = fx::SamePad()}));
+    EXPECT_EQ(same(volume).shape(), (fx::Shape{2, 2, 4, 3, 3}));
+    EXPECT_EQ(fx::outputsize(same, {2, 4, 4, 5, 6}), (fx::Shape{2, 2, 4, 3, 3}));
+}
+
+TEST(PerAxis, ConvTransposeMatchesPyTorchWithGradients) {
+    auto up = fx::ConvTranspose(
+        std::array{3, 2, 3}, 4, 6,
+        {.stride = {2, 1, 3}, .pad = {1, 0, 1}, .dilation = {1, 2, 1}, .groups = 2, .output_pad = {1, 0, 2}});
+    up.weight = wave({4, 3, 3, 2, 3}, 0.23, 0.5);
+    up.bias = wave({6}, 1.1, 0.2);
+    EXPECT_EQ(shown(up),
+              "ConvTranspose((3, 2, 3), 4 => 6, pad=(1, 0, 1), stride=(2, 1, 3), dilation=(1, 2, 1), "
+              "output_pad=(1, 0, 2), groups=2)  # 222 parameters");
+    expect_case(up, wave({1, 4, 3, 3, 4}, 0.37, 0.1), "convtranspose3d_axes", {1, 6, 6, 5, 12}, 2.55718291305,
+                {0.980600531, 0.882549459, 1.55797956});
+    EXPECT_EQ(fx::outputsize(up, {1, 4, 3, 3, 4}), (fx::Shape{1, 6, 6, 5, 12}));
+    // SamePad: each axis times its stride, output padding where it needs one.
+    auto same =
+        reference::f64(fx::ConvTranspose(std::array{3, 4, 3}, 4, 2, {.stride = {1, 2, 2}, .pad = fx::SamePad()}));
+    EXPECT_EQ(same(volume).shape(), (fx::Shape{2, 2, 4, 10, 12}));
+    auto up1 = fx::ConvTranspose(std::array{3}, 4, 6, {.stride = {2}, .pad = {1, 1}, .output_pad = {1}});
+    EXPECT_EQ(shown(up1), "ConvTranspose((3,), 4 => 6, pad=1, stride=2, output_pad=1)  # 78 parameters");
+}
+
+TEST(PerAxis, PoolsMatchPyTorchWithGradients) {
+    auto max = fx::MaxPool(std::array{1, 3, 2}, {.stride = {1, 2, 1}, .pad = {0, 1, 1}});
+    EXPECT_EQ(shown(max), "MaxPool((1, 3, 2), pad=(0, 1, 1), stride=(1, 2, 1))");
+    expect_case(max, volume, "maxpool3d_axes", {2, 4, 4, 3, 7}, -2.15726281349, {0.732231444, 0.732231444, 0.74464312});
+    auto mean = fx::MeanPool(std::array{2, 3, 2}, {.stride = {2, 1, 2}, .pad = {1, 1, 0}});
+    EXPECT_EQ(shown(mean), "MeanPool((2, 3, 2), pad=(1, 1, 0), stride=(2, 1, 2))");
+    EXPECT_EQ(mean.depth_stride, 2);
+    EXPECT_EQ(mean.depth_pad, 1);
+    expect_case(mean, volume, "meanpool3d_axes", {2, 4, 3, 5, 3}, 2.72694048644,
+                {0.143445852, 0.123111297, 0.0383817914});
+    EXPECT_EQ(fx::outputsize(mean, {2, 4, 4, 5, 6}), (fx::Shape{2, 4, 3, 5, 3}));
+    EXPECT_EQ(shown(fx::MaxPool(std::array{3}, {.stride = {2}, .pad = {1}})), "MaxPool((3,), pad=1, stride=2)");
+}
+
+// The message of the ValueError that f throws.
+template <class F> std::string value_error(F f) {
+    try {
+        f();
+    } catch (const fx::ValueError& e) {
+        return e.what();
+    }
+    return "no ValueError";
+}
+
+TEST(PerAxis, BadValuesThrowBeforeDrawingWeights) {
+    fx::seed(11);
+    const auto first = fx::randn({4}).to_vector<float>();
+    fx::seed(11);
+    EXPECT_EQ(value_error([] {
+                  fx::Conv(std::array{3, 3, 3}, 4, 6, {.stride = {1, 2}});
+              }),
+              "Conv((3, 3, 3), 4 => 6): stride takes one value for every axis or 3 (one per axis), given 2: (1, 2)");
+    EXPECT_EQ(value_error([] {
+                  fx::Conv(std::array{3}, 4, 6, {.dilation = {1, 2}});
+              }),
+              "Conv((3,), 4 => 6): dilation takes one value, given 2: (1, 2)");
+    EXPECT_EQ(value_error([] {
+                  fx::Conv(std::array{3, 3, 3}, 4, 6, {.stride = {1, -2, 2}});
+              }),
+              "Conv((3, 3, 3), 4 => 6): stride and dilation must be at least 1");
+    EXPECT_EQ(value_error([] {
+                  fx::Conv(std::array{3, 3, 3}, 4, 6, {.pad = {1, 1, 0, 0}});
+              }),
+              "Conv((3, 3, 3), 4 => 6): pad takes one value for every side, 3 (one per axis) or 6 (each axis's "
+              "beginning and end), given 4: (1, 1, 0, 0)");
+    EXPECT_EQ(
+        value_error([] {
+            fx::Conv(std::array{3}, 4, 6, {.pad = {1, 2, 3}});
+        }),
+        "Conv((3,), 4 => 6): pad takes one value for every side, or 2 (its beginning, its end), given 3: (1, 2, 3)");
+    EXPECT_EQ(value_error([] {
+                  fx::Conv(std::array{3, 3, 3}, 4, 6, {.pad = {0, 0, 1, -1, 0, 0}});
+              }),
+              "Conv((3, 3, 3), 4 => 6): padding must be >= 0");
+    EXPECT_EQ(value_error([] {
+                  fx::ConvTranspose(std::array{3, 3, 3}, 4, 6, {.pad = {1, 0, 1, 1, 1, 1}});
+              }),
+              "ConvTranspose((3, 3, 3), 4 => 6): padding must be the same at both ends of an axis, as PyTorch's");
+    EXPECT_EQ(value_error([] {
+                  fx::ConvTranspose(std::array{3, 3, 3}, 4, 6, {.stride = {1, 1, 2}, .output_pad = {0, 1, 1}});
+              }),
+              "ConvTranspose((3, 3, 3), 4 => 6): output_pad must be >= 0 and smaller than the stride or the dilation");
+    EXPECT_EQ(value_error([] {
+                  fx::ConvTranspose(std::array{3, 3, 3}, 4, 6, {.output_pad = {1, 0}});
+              }),
+              "ConvTranspose((3, 3, 3), 4 => 6): output_pad takes one value for every axis or 3 (one per axis), given "
+              "2: (1, 0)");
+    EXPECT_EQ(value_error([] {
+                  fx::MaxPool(std::array{2, 2, 2}, {.stride = {1, 2}});
+              }),
+              "MaxPool((2, 2, 2)): stride takes one value for every axis or 3 (one per axis), given 2: (1, 2)");
+    EXPECT_EQ(value_error([] {
+                  fx::MeanPool(std::array{2, 2, 2}, {.pad = {0, -1, 0}});
+              }),
+              "MeanPool((2, 2, 2)): window and stride must be >= 1 and padding >= 0");
+    EXPECT_EQ(value_error([] { fx::MeanPool(std::array{2}, {.stride = 0}); }),
+              "MeanPool((2,)): window and stride must be >= 1 and padding >= 0");
+    // Nothing was drawn from the generator: the next weights are those the seed gives.
+    EXPECT_EQ(fx::randn({4}).to_vector<float>(), first);
+}
+
+TEST(PerAxis, CompiledStepsMatchEagerSteps) {
+    fx::seed(29);
+    auto model = fx::Chain(
+        fx::Conv(std::array{3, 3, 3}, 2, 4, fx::relu, {.stride = {1, 2, 1}, .pad = {1, 0, 1, 1, 1, 0}}),
+        fx::MaxPool(std::array{1, 2, 2}, {.stride = {1, 1, 2}}),
+        fx::ConvTranspose(std::array{2, 3, 2}, 4, 2, {.stride = {2, 1, 2}, .pad = {0, 1, 0}, .output_pad = {1, 0, 0}}),
+        fx::MeanPool(std::array{2, 1, 2}, {.stride = {2, 1, 1}, .pad = {1, 0, 1}}));
+    auto eager = fx::fmap([](const Tensor& t) { return t.clone(); }, model);
+    auto lossfn = [](const auto& m, const Tensor& x, const Tensor& y) { return fx::mean(fx::square(m(x) - y)); };
+    auto opt = fx::setup(fx::Adam{.eta = 1e-2}, model);
+    auto eager_opt = fx::setup(fx::Adam{.eta = 1e-2}, eager);
+    auto step = fx::compile(lossfn, model, opt);  // no fall_back: must replay
+    Tensor x = fx::randn({2, 2, 4, 5, 6});
+    Tensor y = fx::randn(fx::outputsize(model, x.shape()));
+    for (int i = 0; i < 3; ++i) {
+        const float loss = step(x, y);
+        auto [l, grads] = fx::withgradient([&](const decltype(eager)& m) { return lossfn(m, x, y); }, eager);
+        fx::update(eager_opt, eager, grads);
+        EXPECT_NEAR(loss, l.item(), 1e-5) << "step " << i;
+    }
+    EXPECT_GT(step.stats(x, y).kernels, 0u);
+    auto a = fx::state(model), b = fx::state(eager);
+    ASSERT_EQ(a.size(), b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) expect_close(a[i].second, b[i].second, 1e-5, a[i].first);
 }
 
 // ---- adaptive and global pools on sequences and volumes ----

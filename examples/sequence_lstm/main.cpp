@@ -5,20 +5,16 @@
 // 87% test accuracy (issue 14). One run on the CPU (2 shared cores, FLUXION_NUM_THREADS=1,
 // 2026-11-24): 84.8% after 1 epoch, 87.7% after 4, 88.6% after 6; an epoch took 32 s while the
 // machine was quiet, up to 2 minutes while other builds shared it.
-#include <fluxion/fluxion.hpp>
-
-#include <algorithm>
-#include <chrono>
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <fluxion/fluxion.hpp>
 #include <iostream>
 #include <optional>
 #include <string>
-#include <tuple>
 
 #include "command_line.hpp"
+#include "sequence_classifier.hpp"
 
 namespace fx = fluxion;
 namespace fs = std::filesystem;
@@ -74,86 +70,22 @@ FLUXION_FUNCTOR(RowReader, lstm, head);
 
 namespace {
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-template <class Data> double accuracy(const RowReader& model, const fx::DataLoader<Data>& test) {
-    fx::NoGrad no_grad;
-    std::int64_t correct = 0;
-    for (auto [x, y] : test)
-        correct += fx::sum(fx::argmax(model(x), 1) == y).template item<std::int64_t>();
-    return double(correct) / double(test.nobs());
-}
-
 int run(const Options& o, const fx::Device& dev) {
     fs::create_directories(o.out);  // before training, so that a bad --out fails at once
-    auto [Xtr, Ytr] = fx::datasets::fashion_mnist(fx::datasets::Split::Train);
-    auto [Xte, Yte] = fx::datasets::fashion_mnist(fx::datasets::Split::Test);
-    if (o.limit && *o.limit < Xtr.shape(0)) {
-        Xtr = Xtr.slice(0, 0, *o.limit);
-        Ytr = Ytr.slice(0, 0, *o.limit);
-    }
-    const double mean = fx::mean(Xtr).item(),
-                 sd = std::sqrt(fx::mean(fx::square(Xtr - mean)).item());
-    Xtr = (Xtr - mean) / sd;
-    Xte = (Xte - mean) / sd;
+    const examples::FashionMnist data = examples::fashion_mnist(o.limit);
     std::printf("data: %lld training and %lld test images, read as %lld steps of %lld features\n",
-                static_cast<long long>(Xtr.shape(0)), static_cast<long long>(Xte.shape(0)),
+                static_cast<long long>(data.train_x.shape(0)), static_cast<long long>(data.test_x.shape(0)),
                 static_cast<long long>(kRows), static_cast<long long>(kColumns));
-
-    fx::DataLoader train_loader({Xtr, Ytr},
-                                {.batchsize = o.batchsize, .shuffle = true, .seed = kSeed});
-    fx::DataLoader test_loader(std::tuple{Xte, Yte} | dev, {.batchsize = 1000});
 
     RowReader model = RowReader(o.hidden) | dev;
     std::cout << model.lstm << "\n" << model.head << "\n";
-    auto opt = fx::setup(fx::Adam{.eta = 1e-3}, model);
-    auto lossfn = [](const RowReader& m, const fx::Tensor& x, const fx::Tensor& y) {
-        return fx::logitcrossentropy(m(x), fx::onehot(y, kClasses));
-    };
-    auto compiled = fx::compile(lossfn, model, opt, {.fall_back = true});
-    auto train_step = [&](const fx::Tensor& x, const fx::Tensor& y) -> double {
-        if (!o.eager) return compiled(x, y);
-        auto [loss, grads] =
-            fx::withgradient([&](const RowReader& m) { return lossfn(m, x, y); }, model);
-        fx::update(opt, model, grads);
-        return loss.item();
-    };
-
-    fx::Progress progress({.epochs = o.epochs,
-                           .steps = train_loader.size(),
-                           .unit = "images",
-                           .terminal_only = true});
-    double final_accuracy = 0, total = 0;
-    for (int epoch = 1; epoch <= o.epochs; ++epoch) {
-        const auto start = std::chrono::steady_clock::now();
-        double loss_sum = 0;
-        std::size_t steps = 0;
-        for (auto [x, y] : train_loader | dev) {
-            const double loss = train_step(x, y);
-            loss_sum += loss;
-            progress.step(epoch, ++steps, loss, x.shape(0));
-        }
-        progress.clear();
-        const double train_seconds = seconds_since(start);
-        final_accuracy = accuracy(model, test_loader);
-        const double seconds = seconds_since(start);
-        total += seconds;
-        std::printf(
-            "epoch %d/%d  train loss %.4f  test accuracy %.2f%%  %.1f s (training %.1f s, %.0f "
-            "images/s)\n",
-            epoch, o.epochs, loss_sum / double(steps), 100 * final_accuracy, seconds, train_seconds,
-            double(Xtr.shape(0)) / train_seconds);
-        std::fflush(stdout);
-    }
+    const examples::TrainResult result = examples::train(
+        model, data,
+        {.epochs = o.epochs, .batchsize = o.batchsize, .classes = kClasses, .seed = kSeed, .eager = o.eager}, dev);
 
     fx::save(o.out / "sequence_lstm.safetensors", model);
     std::cout << "saved " << (o.out / "sequence_lstm.safetensors").string() << "\n";
-    std::printf("final test accuracy %.2f%% after %d epoch%s in %.1f s: %s the %.0f%% target\n",
-                100 * final_accuracy, o.epochs, o.epochs == 1 ? "" : "s", total,
-                final_accuracy >= kTargetAccuracy ? "reached" : "did NOT reach",
-                100 * kTargetAccuracy);
+    examples::report(result, o.epochs, kTargetAccuracy);
     return 0;
 }
 

@@ -131,6 +131,34 @@ def main(dst):
     report("maxpool3d", lambda v: F.max_pool3d(v, (3, 2, 3), stride=2, padding=1), vol)
     report("meanpool3d", lambda v: F.avg_pool3d(v, (3, 2, 3), stride=2, padding=1), vol)
 
+    # Per-axis (and per-side) stride, padding, dilation and output padding, a different value on each axis.
+    sides1 = nn.Conv1d(4, 6, 3, stride=2)
+    with torch.no_grad():
+        sides1.weight.copy_(wave([6, 4, 3], 0.23, 0.5))
+        sides1.bias.copy_(wave([6], 1.1, 0.2))
+    report("conv1d_sides", lambda v: sides1(F.pad(v, (2, 1))), seq, [("weight", sides1.weight), ("bias", sides1.bias)])
+    axes3 = nn.Conv3d(4, 6, (3, 2, 3), stride=(1, 2, 1), padding=(1, 0, 1), dilation=(2, 1, 2), groups=2)
+    with torch.no_grad():
+        axes3.weight.copy_(wave([6, 2, 3, 2, 3], 0.23, 0.5))
+        axes3.bias.copy_(wave([6], 1.1, 0.2))
+    report("conv3d_axes", axes3, vol, [("weight", axes3.weight), ("bias", axes3.bias)])
+    sides3 = nn.Conv3d(4, 3, (2, 2, 3), stride=(2, 1, 1))
+    with torch.no_grad():
+        sides3.weight.copy_(wave([3, 4, 2, 2, 3], 0.23, 0.5))
+        sides3.bias.copy_(wave([3], 1.1, 0.2))
+    # fluxion's pad {front, back, top, bottom, left, right} = {1, 0, 0, 1, 2, 1}; F.pad takes the last axis first.
+    report("conv3d_sides", lambda v: sides3(F.pad(v, (2, 1, 0, 1, 1, 0))), vol,
+           [("weight", sides3.weight), ("bias", sides3.bias)])
+    upaxes3 = nn.ConvTranspose3d(4, 6, (3, 2, 3), stride=(2, 1, 3), padding=(1, 0, 1), output_padding=(1, 0, 2),
+                                 dilation=(1, 2, 1), groups=2)
+    with torch.no_grad():
+        upaxes3.weight.copy_(wave([4, 3, 3, 2, 3], 0.23, 0.5))
+        upaxes3.bias.copy_(wave([6], 1.1, 0.2))
+    report("convtranspose3d_axes", upaxes3, wave([1, 4, 3, 3, 4], 0.37, 0.1),
+           [("weight", upaxes3.weight), ("bias", upaxes3.bias)])
+    report("maxpool3d_axes", lambda v: F.max_pool3d(v, (1, 3, 2), stride=(1, 2, 1), padding=(0, 1, 1)), vol)
+    report("meanpool3d_axes", lambda v: F.avg_pool3d(v, (2, 3, 2), stride=(2, 1, 2), padding=(1, 1, 0)), vol)
+
     # The adaptive and global pools on sequences and volumes: sizes that do not divide, and larger.
     report("adaptivemeanpool1d_uneven", lambda v: F.adaptive_avg_pool1d(v, 4), seq)
     report("adaptivemaxpool1d_larger", lambda v: F.adaptive_max_pool1d(v, 11), seq)

@@ -7,6 +7,7 @@
 // sample or a batch.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "fluxion/functor.hpp"
 
@@ -18,6 +19,23 @@ struct Size2 {
     Size2(std::int64_t n = 1) : h(n), w(n) {}  // NOLINT: implicit so that `.stride = 2` reads naturally
     Size2(std::int64_t h_, std::int64_t w_) : h(h_), w(w_) {}
     friend bool operator==(const Size2&, const Size2&) = default;
+};
+
+// A stride, dilation or output padding of a convolution or pooling: one value for every spatial
+// axis (`2`) or one per axis in the input's order: `{h, w}` for images, `{d, h, w}` for volumes,
+// `{l}` for sequences. Flux's `stride=(1, 2, 2)`, PyTorch's `stride=(1, 2, 2)` are `{1, 2, 2}`.
+// `{}` gives none, which a pooling's stride reads as "the window".
+class Sizes {
+public:
+    Sizes() = default;
+    Sizes(std::int64_t n) : values_{n} {}  // NOLINT: implicit so that `.stride = 2` reads naturally
+    Sizes(std::int64_t h, std::int64_t w) : values_{h, w} {}
+    Sizes(std::int64_t d, std::int64_t h, std::int64_t w) : values_{d, h, w} {}
+    Sizes(Size2 s) : Sizes(s.h, s.w) {}  // NOLINT: a 2-d size is one per axis of an image
+    const std::vector<std::int64_t>& values() const { return values_; }  // as given: none, 1, 2 or 3
+
+private:
+    std::vector<std::int64_t> values_;
 };
 
 // How Dropout and BatchNorm behave. `automatic` (the default, as Flux) trains inside a gradient

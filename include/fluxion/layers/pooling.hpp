@@ -3,9 +3,10 @@
 // {C, D, H, W} or {N, C, D, H, W}: MaxPool, MeanPool, the global and the adaptive pools.
 //
 //   fx::MaxPool({2, 2})                         // window 2×2, stride = window
-//   fx::MaxPool(std::array{2})                  // 1-d, Flux's MaxPool((2,)); options take one stride and pad
-//   fx::MeanPool(std::array{2, 2, 2})           // 3-d, Flux's MeanPool((2, 2, 2)); one stride and pad
+//   fx::MaxPool(std::array{2})                  // 1-d, Flux's MaxPool((2,))
+//   fx::MeanPool(std::array{2, 2, 2})           // 3-d, Flux's MeanPool((2, 2, 2))
 //   fx::MeanPool({3, 3}, {.stride = 1, .pad = 1})
+//   fx::MaxPool(std::array{1, 3, 3}, {.stride = {1, 2, 2}, .pad = {0, 1, 1}})  // PyTorch's MaxPool3d((1, 3, 3), ...)
 //   fx::GlobalMeanPool()                        // {N, C, H, W} -> {N, C, 1, 1}; GlobalMaxPool likewise
 //   fx::GlobalMeanPool(1), fx::GlobalMaxPool(3) // {N, C, L} -> {N, C, 1}; {N, C, D, H, W} -> {N, C, 1, 1, 1}
 //   fx::AdaptiveMeanPool({7, 7})                // {N, C, H, W} -> {N, C, 7, 7}; AdaptiveMaxPool likewise
@@ -16,7 +17,6 @@
 #pragma once
 #include <array>
 #include <concepts>
-#include <optional>
 #include <string>
 
 #include "fluxion/layers/layer.hpp"
@@ -24,18 +24,11 @@
 
 namespace fluxion {
 
+// Stride and padding take one value for every axis or one per axis (fx::Sizes), as PyTorch's.
 struct PoolOptions {
-    std::optional<Size2> stride;  // the window when not given
-    Size2 pad = 0;                // zeros on both sides of each axis; at most half the window
+    Sizes stride = {};  // the window when not given
+    Sizes pad = 0;      // zeros on both sides of each axis; at most half the window
 };
-
-namespace detail {
-// A 1-d window k and its options as those of a 2-d pooling {1, k}.
-Size2 one_d_window(std::int64_t k, const PoolOptions& options);
-PoolOptions one_d_pool(std::int64_t k, const PoolOptions& options);
-// The options of a 3-d pooling, checked to hold one stride and one pad.
-const PoolOptions& three_d_pool(const PoolOptions& options);
-}  // namespace detail
 
 // A 3-d pooling is the 2-d one over (H, W) of every depth slice, then along the depth: both max and
 // mean (its padding counted as zeros) are separable, so no kernel of its own is needed.
@@ -44,48 +37,35 @@ class MaxPool {
 public:
     Size2 window, stride, pad;                                       // 1-d: a height of 1 and no padding of it
     std::int64_t depth_window = 1, depth_stride = 1, depth_pad = 0;  // 3-d
-    explicit MaxPool(Size2 window, const PoolOptions& options = {});
+    explicit MaxPool(Size2 window, const PoolOptions& options = {}) : MaxPool({1, window.h, window.w}, options, 2) {}
     template <std::integral I> explicit MaxPool(std::array<I, 1> window, const PoolOptions& options = {})
-        : MaxPool(detail::one_d_window(std::int64_t(window[0]), options),
-                  detail::one_d_pool(std::int64_t(window[0]), options)) {
-        dims_ = 1;
-    }
+        : MaxPool({1, 1, std::int64_t(window[0])}, options, 1) {}
     template <std::integral I> explicit MaxPool(std::array<I, 3> window, const PoolOptions& options = {})
-        : MaxPool(Size2(std::int64_t(window[1]), std::int64_t(window[2])), detail::three_d_pool(options)) {
-        depth_window = std::int64_t(window[0]), depth_stride = options.stride ? options.stride->h : depth_window;
-        depth_pad = options.pad.h, dims_ = 3;
-        check_depth();
-    }
+        : MaxPool({std::int64_t(window[0]), std::int64_t(window[1]), std::int64_t(window[2])}, options, 3) {}
     Tensor operator()(const Tensor& x) const;
-    std::string describe() const;  // "MaxPool((2, 2))", "MaxPool((3, 3), pad=1, stride=2)", "MaxPool((2,))"
+    // "MaxPool((2, 2))", "MaxPool((3, 3), pad=1, stride=2)", "MaxPool((2,))", "MaxPool((1, 3, 3), stride=(1, 2, 2))"
+    std::string describe() const;
 
 private:
     int dims_ = 2;
-    void check_depth() const;
+    MaxPool(std::array<std::int64_t, 3> window, const PoolOptions& options, int dims);  // window {d, h, w}
 };
 
 class MeanPool {
 public:
     Size2 window, stride, pad;                                       // 1-d: a height of 1 and no padding of it
     std::int64_t depth_window = 1, depth_stride = 1, depth_pad = 0;  // 3-d
-    explicit MeanPool(Size2 window, const PoolOptions& options = {});
+    explicit MeanPool(Size2 window, const PoolOptions& options = {}) : MeanPool({1, window.h, window.w}, options, 2) {}
     template <std::integral I> explicit MeanPool(std::array<I, 1> window, const PoolOptions& options = {})
-        : MeanPool(detail::one_d_window(std::int64_t(window[0]), options),
-                   detail::one_d_pool(std::int64_t(window[0]), options)) {
-        dims_ = 1;
-    }
+        : MeanPool({1, 1, std::int64_t(window[0])}, options, 1) {}
     template <std::integral I> explicit MeanPool(std::array<I, 3> window, const PoolOptions& options = {})
-        : MeanPool(Size2(std::int64_t(window[1]), std::int64_t(window[2])), detail::three_d_pool(options)) {
-        depth_window = std::int64_t(window[0]), depth_stride = options.stride ? options.stride->h : depth_window;
-        depth_pad = options.pad.h, dims_ = 3;
-        check_depth();
-    }
+        : MeanPool({std::int64_t(window[0]), std::int64_t(window[1]), std::int64_t(window[2])}, options, 3) {}
     Tensor operator()(const Tensor& x) const;  // padded cells count as zeros in the mean
     std::string describe() const;
 
 private:
     int dims_ = 2;
-    void check_depth() const;
+    MeanPool(std::array<std::int64_t, 3> window, const PoolOptions& options, int dims);  // window {d, h, w}
 };
 
 class GlobalMeanPool {

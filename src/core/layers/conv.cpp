@@ -1,9 +1,11 @@
 // conv.cpp — Conv and ConvTranspose: resolving padding once, then conv2d / conv_transpose2d, the
-// bias and the activation. Asymmetric padding (SamePad with an even kernel) pads with zeros first.
+// bias and the activation. Asymmetric padding (given per side, or SamePad with an even kernel) pads
+// with zeros first.
 // The 1-d layers are 2-d ones of height 1; the 3-d ones run one 2-d op over the depth slices.
 #include "fluxion/layers/conv.hpp"
 
 #include <algorithm>
+#include <array>
 #include <vector>
 
 #include "core/layers/context.hpp"
@@ -15,17 +17,6 @@ namespace {
 
 std::string sizes(std::int64_t in, std::int64_t out) { return std::to_string(in) + " => " + std::to_string(out); }
 
-void check_sizes(const char* layer, Size2 kernel, std::int64_t in, std::int64_t out, Size2 stride, Size2 dilation,
-                 std::int64_t groups) {
-    std::string name = std::string(layer) + "(" + detail::tuple_text(kernel) + ", " + sizes(in, out) + ")";
-    if (kernel.h < 1 || kernel.w < 1 || in < 1 || out < 1)
-        throw ValueError(name + ": the kernel size and channel counts must be positive");
-    if (stride.h < 1 || stride.w < 1 || dilation.h < 1 || dilation.w < 1)
-        throw ValueError(name + ": stride and dilation must be at least 1");
-    if (groups < 1 || in % groups || out % groups)
-        throw ValueError(name + ": groups = " + std::to_string(groups) + " must divide both channel counts");
-}
-
 // Zeros around the spatial axes of x {N, C, H, W}.
 Tensor pad_zeros(const Tensor& x, std::int64_t top, std::int64_t bottom, std::int64_t left, std::int64_t right) {
     TensorOptions o{.dtype = x.dtype(), .device = x.device()};
@@ -35,41 +26,45 @@ Tensor pad_zeros(const Tensor& x, std::int64_t top, std::int64_t bottom, std::in
     return concat({zeros({n, c, h, left}, o), rows, zeros({n, c, h, right}, o)}, 3);
 }
 
-std::string pad_text(std::int64_t t, std::int64_t b, std::int64_t l, std::int64_t r) {
-    if (t == b && l == r) return detail::option_text("pad", {t, l}, 0);
-    return ", pad=(" + std::to_string(t) + ", " + std::to_string(b) + ", " + std::to_string(l) + ", " +
-           std::to_string(r) + ")";
+using Axes = std::array<std::int64_t, 3>;  // {d, h, w}; the axes a 1-d or 2-d layer lacks hold 1 or 0
+
+// "Conv((3, 3, 3), 1 => 8)": a layer's name in its messages, before its options are known.
+std::string layer_name(const char* layer, const Axes& kernel, int dims, std::int64_t in, std::int64_t out) {
+    return std::string(layer) + "(" + detail::tuple_text(detail::spatial(dims, kernel)) + ", " + sizes(in, out) + ")";
 }
 
-// The options of a 1-d Conv with kernel k as those of a 2-d one with kernel {1, k}.
-ConvOptions one_d(const ConvOptions& o, std::int64_t kernel, std::int64_t in, std::int64_t out) {
-    std::string name = "Conv((" + std::to_string(kernel) + ",), " + sizes(in, out) + ")";
-    if (o.stride.h != o.stride.w || o.dilation.h != o.dilation.w)
-        throw ValueError(name + ": a 1-d convolution takes one stride and one dilation");
-    if (!o.pad.same() &&
-        (o.pad.top() != o.pad.bottom() || o.pad.top() != o.pad.left() || o.pad.left() != o.pad.right()))
-        throw ValueError(name + ": a 1-d convolution takes one padding (both ends), or SamePad()");
-    ConvOptions flat = o;
-    flat.stride = {1, o.stride.w}, flat.dilation = {1, o.dilation.w};
-    if (!o.pad.same()) flat.pad = Pad(0, 0, o.pad.left(), o.pad.right());
-    return flat;
+// The checks Conv and ConvTranspose share, before anything is drawn from the random generator.
+void check_sizes(const std::string& name, const Axes& kernel, std::int64_t in, std::int64_t out, const Axes& stride,
+                 const Axes& dilation, std::int64_t groups) {
+    auto below_one = [](const Axes& v) {
+        return std::any_of(v.begin(), v.end(), [](std::int64_t x) { return x < 1; });
+    };
+    if (below_one(kernel) || in < 1 || out < 1)
+        throw ValueError(name + ": the kernel size and channel counts must be positive");
+    if (below_one(stride) || below_one(dilation)) throw ValueError(name + ": stride and dilation must be at least 1");
+    if (groups < 1 || in % groups || out % groups)
+        throw ValueError(name + ": groups = " + std::to_string(groups) + " must divide both channel counts");
 }
 
-std::string triple_text(const std::array<std::int64_t, 3>& k) {
-    std::string t = "(";  // appended: GCC 12 sees a false overlap (-Wrestrict) in "(" + std::to_string(...)
-    t.append(std::to_string(k[0])).append(", ").append(std::to_string(k[1])).append(", ");
-    return t.append(std::to_string(k[2])).append(")");
-}
-
-bool uniform(const Pad& p) { return p.top() == p.bottom() && p.top() == p.left() && p.left() == p.right(); }
-
-// The options of a 1-d or 3-d layer, checked: one stride, dilation and padding for all axes.
-template <class O> const O& checked_uniform(const O& o, const std::string& name, const char* dims) {
-    if (o.stride.h != o.stride.w || o.dilation.h != o.dilation.w)
-        throw ValueError(name + ": a " + dims + " convolution takes one stride and one dilation");
-    if (!o.pad.same() && !uniform(o.pad))
-        throw ValueError(name + ": a " + dims + " convolution takes one padding (every side), or SamePad()");
-    return o;
+// Padding for `dims` spatial axes as {front, back, top, bottom, left, right} (the axes the layer
+// lacks get none): one value, one per axis or one per side; ValueError naming the layer otherwise.
+std::array<std::int64_t, 6> per_side(const Pad& p, int dims, const std::string& name) {
+    const std::vector<std::int64_t>& v = p.values();
+    const std::size_t n = v.size(), d = std::size_t(dims);
+    if (n != 1 && n != d && n != 2 * d)
+        throw ValueError(name + ": pad takes one value for every side, " +
+                         (dims == 1 ? std::string("or 2 (its beginning, its end)")
+                                    : std::to_string(dims) + " (one per axis) or " + std::to_string(2 * dims) +
+                                          " (each axis's beginning and end)") +
+                         ", given " + std::to_string(n) + ": " + detail::tuple_text(v));
+    std::array<std::int64_t, 6> sides{};
+    for (std::size_t a = 0; a < d; ++a) {
+        const std::size_t at = 2 * (3 - d + a);
+        sides[at] = n == 1 ? v[0] : n == d ? v[a] : v[2 * a];
+        sides[at + 1] = n == 1 ? v[0] : n == d ? v[a] : v[2 * a + 1];
+        if (sides[at] < 0 || sides[at + 1] < 0) throw ValueError(name + ": padding must be >= 0");
+    }
+    return sides;
 }
 
 // Zeros before and after the depth of x {N, C, D, H, W}.
@@ -141,69 +136,57 @@ Tensor conv_transpose_volume(const Tensor& x, const Tensor& w, std::int64_t stri
 
 // ---- Conv ----
 
-Conv::Conv(std::array<std::int64_t, 3> k, std::int64_t in, std::int64_t out, Activation act, const ConvOptions& o,
-           ThreeD)
-    : Conv(Size2(k[1], k[2]), in, out, std::move(act),
-           checked_uniform(o, "Conv(" + triple_text(k) + ", " + sizes(in, out) + ")", "3-d")) {
-    if (k[0] < 1)
-        throw ValueError("Conv(" + triple_text(k) + ", " + sizes(in, out) + "): the kernel size must be positive");
-    if (o.pad.same()) {
-        std::int64_t td = o.dilation.h * (k[0] - 1);
-        pad_front = td / 2, pad_back = td - td / 2;
+Conv::Conv(Axes k, std::int64_t in, std::int64_t out, Activation act, const ConvOptions& o, int dims)
+    : activation(std::move(act)), groups(o.groups) {
+    const std::string name = layer_name("Conv", k, dims, in, out);
+    const Axes s = detail::per_axis(o.stride, dims, 1, name, "stride");
+    const Axes dl = detail::per_axis(o.dilation, dims, 1, name, "dilation");
+    check_sizes(name, k, in, out, s, dl, groups);
+    std::array<std::int64_t, 6> p{};
+    if (o.pad.same()) {  // the odd one at the end, as PyTorch's padding="same"
+        for (int a = 0; a < 3; ++a) {
+            const std::int64_t total = dl[a] * (k[a] - 1);
+            p[2 * a] = total / 2, p[2 * a + 1] = total - total / 2;
+        }
     } else {
-        pad_front = pad_back = o.pad.top();
+        p = per_side(o.pad, dims, name);
     }
-    weight = o.init({out, in / groups, k[0], k[1], k[2]});
-}
-
-Conv::Conv(std::int64_t kernel, std::int64_t in, std::int64_t out, Activation act, const ConvOptions& o, OneD)
-    : Conv(Size2(1, kernel), in, out, std::move(act), one_d(o, kernel, in, out)) {
-    weight = weight.squeeze(2);
-}
-
-Conv::Conv(Size2 kernel, std::int64_t in, std::int64_t out, const ConvOptions& o) : Conv(kernel, in, out, {}, o) {}
-
-Conv::Conv(Size2 kernel, std::int64_t in, std::int64_t out, Activation act, const ConvOptions& o)
-    : activation(std::move(act)), stride(o.stride), dilation(o.dilation), groups(o.groups) {
-    check_sizes("Conv", kernel, in, out, o.stride, o.dilation, o.groups);
-    if (o.pad.same()) {
-        std::int64_t th = o.dilation.h * (kernel.h - 1), tw = o.dilation.w * (kernel.w - 1);
-        pad_top = th / 2, pad_bottom = th - th / 2, pad_left = tw / 2, pad_right = tw - tw / 2;
-    } else {
-        pad_top = o.pad.top(), pad_bottom = o.pad.bottom(), pad_left = o.pad.left(), pad_right = o.pad.right();
-        if (pad_top < 0 || pad_bottom < 0 || pad_left < 0 || pad_right < 0)
-            throw ValueError("Conv(" + detail::tuple_text(kernel) + ", " + sizes(in, out) + "): padding must be >= 0");
-    }
-    weight = o.init({out, in / groups, kernel.h, kernel.w});
+    stride = {s[1], s[2]}, dilation = {dl[1], dl[2]}, stride_d = s[0], dilation_d = dl[0];
+    pad_front = p[0], pad_back = p[1], pad_top = p[2], pad_bottom = p[3], pad_left = p[4], pad_right = p[5];
+    Shape shape{out, in / groups};
+    for (std::int64_t v : detail::spatial(dims, k)) shape.push_back(v);
+    weight = o.init(shape);
     if (o.bias) bias = zeros({out}, {.dtype = weight.dtype(), .device = weight.device()});
 }
 
+namespace {
+
+// ", pad=1", ", pad=(0, 1, 1)" (one per axis) or ", pad=(0, 1, 0, 1, 1, 1)" (one per side) of a layer
+// over `dims` spatial axes with padding {front, back, top, bottom, left, right}.
+std::string pad_text(const std::array<std::int64_t, 6>& p, int dims) {
+    std::vector<std::int64_t> begins, sides;
+    bool symmetric = true;
+    for (int a = 3 - dims; a < 3; ++a) {
+        begins.push_back(p[2 * a]), sides.push_back(p[2 * a]), sides.push_back(p[2 * a + 1]);
+        symmetric = symmetric && p[2 * a] == p[2 * a + 1];
+    }
+    if (symmetric) return detail::option_text("pad", begins, std::vector<std::int64_t>(begins.size(), 0));
+    return ", pad=" + detail::tuple_text(sides);
+}
+
+}  // namespace
+
 std::string Conv::describe() const {
-    const bool one_d = weight.ndim() == 3, three_d = weight.ndim() == 5;
-    std::string s = "Conv(";
-    if (one_d) s.append("(").append(std::to_string(weight.shape(2))).append(",)");
-    else if (three_d) s += triple_text({weight.shape(2), weight.shape(3), weight.shape(4)});
-    else s += detail::tuple_text({weight.shape(2), weight.shape(3)});
+    const int dims = int(weight.ndim()) - 2;
+    auto axes = [&](std::int64_t d, Size2 hw) { return detail::spatial(dims, {d, hw.h, hw.w}); };
+    const std::vector<std::int64_t> ones(std::size_t(dims), 1);
+    std::string s =
+        "Conv(" + detail::tuple_text(std::vector<std::int64_t>(weight.shape().begin() + 2, weight.shape().end()));
     s += ", " + sizes(in_channels(), out_channels());
     if (!activation.is_identity()) s += ", " + activation.name();
-    if (one_d) {
-        s += pad_left == pad_right ? detail::option_text("pad", pad_left, 0)
-                                   : ", pad=(" + std::to_string(pad_left) + ", " + std::to_string(pad_right) + ")";
-    } else if (three_d) {
-        const std::vector<std::int64_t> p{pad_front, pad_back, pad_top, pad_bottom, pad_left, pad_right};
-        if (std::all_of(p.begin(), p.end(), [&](std::int64_t v) { return v == p[0]; })) {
-            s += detail::option_text("pad", p[0], 0);
-        } else {
-            s += ", pad=(";
-            for (std::size_t i = 0; i < p.size(); ++i) s += (i ? ", " : "") + std::to_string(p[i]);
-            s += ")";
-        }
-    } else {
-        s += pad_text(pad_top, pad_bottom, pad_left, pad_right);
-    }
-    if (one_d || three_d)
-        s += detail::option_text("stride", stride.w, 1) + detail::option_text("dilation", dilation.w, 1);
-    else s += detail::option_text("stride", stride, 1) + detail::option_text("dilation", dilation, 1);
+    s += pad_text({pad_front, pad_back, pad_top, pad_bottom, pad_left, pad_right}, dims);
+    s += detail::option_text("stride", axes(stride_d, stride), ones) +
+         detail::option_text("dilation", axes(dilation_d, dilation), ones);
     if (groups != 1) s += ", groups=" + std::to_string(groups);
     if (!bias.defined()) s += "; bias=false";
     return s + ")";
@@ -229,7 +212,7 @@ Tensor Conv::operator()(const Tensor& x) const {
                     pad_zeros(v.reshape({n, c * d, v.shape(3), v.shape(4)}), pad_top, pad_bottom, pad_left, pad_right);
                 v = p.reshape({n, c, d, p.shape(2), p.shape(3)});
             }
-            Tensor y = conv_volume(v, weight, stride.h, dilation.h, o);
+            Tensor y = conv_volume(v, weight, stride_d, dilation_d, o);
             if (bias.defined()) y = y + bias.reshape({1, out_channels(), 1, 1, 1});
             return detail::like_volume(x, activation(y));
         }
@@ -255,88 +238,53 @@ bool resolve_same(std::int64_t k, std::int64_t stride, std::int64_t dilation, st
     return output_pad < std::max(stride, dilation);
 }
 
-// The options of a 1-d ConvTranspose with kernel k as those of a 2-d one with kernel {1, k}.
-ConvTransposeOptions one_d(const ConvTransposeOptions& o, std::int64_t k, std::int64_t in, std::int64_t out) {
-    std::string name = "ConvTranspose((" + std::to_string(k) + ",), " + sizes(in, out) + ")";
-    checked_uniform(o, name, "1-d");
-    if (o.output_pad.h != o.output_pad.w) throw ValueError(name + ": a 1-d convolution takes one output_pad");
-    ConvTransposeOptions flat = o;
-    flat.stride = {1, o.stride.w}, flat.dilation = {1, o.dilation.w}, flat.output_pad = {0, o.output_pad.w};
-    if (!o.pad.same()) flat.pad = Pad(0, o.pad.left());
-    return flat;
-}
-
 }  // namespace
 
-ConvTranspose::ConvTranspose(Size2 kernel, std::int64_t in, std::int64_t out, const ConvTransposeOptions& o)
-    : ConvTranspose(kernel, in, out, {}, o) {}
-
-ConvTranspose::ConvTranspose(Size2 kernel, std::int64_t in, std::int64_t out, Activation act,
-                             const ConvTransposeOptions& o)
-    : activation(std::move(act)), stride(o.stride), dilation(o.dilation), output_pad(o.output_pad), groups(o.groups) {
-    check_sizes("ConvTranspose", kernel, in, out, o.stride, o.dilation, o.groups);
-    std::string name = "ConvTranspose(" + detail::tuple_text(kernel) + ", " + sizes(in, out) + ")";
+ConvTranspose::ConvTranspose(Axes k, std::int64_t in, std::int64_t out, Activation act, const ConvTransposeOptions& o,
+                             int dims)
+    : activation(std::move(act)), groups(o.groups) {
+    const std::string name = layer_name("ConvTranspose", k, dims, in, out);
+    const Axes s = detail::per_axis(o.stride, dims, 1, name, "stride");
+    const Axes dl = detail::per_axis(o.dilation, dims, 1, name, "dilation");
+    Axes op = detail::per_axis(o.output_pad, dims, 0, name, "output_pad");
+    check_sizes(name, k, in, out, s, dl, groups);
+    Axes p{};
     if (o.pad.same()) {
-        if (!(o.output_pad == Size2(0))) throw ValueError(name + ": SamePad sets output_pad itself; leave it 0");
-        if (!resolve_same(kernel.h, o.stride.h, o.dilation.h, pad_h, output_pad.h) ||
-            !resolve_same(kernel.w, o.stride.w, o.dilation.w, pad_w, output_pad.w))
-            throw ValueError(name + ": SamePad cannot be met with kernel " + detail::tuple_text(kernel) +
-                             " and stride " + detail::tuple_text(o.stride) + "; give the padding explicitly");
+        if (op != Axes{}) throw ValueError(name + ": SamePad sets output_pad itself; leave it 0");
+        for (int a = 0; a < 3; ++a)
+            if (!resolve_same(k[a], s[a], dl[a], p[a], op[a]))
+                throw ValueError(name + ": SamePad cannot be met with stride " +
+                                 detail::tuple_text(detail::spatial(dims, s)) + "; give the padding explicitly");
     } else {
-        if (o.pad.top() != o.pad.bottom() || o.pad.left() != o.pad.right() || o.pad.top() < 0 || o.pad.left() < 0)
-            throw ValueError(name + ": padding must be the same on opposite sides and >= 0");
-        pad_h = o.pad.top(), pad_w = o.pad.left();
+        const auto sides = per_side(o.pad, dims, name);
+        for (int a = 0; a < 3; ++a) {
+            if (sides[2 * a] != sides[2 * a + 1])
+                throw ValueError(name + ": padding must be the same at both ends of an axis, as PyTorch's");
+            p[a] = sides[2 * a];
+            if (op[a] < 0 || op[a] >= std::max(s[a], dl[a]))
+                throw ValueError(name + ": output_pad must be >= 0 and smaller than the stride or the dilation");
+        }
     }
-    weight = o.init({in, out / groups, kernel.h, kernel.w});
+    stride = {s[1], s[2]}, dilation = {dl[1], dl[2]}, output_pad = {op[1], op[2]};
+    stride_d = s[0], dilation_d = dl[0], output_pad_d = op[0], pad_d = p[0], pad_h = p[1], pad_w = p[2];
+    Shape shape{in, out / groups};
+    for (std::int64_t v : detail::spatial(dims, k)) shape.push_back(v);
+    weight = o.init(shape);
     if (o.bias) bias = zeros({out}, {.dtype = weight.dtype(), .device = weight.device()});
 }
 
-ConvTranspose::ConvTranspose(std::array<std::int64_t, 3> k, std::int64_t in, std::int64_t out, Activation act,
-                             const ConvTransposeOptions& o, int dims)
-    : ConvTranspose(Size2(k[1], k[2]), in, out, std::move(act), dims == 1 ? one_d(o, k[2], in, out) : o) {
-    if (dims == 1) {
-        weight = weight.squeeze(2);
-        return;
-    }
-    std::string name = "ConvTranspose(" + triple_text(k) + ", " + sizes(in, out) + ")";
-    checked_uniform(o, name, "3-d");
-    if (k[0] < 1) throw ValueError(name + ": the kernel size must be positive");
-    if (o.pad.same()) {
-        if (!resolve_same(k[0], o.stride.h, o.dilation.h, pad_d, output_pad_d))
-            throw ValueError(name + ": SamePad cannot be met with stride " + std::to_string(o.stride.h) +
-                             "; give the padding explicitly");
-    } else {
-        if (o.output_pad.h != o.output_pad.w) throw ValueError(name + ": a 3-d convolution takes one output_pad");
-        pad_d = o.pad.top(), output_pad_d = o.output_pad.h;
-        if (output_pad_d >= std::max(o.stride.h, o.dilation.h))
-            throw ValueError(name + ": output_pad must be smaller than the stride or the dilation");
-    }
-    weight = o.init({in, out / groups, k[0], k[1], k[2]});
-}
-
 std::string ConvTranspose::describe() const {
-    const bool one_d = weight.ndim() == 3, three_d = weight.ndim() == 5;
-    std::string s = "ConvTranspose(";
-    if (one_d) s.append("(").append(std::to_string(weight.shape(2))).append(",)");
-    else if (three_d) s += triple_text({weight.shape(2), weight.shape(3), weight.shape(4)});
-    else s += detail::tuple_text({weight.shape(2), weight.shape(3)});
+    const int dims = int(weight.ndim()) - 2;
+    auto axes = [&](std::int64_t d, Size2 hw) { return detail::spatial(dims, {d, hw.h, hw.w}); };
+    const std::vector<std::int64_t> zeros_(std::size_t(dims), 0), ones(std::size_t(dims), 1);
+    std::string s = "ConvTranspose(" +
+                    detail::tuple_text(std::vector<std::int64_t>(weight.shape().begin() + 2, weight.shape().end()));
     s += ", " + sizes(in_channels(), out_channels());
     if (!activation.is_identity()) s += ", " + activation.name();
-    if (one_d) {
-        s += detail::option_text("pad", pad_w, 0) + detail::option_text("stride", stride.w, 1) +
-             detail::option_text("dilation", dilation.w, 1) + detail::option_text("output_pad", output_pad.w, 0);
-    } else if (three_d) {
-        s += pad_d == pad_h && pad_h == pad_w ? detail::option_text("pad", pad_d, 0)
-                                              : ", pad=" + triple_text({pad_d, pad_h, pad_w});
-        s += detail::option_text("stride", stride.w, 1) + detail::option_text("dilation", dilation.w, 1);
-        s += output_pad_d == output_pad.h && output_pad.h == output_pad.w
-                 ? detail::option_text("output_pad", output_pad_d, 0)
-                 : ", output_pad=" + triple_text({output_pad_d, output_pad.h, output_pad.w});
-    } else {
-        s += detail::option_text("pad", {pad_h, pad_w}, 0);
-        s += detail::option_text("stride", stride, 1) + detail::option_text("dilation", dilation, 1);
-        s += detail::option_text("output_pad", output_pad, 0);
-    }
+    s += detail::option_text("pad", detail::spatial(dims, {pad_d, pad_h, pad_w}), zeros_);
+    s += detail::option_text("stride", axes(stride_d, stride), ones) +
+         detail::option_text("dilation", axes(dilation_d, dilation), ones) +
+         detail::option_text("output_pad", axes(output_pad_d, output_pad), zeros_);
     if (groups != 1) s += ", groups=" + std::to_string(groups);
     if (!bias.defined()) s += "; bias=false";
     return s + ")";
@@ -353,7 +301,7 @@ Tensor ConvTranspose::operator()(const Tensor& x) const {
                         .dilation = {dilation.h, dilation.w},
                         .groups = groups};
         if (three_d) {
-            Tensor y = conv_transpose_volume(xb, weight, stride.h, dilation.h, pad_d, output_pad_d, o,
+            Tensor y = conv_transpose_volume(xb, weight, stride_d, dilation_d, pad_d, output_pad_d, o,
                                              {output_pad.h, output_pad.w});
             if (bias.defined()) y = y + bias.reshape({1, out_channels(), 1, 1, 1});
             return detail::like_volume(x, activation(y));

@@ -1,6 +1,8 @@
 // image.cpp — checks and text shared by the image layers.
 #include "core/layers/image.hpp"
 
+#include <algorithm>
+
 namespace fluxion::detail {
 
 Tensor as_image_batch(const std::string& layer, const Tensor& x, std::int64_t channels) {
@@ -42,17 +44,41 @@ Tensor as_volume_batch(const std::string& layer, const Tensor& x, std::int64_t c
     return x.ndim() == 4 ? x.unsqueeze(0) : x;
 }
 
-std::string tuple_text(const Size2& s) {
-    std::string t = "(";
-    t.append(std::to_string(s.h)).append(", ").append(std::to_string(s.w)).append(")");
-    return t;
+std::string tuple_text(const std::vector<std::int64_t>& v) {
+    std::string t = "(";  // appended: GCC 12 sees a false overlap (-Wrestrict) in "(" + std::to_string(...)
+    for (std::size_t i = 0; i < v.size(); ++i) t.append(i ? ", " : "").append(std::to_string(v[i]));
+    return t.append(v.size() == 1 ? ",)" : ")");
+}
+
+std::string tuple_text(const Size2& s) { return tuple_text(std::vector<std::int64_t>{s.h, s.w}); }
+
+std::string option_text(const char* name, const std::vector<std::int64_t>& v, const std::vector<std::int64_t>& unless) {
+    if (v == unless) return "";
+    const bool one = std::all_of(v.begin(), v.end(), [&](std::int64_t x) { return x == v[0]; });
+    std::string s = ", ";
+    s.append(name).append("=").append(one ? std::to_string(v[0]) : tuple_text(v));
+    return s;
 }
 
 std::string option_text(const char* name, const Size2& v, const Size2& unless) {
-    if (v == unless) return "";
-    std::string s = ", ";
-    s.append(name).append("=").append(v.h == v.w ? std::to_string(v.h) : tuple_text(v));
-    return s;
+    return option_text(name, std::vector<std::int64_t>{v.h, v.w}, std::vector<std::int64_t>{unless.h, unless.w});
+}
+
+std::vector<std::int64_t> spatial(int dims, const std::array<std::int64_t, 3>& dhw) {
+    return {dhw.end() - dims, dhw.end()};
+}
+
+std::array<std::int64_t, 3> per_axis(const Sizes& s, int dims, std::int64_t absent, const std::string& layer,
+                                     const char* option) {
+    const std::vector<std::int64_t>& v = s.values();
+    if (v.size() != 1 && v.size() != std::size_t(dims))
+        throw ValueError(layer + ": " + option + " takes " +
+                         (dims == 1 ? std::string("one value")
+                                    : "one value for every axis or " + std::to_string(dims) + " (one per axis)") +
+                         ", given " + std::to_string(v.size()) + ": " + tuple_text(v));
+    std::array<std::int64_t, 3> dhw{absent, absent, absent};
+    for (int a = 0; a < dims; ++a) dhw[3 - dims + a] = v.size() == 1 ? v[0] : v[a];
+    return dhw;
 }
 
 }  // namespace fluxion::detail

@@ -3,7 +3,10 @@
 // one sequence {C, L} or a batch {N, C, L} as images of height 1; the 3-d layers take one volume
 // {C, D, H, W} or a batch {N, C, D, H, W}.
 #pragma once
+#include <array>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "fluxion/layers/layer.hpp"
 #include "fluxion/tensor.hpp"
@@ -31,8 +34,18 @@ Tensor as_volume_batch(const std::string& layer, const Tensor& x, std::int64_t c
 // y back to one volume when x was one.
 inline Tensor like_volume(const Tensor& x, const Tensor& y) { return x.ndim() == 4 ? y.squeeze(0) : y; }
 
-std::string tuple_text(const Size2& s);  // "(3, 3)"
-// ", name=v" when v differs from `unless`: "stride=2", "stride=(2, 1)"
+std::string tuple_text(const std::vector<std::int64_t>& v);  // "(3,)", "(3, 3)", "(3, 1, 2)"
+std::string tuple_text(const Size2& s);                      // "(3, 3)"
+// ", name=v" when v differs from `unless`: "stride=2" when its values are all 2, else "stride=(2, 1)"
+std::string option_text(const char* name, const std::vector<std::int64_t>& v, const std::vector<std::int64_t>& unless);
 std::string option_text(const char* name, const Size2& v, const Size2& unless);
+
+// The spatial axes a 1-, 2- or 3-d layer has of its {d, h, w}: {w}, {h, w} or {d, h, w}.
+std::vector<std::int64_t> spatial(int dims, const std::array<std::int64_t, 3>& dhw);
+// A stride, dilation, output padding or pooling padding of a layer over `dims` spatial axes as {d,
+// h, w}, where the axes the layer lacks are `absent`; ValueError naming the layer and the option
+// unless it holds one value or `dims`.
+std::array<std::int64_t, 3> per_axis(const Sizes& s, int dims, std::int64_t absent, const std::string& layer,
+                                     const char* option);
 
 }  // namespace fluxion::detail

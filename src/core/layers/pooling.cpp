@@ -2,6 +2,7 @@
 // height 1, 3-d as (H, W) then depth.
 #include "fluxion/layers/pooling.hpp"
 
+#include <array>
 #include <vector>
 
 #include "core/layers/context.hpp"
@@ -11,25 +12,29 @@
 namespace fluxion {
 namespace {
 
-void check_window(const std::string& layer, Size2 window, Size2 stride, Size2 pad) {
-    if (window.h < 1 || window.w < 1 || stride.h < 1 || stride.w < 1 || pad.h < 0 || pad.w < 0)
-        throw ValueError(layer + ": window and stride must be >= 1 and padding >= 0");
+using Axes = std::array<std::int64_t, 3>;  // {d, h, w}
+
+// The window, stride and padding of a pooling over `dims` spatial axes, checked before the layer
+// holds any of them; the axes it lacks get a window and stride of 1 and no padding.
+struct Geometry {
+    Axes window, stride, pad;
+};
+Geometry geometry(const char* layer, const Axes& window, const PoolOptions& o, int dims) {
+    const std::string name = std::string(layer) + "(" + detail::tuple_text(detail::spatial(dims, window)) + ")";
+    Geometry g{window, o.stride.values().empty() ? window : detail::per_axis(o.stride, dims, 1, name, "stride"),
+               detail::per_axis(o.pad, dims, 0, name, "pad")};
+    for (int a = 0; a < 3; ++a)
+        if (g.window[a] < 1 || g.stride[a] < 1 || g.pad[a] < 0)
+            throw ValueError(name + ": window and stride must be >= 1 and padding >= 0");
+    return g;
 }
 
 template <class L> std::string pool_text(const char* name, const L& l, int dims) {
-    const Size2 window = l.window, stride = l.stride, pad = l.pad;
-    if (dims == 3)
-        return std::string(name) + "((" + std::to_string(l.depth_window) + ", " + std::to_string(window.h) + ", " +
-               std::to_string(window.w) + ")" + detail::option_text("pad", pad.w, 0) +
-               (stride.w == window.w && stride.h == window.h && l.depth_stride == l.depth_window
-                    ? ""
-                    : ", stride=" + std::to_string(stride.w)) +
-               ")";
-    if (dims == 1)
-        return std::string(name) + "((" + std::to_string(window.w) + ",)" + detail::option_text("pad", pad.w, 0) +
-               detail::option_text("stride", stride.w, window.w) + ")";
-    return std::string(name) + "(" + detail::tuple_text(window) + detail::option_text("pad", pad, 0) +
-           detail::option_text("stride", stride, window) + ")";
+    auto axes = [&](std::int64_t d, Size2 hw) { return detail::spatial(dims, {d, hw.h, hw.w}); };
+    const std::vector<std::int64_t> window = axes(l.depth_window, l.window);
+    return std::string(name) + "(" + detail::tuple_text(window) +
+           detail::option_text("pad", axes(l.depth_pad, l.pad), std::vector<std::int64_t>(window.size(), 0)) +
+           detail::option_text("stride", axes(l.depth_stride, l.stride), window) + ")";
 }
 
 template <class L, class Op> Tensor pool(const L& layer, const Tensor& x, int dims, Op op) {
@@ -56,39 +61,19 @@ template <class L, class Op> Tensor pool(const L& layer, const Tensor& x, int di
 
 }  // namespace
 
-namespace detail {
-
-Size2 one_d_window(std::int64_t k, const PoolOptions& o) {
-    const Size2 stride = o.stride.value_or(k);
-    if (stride.h != stride.w || o.pad.h != o.pad.w)
-        throw ValueError("pooling with window (" + std::to_string(k) +
-                         ",): a 1-d pooling takes one stride and one pad");
-    return {1, k};
+MaxPool::MaxPool(Axes window_dhw, const PoolOptions& o, int dims) : dims_(dims) {
+    const Geometry g = geometry("MaxPool", window_dhw, o, dims);
+    window = {g.window[1], g.window[2]}, stride = {g.stride[1], g.stride[2]}, pad = {g.pad[1], g.pad[2]};
+    depth_window = g.window[0], depth_stride = g.stride[0], depth_pad = g.pad[0];
 }
-
-PoolOptions one_d_pool(std::int64_t k, const PoolOptions& o) {
-    return {.stride = Size2(1, o.stride.value_or(k).w), .pad = Size2(0, o.pad.w)};
-}
-
-const PoolOptions& three_d_pool(const PoolOptions& o) {
-    if ((o.stride && o.stride->h != o.stride->w) || o.pad.h != o.pad.w)
-        throw ValueError("pooling with a 3-d window: a 3-d pooling takes one stride and one pad");
-    return o;
-}
-
-}  // namespace detail
-
-MaxPool::MaxPool(Size2 w, const PoolOptions& o) : window(w), stride(o.stride.value_or(w)), pad(o.pad) {
-    check_window(describe(), window, stride, pad);
-}
-void MaxPool::check_depth() const { check_window(describe(), depth_window, depth_stride, depth_pad); }
 std::string MaxPool::describe() const { return pool_text("MaxPool", *this, dims_); }
 Tensor MaxPool::operator()(const Tensor& x) const { return pool(*this, x, dims_, maxpool2d); }
 
-MeanPool::MeanPool(Size2 w, const PoolOptions& o) : window(w), stride(o.stride.value_or(w)), pad(o.pad) {
-    check_window(describe(), window, stride, pad);
+MeanPool::MeanPool(Axes window_dhw, const PoolOptions& o, int dims) : dims_(dims) {
+    const Geometry g = geometry("MeanPool", window_dhw, o, dims);
+    window = {g.window[1], g.window[2]}, stride = {g.stride[1], g.stride[2]}, pad = {g.pad[1], g.pad[2]};
+    depth_window = g.window[0], depth_stride = g.stride[0], depth_pad = g.pad[0];
 }
-void MeanPool::check_depth() const { check_window(describe(), depth_window, depth_stride, depth_pad); }
 std::string MeanPool::describe() const { return pool_text("MeanPool", *this, dims_); }
 Tensor MeanPool::operator()(const Tensor& x) const { return pool(*this, x, dims_, meanpool2d); }
 
