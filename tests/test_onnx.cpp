@@ -255,6 +255,16 @@ TEST(OnnxExport, OneDimensionalConvolutionsAndPools) {
                    {2, 2, 23}, 3);
 }
 
+// Volumes with a different stride, dilation and padding along each axis, padding per side too: each
+// of ONNX's attributes lists the depth first.
+TEST(OnnxExport, ThreeDimensionalConvolutionsAndPoolsWithValuesPerAxis) {
+    export_and_run(fx::Chain(fx::Conv(std::array{3, 3, 3}, 2, 4, fx::relu, {.stride = {1, 2, 2}, .pad = {0, 1, 2, 1, 1, 0}}),
+                             fx::MaxPool(std::array{1, 3, 2}, {.stride = {1, 2, 1}, .pad = {0, 1, 1}}),
+                             fx::Conv(std::array{2, 3, 3}, 4, 3, {.pad = {1, 1, 1}, .dilation = {1, 2, 1}}),
+                             fx::MeanPool(std::array{2, 2, 2}, {.pad = {1, 0, 1}})),
+                   {2, 2, 5, 15, 13}, 3);
+}
+
 TEST(OnnxExport, DenseOverTheLastAxisOfARank3Batch) {
     export_and_run(fx::Chain(fx::Dense(6, 4, fx::relu), fx::Dense(4, 2), fx::logsoftmax), {2, 5, 6}, 3);
 }

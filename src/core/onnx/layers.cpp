@@ -24,6 +24,14 @@ std::vector<I> pads(I top, I bottom, I left, I right, bool one_d) {
     return one_d ? std::vector<I>{left, right} : std::vector<I>{top, left, bottom, right};  // ONNX: begins, then ends
 }
 
+// The same for 1, 2 or 3 spatial axes (volumes: fluxion keeps the depth's value apart).
+std::vector<I> per_axis(I depth, const Size2& s, int spatial) {
+    return spatial == 3 ? std::vector<I>{depth, s.h, s.w} : pair(s, spatial == 1);
+}
+std::vector<I> pads(I front, I back, I top, I bottom, I left, I right, int spatial) {
+    return spatial == 3 ? std::vector<I>{front, top, left, back, bottom, right} : pads(top, bottom, left, right, spatial == 1);
+}
+
 // A layer's node is named by its path; at the model's root, by what it is.
 std::string or_else(const std::string& path, const char* what) { return path.empty() ? what : path; }
 
@@ -65,18 +73,19 @@ std::string layer(Graph& g, const Activation& a, const std::string& x, const std
 }
 
 std::string layer(Graph& g, const Conv& c, const std::string& x, const std::string& path) {
-    const bool one_d = c.weight.ndim() == 3;
+    const int spatial = int(c.weight.ndim()) - 2;
     if (g.rank(x) != c.weight.ndim())
         throw ShapeError("fx::onnx::save: " + c.describe() + " at '" + path + "' takes a batch of rank " +
                          std::to_string(c.weight.ndim()) + ", given rank " + std::to_string(g.rank(x)));
     std::vector<std::string> in{x, g.initializer(c.weight, join(path, "weight"))};
     if (c.bias.defined()) in.push_back(g.initializer(c.bias, join(path, "bias")));
-    const Size2 kernel = one_d ? Size2(1, c.weight.shape(2)) : Size2(c.weight.shape(2), c.weight.shape(3));
+    const Shape& w = c.weight.shape();
+    const std::vector<I> kernel(w.begin() + 2, w.end());
     const std::string y = g.node("Conv", in, path, g.rank(x), [&](auto& n) {
-        attribute(n, "kernel_shape", pair(kernel, one_d));
-        attribute(n, "strides", pair(c.stride, one_d));
-        attribute(n, "dilations", pair(c.dilation, one_d));
-        attribute(n, "pads", pads(c.pad_top, c.pad_bottom, c.pad_left, c.pad_right, one_d));
+        attribute(n, "kernel_shape", kernel);
+        attribute(n, "strides", per_axis(c.stride_d, c.stride, spatial));
+        attribute(n, "dilations", per_axis(c.dilation_d, c.dilation, spatial));
+        attribute(n, "pads", pads(c.pad_front, c.pad_back, c.pad_top, c.pad_bottom, c.pad_left, c.pad_right, spatial));
         attribute(n, "group", c.groups);
     });
     return layer(g, c.activation, y, path);
@@ -133,20 +142,20 @@ std::string layer(Graph& g, const LayerNorm& ln, const std::string& x, const std
 }
 
 std::string layer(Graph& g, const MaxPool& p, const std::string& x, const std::string& path) {
-    const bool one_d = g.rank(x) == 3;
+    const int spatial = int(g.rank(x)) - 2;
     return g.node("MaxPool", {x}, or_else(path, "maxpool"), g.rank(x), [&](auto& n) {
-        attribute(n, "kernel_shape", pair(p.window, one_d));
-        attribute(n, "strides", pair(p.stride, one_d));
-        attribute(n, "pads", pads(p.pad.h, p.pad.h, p.pad.w, p.pad.w, one_d));
+        attribute(n, "kernel_shape", per_axis(p.depth_window, p.window, spatial));
+        attribute(n, "strides", per_axis(p.depth_stride, p.stride, spatial));
+        attribute(n, "pads", pads(p.depth_pad, p.depth_pad, p.pad.h, p.pad.h, p.pad.w, p.pad.w, spatial));
     });
 }
 
 std::string layer(Graph& g, const MeanPool& p, const std::string& x, const std::string& path) {
-    const bool one_d = g.rank(x) == 3;
+    const int spatial = int(g.rank(x)) - 2;
     return g.node("AveragePool", {x}, or_else(path, "meanpool"), g.rank(x), [&](auto& n) {
-        attribute(n, "kernel_shape", pair(p.window, one_d));
-        attribute(n, "strides", pair(p.stride, one_d));
-        attribute(n, "pads", pads(p.pad.h, p.pad.h, p.pad.w, p.pad.w, one_d));
+        attribute(n, "kernel_shape", per_axis(p.depth_window, p.window, spatial));
+        attribute(n, "strides", per_axis(p.depth_stride, p.stride, spatial));
+        attribute(n, "pads", pads(p.depth_pad, p.depth_pad, p.pad.h, p.pad.h, p.pad.w, p.pad.w, spatial));
         attribute(n, "count_include_pad", I{1});  // padded cells count as zeros in the mean
     });
 }

@@ -136,7 +136,7 @@ Tensor conv_transpose3d(const Node& n, const Tensor& x, const Tensor& w, const I
                                                           {out_pad[1], out_pad[2]}),
                                          x.shape(0));  // {N, O, D, H', W'}
         if (strides[0] > 1) {                          // stride - 1 zero slices after each
-            std::vector<Tensor> gaps(std::size_t(strides[0]), zeros_like(part));
+            std::vector<Tensor> gaps(static_cast<std::size_t>(strides[0]), zeros_like(part));
             gaps[0] = part;
             Shape s = part.shape();
             s[2] *= strides[0];
