@@ -260,9 +260,10 @@ TEST(OnnxExport, ConvTransposeWithPadsOutputPaddingDilationsAndGroups) {
                              fx::ConvTranspose({2, 3}, 4, 6, {.stride = {1, 2}, .dilation = 2, .groups = 2}),
                              fx::ConvTranspose({3, 3}, 6, 3, {.pad = fx::SamePad(), .bias = false})),
                    {2, 2, 5, 7}, 3);
-    export_and_run(fx::Chain(fx::ConvTranspose(std::array<int, 1>{3}, 2, 4, fx::tanh, {.stride = 3, .pad = 1, .output_pad = 2}),
-                             fx::ConvTranspose(std::array<int, 1>{2}, 4, 3, {.dilation = 2})),
-                   {2, 2, 9}, 1);
+    export_and_run(
+        fx::Chain(fx::ConvTranspose(std::array<int, 1>{3}, 2, 4, fx::tanh, {.stride = 3, .pad = 1, .output_pad = 2}),
+                  fx::ConvTranspose(std::array<int, 1>{2}, 4, 3, {.dilation = 2})),
+        {2, 2, 9}, 1);
 }
 
 // Each mode by a scale and to a size, at sizes that make the scales uneven; a Conv between keeps
@@ -275,9 +276,10 @@ TEST(OnnxExport, UpsampleNearestAndBilinear) {
     export_and_run(fx::Chain(fx::Upsample(UpsampleMode::bilinear, {.scale = {1.5, 2}}), fx::Conv({3, 3}, 2, 3),
                              fx::Upsample(UpsampleMode::bilinear, {.size = {11, 9}})),
                    {2, 2, 7, 5}, 1);
-    export_and_run(fx::Chain(fx::Upsample(UpsampleMode::bilinear, {.scale = {2}, .align_corners = true}),
-                             fx::Conv({3, 3}, 2, 3), fx::Upsample(UpsampleMode::bilinear, {.size = {7, 12}, .align_corners = true})),
-                   {2, 2, 5, 6}, 3);
+    export_and_run(
+        fx::Chain(fx::Upsample(UpsampleMode::bilinear, {.scale = {2}, .align_corners = true}), fx::Conv({3, 3}, 2, 3),
+                  fx::Upsample(UpsampleMode::bilinear, {.size = {7, 12}, .align_corners = true})),
+        {2, 2, 5, 6}, 3);
 }
 
 // At 44×44 the skips of 11 and 5 are odd-sized: the steps up pad their input to them.

@@ -16,7 +16,8 @@
 // The walk is over layers, each written as the ONNX operators that compute it: Chain, std::tuple,
 // std::vector and std::optional of layers; Dense (Gemm on {N, F}, MatMul + Add over the last axis
 // otherwise), Conv and ConvTranspose (1-d and 2-d, groups), Upsample of images (a Resize: nearest,
-// bilinear with align_corners or half_pixel; by its scale or to its size), BatchNorm (running statistics), LayerNorm, MaxPool,
+// bilinear with align_corners or half_pixel; by its scale or to its size), BatchNorm (running
+// statistics), LayerNorm, MaxPool,
 // MeanPool, GlobalMeanPool, AdaptiveMeanPool (GlobalAveragePool for an output of 1; else, where each
 // input size, known from the example input, is a multiple of the output's, an AveragePool, or
 // nothing where they are equal), Flatten, Dropout and AlphaDropout (identities),

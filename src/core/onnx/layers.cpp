@@ -223,8 +223,8 @@ std::string layer(Graph& g, const Upsample& u, const std::string& x, const std::
                          "' is given a batch of rank " + std::to_string(g.rank(x)) + "; it resizes {N, C, H, W}");
     std::vector<std::string> in{x, ""};
     if (!u.scale().empty()) {
-        in.push_back(g.initializer({1.0f, 1.0f, static_cast<float>(u.scale()[0]), static_cast<float>(u.scale()[1])}, {4},
-                                   join(name, "scales")));
+        in.push_back(g.initializer({1.0f, 1.0f, static_cast<float>(u.scale()[0]), static_cast<float>(u.scale()[1])},
+                                   {4}, join(name, "scales")));
     } else {
         const std::string batch_channels =
             g.node("Shape", {x}, join(name, "batch_channels"), 1, [](auto& n) { attribute(n, "end", I{2}); });
@@ -238,7 +238,9 @@ std::string layer(Graph& g, const Upsample& u, const std::string& x, const std::
     return g.node("Resize", in, name, 4, [&](auto& n) {
         attribute(n, "mode", std::string(nearest ? "nearest" : "linear"));
         attribute(n, "coordinate_transformation_mode",
-                  std::string(nearest ? "asymmetric" : u.align_corners() ? "align_corners" : "half_pixel"));
+                  std::string(nearest             ? "asymmetric"
+                              : u.align_corners() ? "align_corners"
+                                                  : "half_pixel"));
         if (nearest) attribute(n, "nearest_mode", std::string("floor"));
     });
 }

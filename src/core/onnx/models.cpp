@@ -172,7 +172,8 @@ std::string layer(Graph& g, const models::VisionTransformer& m, const std::strin
 }
 
 std::string layer(Graph& g, const models::DoubleConv& b, const std::string& x, const std::string& path) {
-    const std::string y = layer(g, b.bn1, layer(g, b.conv1, x, join(path, "double_conv.0")), join(path, "double_conv.1"));
+    const std::string y =
+        layer(g, b.bn1, layer(g, b.conv1, x, join(path, "double_conv.0")), join(path, "double_conv.1"));
     return layer(g, b.bn2, layer(g, b.conv2, y, join(path, "double_conv.3")), join(path, "double_conv.4"));
 }
 
@@ -184,17 +185,22 @@ namespace {
 
 // A step up: x upsampled, zero-padded (half before, the rest after) to the skip's height and width,
 // which the example input fixes, then put after the skip along the channels.
-std::string up(Graph& g, const models::UNetUp& b, const std::string& x, const std::string& skip, const std::string& path) {
-    std::string y = b.up ? layer(g, *b.up, x, join(path, "up"))
-                         : layer(g, Upsample(UpsampleMode::bilinear, {.scale = {2}, .align_corners = true}), x,
-                                 join(path, "up"));
+std::string up(Graph& g, const models::UNetUp& b, const std::string& x, const std::string& skip,
+               const std::string& path) {
+    std::string y =
+        b.up ? layer(g, *b.up, x, join(path, "up"))
+             : layer(g, Upsample(UpsampleMode::bilinear, {.scale = {2}, .align_corners = true}), x, join(path, "up"));
     const std::vector<std::int64_t> have = g.inferred_shape(y), want = g.inferred_shape(skip);
     if (have[2] < 0 || have[3] < 0 || want[2] < 0 || want[3] < 0)
-        throw Error("fx::onnx::save: the U-Net step at '" + path + "' has image sizes that ONNX's shape inference cannot tell");
-    const std::int64_t dh = std::max<std::int64_t>(want[2] - have[2], 0), dw = std::max<std::int64_t>(want[3] - have[3], 0);
+        throw Error("fx::onnx::save: the U-Net step at '" + path +
+                    "' has image sizes that ONNX's shape inference cannot tell");
+    const std::int64_t dh = std::max<std::int64_t>(want[2] - have[2], 0),
+                       dw = std::max<std::int64_t>(want[3] - have[3], 0);
     if (dh > 0 || dw > 0)
-        y = g.node("Pad", {y, g.initializer_i64({0, 0, dh / 2, dw / 2, 0, 0, dh - dh / 2, dw - dw / 2}, {8}, join(path, "pads"))},
-                   join(path, "pad"), 4);
+        y = g.node(
+            "Pad",
+            {y, g.initializer_i64({0, 0, dh / 2, dw / 2, 0, 0, dh - dh / 2, dw - dw / 2}, {8}, join(path, "pads"))},
+            join(path, "pad"), 4);
     y = g.node("Concat", {skip, y}, join(path, "cat"), 4, [](auto& n) { attribute(n, "axis", std::int64_t{1}); });
     return layer(g, b.conv, y, join(path, "conv"));
 }
