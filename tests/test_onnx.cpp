@@ -265,6 +265,57 @@ TEST(OnnxExport, ThreeDimensionalConvolutionsAndPoolsWithValuesPerAxis) {
                    {2, 2, 5, 15, 13}, 3);
 }
 
+TEST(OnnxExport, ConvTransposeWithPadsOutputPaddingDilationsAndGroups) {
+    export_and_run(fx::Chain(fx::ConvTranspose({3, 3}, 2, 4, fx::relu, {.stride = 2, .pad = 1, .output_pad = 1}),
+                             fx::ConvTranspose({2, 3}, 4, 6, {.stride = {1, 2}, .dilation = 2, .groups = 2}),
+                             fx::ConvTranspose({3, 3}, 6, 3, {.pad = fx::SamePad(), .bias = false})),
+                   {2, 2, 5, 7}, 3);
+    export_and_run(
+        fx::Chain(fx::ConvTranspose(std::array<int, 1>{3}, 2, 4, fx::tanh, {.stride = 3, .pad = 1, .output_pad = 2}),
+                  fx::ConvTranspose(std::array<int, 1>{2}, 4, 3, {.dilation = 2})),
+        {2, 2, 9}, 1);
+}
+
+// Each mode by a scale and to a size, at sizes that make the scales uneven; a Conv between keeps
+// the resizes apart.
+TEST(OnnxExport, UpsampleNearestAndBilinear) {
+    using fx::UpsampleMode;
+    export_and_run(fx::Chain(fx::Upsample(UpsampleMode::nearest, {.scale = {2}}), fx::Conv({3, 3}, 2, 3),
+                             fx::Upsample(UpsampleMode::nearest, {.size = {13, 24}})),
+                   {2, 2, 5, 6}, 3);
+    export_and_run(fx::Chain(fx::Upsample(UpsampleMode::bilinear, {.scale = {1.5, 2}}), fx::Conv({3, 3}, 2, 3),
+                             fx::Upsample(UpsampleMode::bilinear, {.size = {11, 9}})),
+                   {2, 2, 7, 5}, 1);
+    export_and_run(
+        fx::Chain(fx::Upsample(UpsampleMode::bilinear, {.scale = {2}, .align_corners = true}), fx::Conv({3, 3}, 2, 3),
+                  fx::Upsample(UpsampleMode::bilinear, {.size = {7, 12}, .align_corners = true})),
+        {2, 2, 5, 6}, 3);
+}
+
+// At 44×44 the skips of 11 and 5 are odd-sized: the steps up pad their input to them.
+TEST(OnnxExport, UNetWithTransposedConvolutionsOrBilinearSteps) {
+    for (const bool bilinear : {false, true}) {
+        SCOPED_TRACE(bilinear ? "bilinear" : "ConvTranspose");
+        auto m = fx::models::unet({.bilinear = bilinear, .width = 8});
+        settle_batchnorm(m, {2, 3, 44, 44});
+        export_and_run(m, {2, 3, 44, 44}, 1);
+        ScratchDir dir;
+        fx::onnx::save(dir / "u.onnx", m, fx::randn({1, 3, 44, 44}));
+        std::map<std::string, std::string> ops;
+        const ::onnx::ModelProto model = read_model(dir / "u.onnx");
+        for (const auto& n : model.graph().node()) ops[n.name()] = n.op_type();
+        EXPECT_EQ(ops["inc.double_conv.0"], "Conv");
+        EXPECT_EQ(ops["down1.maxpool_conv.0"], "MaxPool");
+        EXPECT_EQ(ops["down4.maxpool_conv.1.double_conv.4"], "BatchNormalization");
+        EXPECT_EQ(ops["up1.up"], bilinear ? "Resize" : "ConvTranspose");
+        EXPECT_EQ(ops["up1.pad"], "Pad");  // 2×2 doubled to 4×4 against 5×5
+        EXPECT_EQ(ops["up2.pad"], "Pad");  // 10×10 against 11×11
+        EXPECT_EQ(ops.count("up3.pad"), 0u);
+        EXPECT_EQ(ops["up4.cat"], "Concat");
+        EXPECT_EQ(ops["outc.conv"], "Conv");
+    }
+}
+
 TEST(OnnxExport, DenseOverTheLastAxisOfARank3Batch) {
     export_and_run(fx::Chain(fx::Dense(6, 4, fx::relu), fx::Dense(4, 2), fx::logsoftmax), {2, 5, 6}, 3);
 }
@@ -313,4 +364,6 @@ TEST(OnnxExport, RefusesWhatItCannotExpressByNameAndWritesNothing) {
     expect_refusal(fx::Chain(fx::Conv({3, 3}, 1, 2), fx::AdaptiveMeanPool({7, 7})), fx::randn({1, 1, 7, 7}),
                    "AdaptiveMeanPool((7, 7)) at 'layers.1' has no ONNX export for its input {N, 2, 5, 5}");
     expect_refusal(fx::Chain(fx::Dense(4, 3)), fx::randn({2, 4}).to(fx::DType::f64), "the export writes f32");
+    expect_refusal(fx::Chain(fx::Upsample(fx::UpsampleMode::trilinear, {.scale = {2}})), fx::randn({1, 1, 2, 2, 2}),
+                   "Upsample(:trilinear, scale = 2) at 'layers.0' resizes volumes");
 }

@@ -15,14 +15,17 @@
 //
 // The walk is over layers, each written as the ONNX operators that compute it: Chain, std::tuple,
 // std::vector and std::optional of layers; Dense (Gemm on {N, F}, MatMul + Add over the last axis
-// otherwise), Conv (1-d and 2-d, groups), BatchNorm (running statistics), LayerNorm, MaxPool,
+// otherwise), Conv and ConvTranspose (1-d and 2-d, groups), Upsample of images (a Resize: nearest,
+// bilinear with align_corners or half_pixel; by its scale or to its size), BatchNorm (running
+// statistics), LayerNorm, MaxPool,
 // MeanPool, GlobalMeanPool, AdaptiveMeanPool (GlobalAveragePool for an output of 1; else, where each
 // input size, known from the example input, is a multiple of the output's, an AveragePool, or
 // nothing where they are equal), Flatten, Dropout and AlphaDropout (identities),
 // the activations relu, σ, tanh, relu6, leakyrelu, elu, softplus, hardσ, hardswish, swish, gelu_erf (through Erf),
 // softmax and logsoftmax (as layers or in a layer's `activation`), MultiHeadAttention (self-attention without
 // masks), TransformerEncoderLayer and TransformerEncoder on {N, L, E}, and the zoo's ResNet,
-// VGG, MobileNetV2, MobileNetV3, EfficientNet, ConvNeXt and VisionTransformer (fluxion/models.hpp;
+// VGG, MobileNetV2, MobileNetV3, EfficientNet, ConvNeXt, VisionTransformer and UNet (fluxion/models.hpp;
+// the U-Net's zero padding of odd-sized skips is fixed by the example input's image size;
 // VGG's AdaptiveMeanPool((7, 7)) needs an input whose features' size is a multiple of 7, as 224×224
 // gives). An fx::LSTM, saved as the model, is one ONNX LSTM node per layer
 // (its weights reordered into ONNX's gate order, as "layers.0.W", "layers.0.R", "layers.0.B") and
@@ -75,6 +78,8 @@
 namespace fluxion {
 class Activation;
 class Conv;
+class ConvTranspose;
+class Upsample;
 class Dense;
 class BatchNorm;
 class MaxPool;
@@ -104,6 +109,9 @@ struct CNBlock;
 struct ConvNeXt;
 struct EncoderBlock;
 struct VisionTransformer;
+struct DoubleConv;
+struct UNetDown;
+struct UNet;
 }  // namespace models
 }  // namespace fluxion
 
@@ -126,6 +134,8 @@ void write(Graph& g, const std::vector<Output>& outputs, const std::filesystem::
 
 std::string layer(Graph& g, const Activation& l, const std::string& x, const std::string& path);
 std::string layer(Graph& g, const Conv& l, const std::string& x, const std::string& path);
+std::string layer(Graph& g, const ConvTranspose& l, const std::string& x, const std::string& path);
+std::string layer(Graph& g, const Upsample& l, const std::string& x, const std::string& path);
 std::string layer(Graph& g, const Dense& l, const std::string& x, const std::string& path);
 std::string layer(Graph& g, const BatchNorm& l, const std::string& x, const std::string& path);
 std::string layer(Graph& g, const MaxPool& l, const std::string& x, const std::string& path);
@@ -154,6 +164,9 @@ std::string layer(Graph& g, const models::CNBlock& l, const std::string& x, cons
 std::string layer(Graph& g, const models::ConvNeXt& l, const std::string& x, const std::string& path);
 std::string layer(Graph& g, const models::EncoderBlock& l, const std::string& x, const std::string& path);
 std::string layer(Graph& g, const models::VisionTransformer& l, const std::string& x, const std::string& path);
+std::string layer(Graph& g, const models::DoubleConv& l, const std::string& x, const std::string& path);
+std::string layer(Graph& g, const models::UNetDown& l, const std::string& x, const std::string& path);
+std::string layer(Graph& g, const models::UNet& l, const std::string& x, const std::string& path);
 
 std::string join(const std::string& path, const std::string& name);  // "a" + "b" -> "a.b"; "" + "b" -> "b"
 

@@ -50,6 +50,10 @@ public:
 
     Tensor operator()(const Tensor& x) const;
     UpsampleMode mode() const { return mode_; }
+    int axes() const { return axes_; }                           // 2 (images) or 3 (volumes)
+    const std::vector<double>& scale() const { return scale_; }  // one per axis, or empty where size() is set
+    const Shape& size() const { return size_; }
+    bool align_corners() const { return align_corners_; }
     std::string describe() const;  // "Upsample(:nearest, scale = 2)", "Upsample(:bilinear, size = (32, 48))"
 
 private:

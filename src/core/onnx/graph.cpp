@@ -54,8 +54,8 @@ std::vector<std::int64_t> Graph::inferred_shape(const std::string& value) const 
     *g->mutable_node() = graph->node();
     for (const auto& t : graph->initializer()) {  // the weights' shapes without their values, which inference never reads
         ::onnx::TensorProto* c = g->add_initializer();
-        if (t.data_type() != ::onnx::TensorProto::FLOAT) {
-            *c = t;  // shapes and axes: read by Reshape's inference
+        if (t.data_type() != ::onnx::TensorProto::FLOAT || t.raw_data().size() <= 16) {
+            *c = t;  // shapes, axes and Resize's scales: read by Reshape's and Resize's inference
             continue;
         }
         c->set_name(t.name());

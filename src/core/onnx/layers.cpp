@@ -12,6 +12,7 @@
 #include "fluxion/layers/flatten.hpp"
 #include "fluxion/layers/normalise.hpp"
 #include "fluxion/layers/pooling.hpp"
+#include "fluxion/layers/upsample.hpp"
 
 namespace fluxion::onnx::detail {
 namespace {
@@ -86,6 +87,30 @@ std::string layer(Graph& g, const Conv& c, const std::string& x, const std::stri
         attribute(n, "strides", per_axis(c.stride_d, c.stride, spatial));
         attribute(n, "dilations", per_axis(c.dilation_d, c.dilation, spatial));
         attribute(n, "pads", pads(c.pad_front, c.pad_back, c.pad_top, c.pad_bottom, c.pad_left, c.pad_right, spatial));
+        attribute(n, "group", c.groups);
+    });
+    return layer(g, c.activation, y, path);
+}
+
+// ONNX's ConvTranspose has PyTorch's output size, stride·(in - 1) + output_padding + dilation·(k - 1) + 1 - pads,
+// and its weight layout {in, out/group, kh, kw}.
+std::string layer(Graph& g, const ConvTranspose& c, const std::string& x, const std::string& path) {
+    const bool one_d = c.weight.ndim() == 3;
+    if (c.weight.ndim() == 5)
+        throw Error("fx::onnx::save: " + c.describe() + " at '" + or_else(path, "the model's root") +
+                    "' is 3-d; ConvTranspose exports in 1-d and 2-d");
+    if (g.rank(x) != c.weight.ndim())
+        throw ShapeError("fx::onnx::save: " + c.describe() + " at '" + path + "' takes a batch of rank " +
+                         std::to_string(c.weight.ndim()) + ", given rank " + std::to_string(g.rank(x)));
+    std::vector<std::string> in{x, g.initializer(c.weight, join(path, "weight"))};
+    if (c.bias.defined()) in.push_back(g.initializer(c.bias, join(path, "bias")));
+    const Size2 kernel = one_d ? Size2(1, c.weight.shape(2)) : Size2(c.weight.shape(2), c.weight.shape(3));
+    const std::string y = g.node("ConvTranspose", in, or_else(path, "convtranspose"), g.rank(x), [&](auto& n) {
+        attribute(n, "kernel_shape", pair(kernel, one_d));
+        attribute(n, "strides", pair(c.stride, one_d));
+        attribute(n, "dilations", pair(c.dilation, one_d));
+        attribute(n, "pads", pads(c.pad_h, c.pad_h, c.pad_w, c.pad_w, one_d));
+        attribute(n, "output_padding", pair(c.output_pad, one_d));
         attribute(n, "group", c.groups);
     });
     return layer(g, c.activation, y, path);
@@ -190,6 +215,42 @@ std::string layer(Graph& g, const AdaptiveMeanPool& p, const std::string& x, con
     return g.node("AveragePool", {x}, or_else(path, "avgpool"), g.rank(x), [&](auto& n) {
         attribute(n, "kernel_shape", window);
         attribute(n, "strides", window);
+    });
+}
+
+// A Resize by the layer's scales (ONNX places samples by 1/scale, as PyTorch does where a scale is
+// given) or to its size (the batch and channels taken from the input's shape): nearest as PyTorch's
+// floor(out_index / scale), bilinear with its corners aligned or its pixels' centres scaled
+// (half_pixel, which clamps below 0 as PyTorch does).
+std::string layer(Graph& g, const Upsample& u, const std::string& x, const std::string& path) {
+    const std::string name = or_else(path, "upsample");
+    if (u.axes() != 2)
+        throw Error("fx::onnx::save: " + u.describe() + " at '" + or_else(path, "the model's root") +
+                    "' resizes volumes; Upsample exports for images {N, C, H, W}");
+    if (g.rank(x) != 4)
+        throw ShapeError("fx::onnx::save: " + u.describe() + " at '" + or_else(path, "the model's root") +
+                         "' is given a batch of rank " + std::to_string(g.rank(x)) + "; it resizes {N, C, H, W}");
+    std::vector<std::string> in{x, ""};
+    if (!u.scale().empty()) {
+        in.push_back(g.initializer({1.0f, 1.0f, static_cast<float>(u.scale()[0]), static_cast<float>(u.scale()[1])},
+                                   {4}, join(name, "scales")));
+    } else {
+        const std::string batch_channels =
+            g.node("Shape", {x}, join(name, "batch_channels"), 1, [](auto& n) { attribute(n, "end", I{2}); });
+        const std::string sizes =
+            g.node("Concat", {batch_channels, g.initializer_i64({u.size()[0], u.size()[1]}, {2}, join(name, "size"))},
+                   join(name, "sizes"), 1, [](auto& n) { attribute(n, "axis", I{0}); });
+        in.push_back("");
+        in.push_back(sizes);
+    }
+    const bool nearest = u.mode() == UpsampleMode::nearest;
+    return g.node("Resize", in, name, 4, [&](auto& n) {
+        attribute(n, "mode", std::string(nearest ? "nearest" : "linear"));
+        attribute(n, "coordinate_transformation_mode",
+                  std::string(nearest             ? "asymmetric"
+                              : u.align_corners() ? "align_corners"
+                                                  : "half_pixel"));
+        if (nearest) attribute(n, "nearest_mode", std::string("floor"));
     });
 }
 

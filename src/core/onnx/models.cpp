@@ -1,8 +1,12 @@
 // models.cpp — the zoo's models (fluxion/models.hpp) as ONNX graphs, their nodes named as
-// torchvision's modules ("layer1.0.conv1", "features.3.conv.1.0").
+// torchvision's modules ("layer1.0.conv1", "features.3.conv.1.0"); the U-Net's as milesial/Pytorch-UNet's
+// ("down1.maxpool_conv.1.double_conv.0", "up1.up").
+#include <algorithm>
+
 #include "core/onnx/graph.hpp"
 #include "fluxion/layers/flatten.hpp"
 #include "fluxion/layers/pooling.hpp"
+#include "fluxion/layers/upsample.hpp"
 #include "fluxion/models.hpp"
 
 namespace fluxion::onnx::detail {
@@ -165,6 +169,51 @@ std::string layer(Graph& g, const models::VisionTransformer& m, const std::strin
     y = g.node("Gather", {y, g.initializer_i64({0}, {}, join(path, "class_index"))}, join(path, "class_output"), 2,
                [](auto& n) { attribute(n, "axis", std::int64_t{1}); });
     return layer(g, m.head, y, join(path, "heads.head"));
+}
+
+std::string layer(Graph& g, const models::DoubleConv& b, const std::string& x, const std::string& path) {
+    const std::string y =
+        layer(g, b.bn1, layer(g, b.conv1, x, join(path, "double_conv.0")), join(path, "double_conv.1"));
+    return layer(g, b.bn2, layer(g, b.conv2, y, join(path, "double_conv.3")), join(path, "double_conv.4"));
+}
+
+std::string layer(Graph& g, const models::UNetDown& b, const std::string& x, const std::string& path) {
+    return layer(g, b.conv, layer(g, MaxPool({2, 2}), x, join(path, "maxpool_conv.0")), join(path, "maxpool_conv.1"));
+}
+
+namespace {
+
+// A step up: x upsampled, zero-padded (half before, the rest after) to the skip's height and width,
+// which the example input fixes, then put after the skip along the channels.
+std::string up(Graph& g, const models::UNetUp& b, const std::string& x, const std::string& skip,
+               const std::string& path) {
+    std::string y =
+        b.up ? layer(g, *b.up, x, join(path, "up"))
+             : layer(g, Upsample(UpsampleMode::bilinear, {.scale = {2}, .align_corners = true}), x, join(path, "up"));
+    const std::vector<std::int64_t> have = g.inferred_shape(y), want = g.inferred_shape(skip);
+    if (have[2] < 0 || have[3] < 0 || want[2] < 0 || want[3] < 0)
+        throw Error("fx::onnx::save: the U-Net step at '" + path +
+                    "' has image sizes that ONNX's shape inference cannot tell");
+    const std::int64_t dh = std::max<std::int64_t>(want[2] - have[2], 0),
+                       dw = std::max<std::int64_t>(want[3] - have[3], 0);
+    if (dh > 0 || dw > 0)
+        y = g.node(
+            "Pad",
+            {y, g.initializer_i64({0, 0, dh / 2, dw / 2, 0, 0, dh - dh / 2, dw - dw / 2}, {8}, join(path, "pads"))},
+            join(path, "pad"), 4);
+    y = g.node("Concat", {skip, y}, join(path, "cat"), 4, [](auto& n) { attribute(n, "axis", std::int64_t{1}); });
+    return layer(g, b.conv, y, join(path, "conv"));
+}
+
+}  // namespace
+
+std::string layer(Graph& g, const models::UNet& m, const std::string& x, const std::string& path) {
+    const std::string x1 = layer(g, m.inc, x, join(path, "inc")), x2 = layer(g, m.down1, x1, join(path, "down1")),
+                      x3 = layer(g, m.down2, x2, join(path, "down2")), x4 = layer(g, m.down3, x3, join(path, "down3"));
+    std::string y = up(g, m.up1, layer(g, m.down4, x4, join(path, "down4")), x4, join(path, "up1"));
+    y = up(g, m.up2, y, x3, join(path, "up2"));
+    y = up(g, m.up3, y, x2, join(path, "up3"));
+    return layer(g, m.outc, up(g, m.up4, y, x1, join(path, "up4")), join(path, "outc.conv"));
 }
 
 }  // namespace fluxion::onnx::detail
