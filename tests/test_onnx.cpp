@@ -261,7 +261,10 @@ TEST(OnnxExport, ThreeDimensionalConvolutionsAndPoolsWithValuesPerAxis) {
     export_and_run(fx::Chain(fx::Conv(std::array{3, 3, 3}, 2, 4, fx::relu, {.stride = {1, 2, 2}, .pad = {0, 1, 2, 1, 1, 0}}),
                              fx::MaxPool(std::array{1, 3, 2}, {.stride = {1, 2, 1}, .pad = {0, 1, 1}}),
                              fx::Conv(std::array{2, 3, 3}, 4, 3, {.pad = {1, 1, 1}, .dilation = {1, 2, 1}}),
-                             fx::MeanPool(std::array{2, 2, 2}, {.pad = {1, 0, 1}})),
+                             fx::MeanPool(std::array{2, 2, 2}, {.pad = {1, 0, 1}}),
+                             fx::ConvTranspose(std::array{2, 3, 3}, 3, 2, fx::relu,
+                                               {.stride = {1, 2, 3}, .pad = {0, 1, 1}, .dilation = {2, 1, 1},
+                                                .output_pad = {0, 1, 2}})),
                    {2, 2, 5, 15, 13}, 3);
 }
 

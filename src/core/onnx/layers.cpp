@@ -95,22 +95,20 @@ std::string layer(Graph& g, const Conv& c, const std::string& x, const std::stri
 // ONNX's ConvTranspose has PyTorch's output size, stride·(in - 1) + output_padding + dilation·(k - 1) + 1 - pads,
 // and its weight layout {in, out/group, kh, kw}.
 std::string layer(Graph& g, const ConvTranspose& c, const std::string& x, const std::string& path) {
-    const bool one_d = c.weight.ndim() == 3;
-    if (c.weight.ndim() == 5)
-        throw Error("fx::onnx::save: " + c.describe() + " at '" + or_else(path, "the model's root") +
-                    "' is 3-d; ConvTranspose exports in 1-d and 2-d");
+    const int spatial = int(c.weight.ndim()) - 2;
     if (g.rank(x) != c.weight.ndim())
         throw ShapeError("fx::onnx::save: " + c.describe() + " at '" + path + "' takes a batch of rank " +
                          std::to_string(c.weight.ndim()) + ", given rank " + std::to_string(g.rank(x)));
     std::vector<std::string> in{x, g.initializer(c.weight, join(path, "weight"))};
     if (c.bias.defined()) in.push_back(g.initializer(c.bias, join(path, "bias")));
-    const Size2 kernel = one_d ? Size2(1, c.weight.shape(2)) : Size2(c.weight.shape(2), c.weight.shape(3));
+    const Shape& w = c.weight.shape();
+    const std::vector<I> kernel(w.begin() + 2, w.end());
     const std::string y = g.node("ConvTranspose", in, or_else(path, "convtranspose"), g.rank(x), [&](auto& n) {
-        attribute(n, "kernel_shape", pair(kernel, one_d));
-        attribute(n, "strides", pair(c.stride, one_d));
-        attribute(n, "dilations", pair(c.dilation, one_d));
-        attribute(n, "pads", pads(c.pad_h, c.pad_h, c.pad_w, c.pad_w, one_d));
-        attribute(n, "output_padding", pair(c.output_pad, one_d));
+        attribute(n, "kernel_shape", kernel);
+        attribute(n, "strides", per_axis(c.stride_d, c.stride, spatial));
+        attribute(n, "dilations", per_axis(c.dilation_d, c.dilation, spatial));
+        attribute(n, "pads", pads(c.pad_d, c.pad_d, c.pad_h, c.pad_h, c.pad_w, c.pad_w, spatial));
+        attribute(n, "output_padding", per_axis(c.output_pad_d, c.output_pad, spatial));
         attribute(n, "group", c.groups);
     });
     return layer(g, c.activation, y, path);
