@@ -15,10 +15,9 @@
 //
 // The walk is over layers, each written as the ONNX operators that compute it: Chain, std::tuple,
 // std::vector and std::optional of layers; Dense (Gemm on {N, F}, MatMul + Add over the last axis
-// otherwise), Conv and ConvTranspose (1-d and 2-d, groups), Upsample of images (a Resize: nearest,
-// bilinear with align_corners or half_pixel; by its scale or to its size), BatchNorm (running
-// statistics), LayerNorm, MaxPool,
-// MeanPool, GlobalMeanPool, AdaptiveMeanPool (GlobalAveragePool for an output of 1; else, where each
+// otherwise), Conv and ConvTranspose (1-d, 2-d and 3-d, values per axis, groups), Upsample of images
+// (a Resize: nearest, bilinear with align_corners or half_pixel; by its scale or to its size),
+// BatchNorm (running statistics), LayerNorm, MaxPool and MeanPool (1-d, 2-d and 3-d), GlobalMeanPool, AdaptiveMeanPool (GlobalAveragePool for an output of 1; else, where each
 // input size, known from the example input, is a multiple of the output's, an AveragePool, or
 // nothing where they are equal), Flatten, Dropout and AlphaDropout (identities),
 // the activations relu, σ, tanh, relu6, leakyrelu, elu, softplus, hardσ, hardswish, swish, gelu_erf (through Erf),
