@@ -33,12 +33,15 @@ sanitize: setup
 
 # The threaded parts under ThreadSanitizer (the `tsan` preset): the threads stress test and the tests
 # of the data loader's prefetching, devices and their queues, backends and their allocators, training,
-# and the Vulkan plugin's own (its queue, staging and allocator, on lavapipe under the validation layer).
+# and the Vulkan plugin's own (its queue, staging and allocator, on lavapipe under the validation layer);
+# of test_ops, every op on Vulkan against the CPU (its PyTorch and finite-difference cases run on the
+# CPU alone, in one thread).
 TSAN_TESTS := test_threads_stress test_data test_device test_io_devices test_backends test_train test_vulkan
 tsan: setup
 	cmake --preset tsan | { grep "^-- fluxion:" || true; }
-	cmake --build build/tsan -j$(JOBS) --target $(TSAN_TESTS)
+	cmake --build build/tsan -j$(JOBS) --target $(TSAN_TESTS) test_ops
 	ctest --preset tsan -j$(JOBS) --timeout 1800 -L '^($(subst $() ,|,$(TSAN_TESTS)))$$'
+	ctest --preset tsan -j$(JOBS) --timeout 1800 -L '^test_ops$$' -R 'OtherBackendsMatchCpu'
 
 # Side-by-side benchmarks against PyTorch (Debian's, and the current one from pip) and JAX (pip);
 # figures go to BENCHMARKS.md by hand.

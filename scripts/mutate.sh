@@ -6,7 +6,10 @@
 #   scripts/mutate.sh [--check] [REGEX]
 # REGEX picks the mutants by name (all by default); --check only verifies that each mutant's text
 # is found exactly once, without building. BUILD (build/release, configured) and JOBS (2) may be
-# set. A mutant that does not build is reported as such and counted apart, not as killed. Each set
+# set: on a machine without a GPU, a build configured with -DFLUXION_CUDA=OFF spares the mutants of
+# the shared formulas their CUDA kernels (which no test runs there). EVERY=1 runs all of a mutant's
+# tests, not only up to the first that fails, and names each that catches it: what its line in
+# scripts/mutants.tsv should list. A mutant that does not build is reported as such and counted apart, not as killed. Each set
 # of tests is first run once without a mutant: tests that fail already would "kill" anything.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,19 +40,25 @@ trap restore EXIT
 trap 'echo "interrupted: the mutated file is restored"; exit 130' INT TERM
 
 # Builds the programs of TESTS (BINARY:FILTER ...) and runs them; prints the first that fails, if
-# any. Exit 1 where the build fails.
+# any, with the tests that failed (with EVERY=1, each that fails). Exit 1 where the build fails.
 build_and_run() {
-  local label=$1 tests=$2 binaries=() t binary filter status
+  local label=$1 tests=$2 binaries=() t binary filter status log failed
   for t in $tests; do binaries+=("${t%%:*}"); done
   cmake --build "$build" -j"$jobs" --target "${binaries[@]}" > "$work/$label.build.log" 2>&1 < /dev/null || return 1
   for t in $tests; do
     binary=${t%%:*} filter='*'
     [[ "$t" == *:* ]] && filter=${t#*:}
-    status=0
+    status=0 log="$work/$label.$binary.log"
     (cd "$build/tests" && OMP_WAIT_POLICY=passive FLUXION_NUM_THREADS=2 timeout 900 \
-      "../bin/$binary" --gtest_filter="$filter") > "$work/$label.$binary.log" 2>&1 || status=$?
+      "../bin/$binary" --gtest_filter="$filter") > "$log" 2>&1 || status=$?
     # gtest exits 1 on a failed test; a crash (signal), a timeout (124) or an abort count too.
-    if [ "$status" -ne 0 ]; then echo "$binary ($filter), exit $status"; return 0; fi
+    if [ "$status" -ne 0 ]; then
+      # gtest's summary names each failed test once, after its last "[==========]" line
+      failed=$(awk '/^\[==========\]/ { summary = 1 } summary && /^\[  FAILED  \] [A-Za-z]/ { sub(/,$/, "", $4); print $4 }' "$log" |
+        sort -u | awk '{ n++; if (n <= 4) s = s (n > 1 ? " " : "") $0 } END { if (n > 4) s = s " and " n - 4 " more"; print s }')
+      echo "$binary ($filter), exit $status${failed:+: $failed}"
+      [ "${EVERY:-0}" = 1 ] || return 0
+    fi
   done
 }
 
@@ -78,7 +87,7 @@ while IFS=$'\t' read -r name file old new tests; do
   restore
   ran=$((ran + 1))
   if [ -n "$caught" ]; then
-    killed=$((killed + 1)); echo "killed  $name by $caught, $((SECONDS - start)) s"
+    killed=$((killed + 1)); echo "killed  $name by ${caught//$'\n'/; }, $((SECONDS - start)) s"
   else
     survivors+=("$name"); echo "SURVIVED $name ($tests), $((SECONDS - start)) s"
   fi

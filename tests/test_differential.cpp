@@ -3,7 +3,8 @@
 // of every input compared with Debian's PyTorch on the same inputs in the same dtype. Skipped with
 // the reason without PyTorch; a broken script is a failure. FLUXION_DIFF_SEED, FLUXION_DIFF_FIRST
 // and FLUXION_DIFF_COUNT choose the configurations (a failure names the seed and index to re-run);
-// scripts/differential_long.sh runs many seeds.
+// scripts/differential_long.sh runs many seeds. The op table (op_cases.hpp, which test_ops compares
+// with PyTorch in f64) is compared here in f32 too, with the same f32 tolerance.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include <string>
 
 #include "differential_cases.hpp"
+#include "op_cases.hpp"
 #include "torch_reference.hpp"
 
 namespace {
@@ -256,6 +258,81 @@ TEST(Differential, RandomConfigurationsMatchPyTorch) {
             EXPECT_GE(compared, 5u) << family << ": too few configurations compared";
         }
     }
+}
+
+// The op table of test_ops (op_cases.hpp) as configurations in f32: every case compared with
+// PyTorch's f32 answer under the f32 tolerance above. Where a case's output or gradient is a sum
+// of products (its sums, matmuls, linears, convolutions, mean pooling, + and x, copies and views) the
+// script gives each element's rounding bound; softmax's gradients name their terms as the softmax
+// family's do; the other cases are elementwise or short compositions, judged by the relative
+// tolerance and PyTorch's own f32 error.
+std::vector<DiffConfig> op_table_in_f32() {
+    const std::vector<std::string> sums = {
+        "add_broadcast", "add_outer",      "mul_broadcast",      "sum",        "sum_axis",   "sum_keepdims",
+        "mean",          "mean_axis",      "matmul",             "matmul_vector", "matmul_row", "matmul_dot",
+        "matmul_batched", "matmul_broadcast", "linear",          "linear_batched", "linear_sample",
+        "linear_transposed_input", "matmul_transposed", "conv2d", "conv2d_stride_pad", "conv2d_dilation_groups",
+        "conv_transpose2d", "meanpool2d", "concat",   "concat_axis1", "stack",      "index_select",
+        "index_select_axis1", "gather_rows", "reshape", "permute", "transpose_contiguous", "slice_step",
+        "select",        "unsqueeze_expand", "flatten"};
+    // softmax's gradient at z, its input: s (w - sum(s w)) along the axis, K its length; log-softmax's
+    // w - s sum(w)
+    auto softmax_terms = [](DiffConfig& c, const std::string& z, int axis, bool log) {
+        std::string s = "torch.softmax(z, " + std::to_string(axis) + ")",
+                    sum = ".sum(" + std::to_string(axis) + ", keepdim=True)";
+        c.terms_at = z;
+        c.gradient_terms = "z.shape[" + std::to_string(axis) + "] * " +
+                           (log ? "(w.abs() + " + s + " * w.abs()" + sum + ")" : s + " * (w.abs() + (" + s + " * w.abs())" + sum + ")");
+    };
+    std::vector<DiffConfig> configs;
+    for (const auto& op : op_cases()) {
+        DiffConfig c;
+        c.family = "op table: " + op.name;
+        c.shapes = op.shapes;
+        for (std::size_t i = 0; i < op.shapes.size(); ++i) {
+            c.values.push_back(op.domain == Domain::positive         ? fx_test::Values::positive
+                               : op.domain == Domain::away_from_zero ? fx_test::Values::away_from_zero
+                                                                     : fx_test::Values::normal);
+            c.views.push_back("contiguous");
+        }
+        c.f = op.f;
+        c.torch = op.torch;
+        c.dtype = fx::DType::f32;
+        c.sum_of_products = std::find(sums.begin(), sums.end(), op.name) != sums.end();
+        if (op.name == "softmax") softmax_terms(c, "x0", -1, false);
+        if (op.name == "softmax_axis0") softmax_terms(c, "x0", 1, false);
+        if (op.name == "logsoftmax") softmax_terms(c, "x0 * 50.0", -1, true);
+        configs.push_back(c);
+    }
+    return configs;
+}
+
+TEST(Differential, TheOpTableMatchesPyTorchInF32) {
+    DiffRun run{default_seed, 0, 0, op_table_in_f32(), {}, {}};
+    run.count = run.configs.size();
+    for (std::size_t k = 0; k < run.configs.size(); ++k) {
+        run.inputs.push_back(make_inputs(run.configs[k], default_seed, k));
+        run.answers.push_back(fluxion_answer(run.configs[k], run.inputs[k]));
+    }
+    auto torch = torch_answers(run, script);
+    if (!torch.skip.empty()) GTEST_SKIP() << torch.skip;
+    ASSERT_TRUE(torch.error.empty()) << torch.error;
+    ASSERT_EQ(torch.results.size(), run.configs.size()) << script << " answered a different number of configurations";
+    std::size_t compared = 0, bounded = 0;
+    for (std::size_t k = 0; k < run.configs.size(); ++k) {
+        const DiffConfig& c = run.configs[k];
+        // Every case of the table is one that both compute in f64 (test_ops): in f32 neither may refuse it.
+        EXPECT_EQ(run.answers[k].error, "") << c.family;
+        EXPECT_FALSE(torch.results[k].contains("error")) << c.family << ": " << torch.results[k].dump();
+        if (!run.answers[k].error.empty() || torch.results[k].contains("error")) continue;
+        ++compared;
+        bounded += torch.results[k].contains("terms");
+        EXPECT_EQ(compare(c, run.answers[k], torch.results[k]), "") << c.repro();
+    }
+    std::cout << "[differential] the op table in f32: " << compared << " of " << run.configs.size()
+              << " cases compared, " << bounded << " of them with the rounding bound of their sums\n";
+    EXPECT_EQ(compared, op_cases().size());
+    EXPECT_EQ(bounded, 40u) << "the sums, softmaxes and views named in op_table_in_f32 should each have a bound";
 }
 
 // The f32 tolerance catches issue 15's precision loss: log-softmax as x - logsumexp(x) with
