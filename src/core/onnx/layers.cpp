@@ -73,15 +73,22 @@ std::string layer(Graph& g, const Activation& a, const std::string& x, const std
                 "softmax and logsoftmax have)");
 }
 
-std::string layer(Graph& g, const Conv& c, const std::string& x, const std::string& path) {
-    const int spatial = int(c.weight.ndim()) - 2;
+// A convolution's (or its transpose's) inputs: x, the weight and any bias, x checked to be a batch
+// of the weight's rank.
+template <class C>
+std::vector<std::string> convolution_inputs(Graph& g, const C& c, const std::string& x, const std::string& path) {
     if (g.rank(x) != c.weight.ndim())
         throw ShapeError("fx::onnx::save: " + c.describe() + " at '" + path + "' takes a batch of rank " +
                          std::to_string(c.weight.ndim()) + ", given rank " + std::to_string(g.rank(x)));
     std::vector<std::string> in{x, g.initializer(c.weight, join(path, "weight"))};
     if (c.bias.defined()) in.push_back(g.initializer(c.bias, join(path, "bias")));
-    const Shape& w = c.weight.shape();
-    const std::vector<I> kernel(w.begin() + 2, w.end());
+    return in;
+}
+
+std::string layer(Graph& g, const Conv& c, const std::string& x, const std::string& path) {
+    const int spatial = int(c.weight.ndim()) - 2;
+    const std::vector<std::string> in = convolution_inputs(g, c, x, path);
+    const std::vector<I> kernel(c.weight.shape().begin() + 2, c.weight.shape().end());
     const std::string y = g.node("Conv", in, path, g.rank(x), [&](auto& n) {
         attribute(n, "kernel_shape", kernel);
         attribute(n, "strides", per_axis(c.stride_d, c.stride, spatial));
@@ -96,13 +103,8 @@ std::string layer(Graph& g, const Conv& c, const std::string& x, const std::stri
 // and its weight layout {in, out/group, kh, kw}.
 std::string layer(Graph& g, const ConvTranspose& c, const std::string& x, const std::string& path) {
     const int spatial = int(c.weight.ndim()) - 2;
-    if (g.rank(x) != c.weight.ndim())
-        throw ShapeError("fx::onnx::save: " + c.describe() + " at '" + path + "' takes a batch of rank " +
-                         std::to_string(c.weight.ndim()) + ", given rank " + std::to_string(g.rank(x)));
-    std::vector<std::string> in{x, g.initializer(c.weight, join(path, "weight"))};
-    if (c.bias.defined()) in.push_back(g.initializer(c.bias, join(path, "bias")));
-    const Shape& w = c.weight.shape();
-    const std::vector<I> kernel(w.begin() + 2, w.end());
+    const std::vector<std::string> in = convolution_inputs(g, c, x, path);
+    const std::vector<I> kernel(c.weight.shape().begin() + 2, c.weight.shape().end());
     const std::string y = g.node("ConvTranspose", in, or_else(path, "convtranspose"), g.rank(x), [&](auto& n) {
         attribute(n, "kernel_shape", kernel);
         attribute(n, "strides", per_axis(c.stride_d, c.stride, spatial));
