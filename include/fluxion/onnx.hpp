@@ -39,7 +39,8 @@
 //   auto g = m | fx::gpu;                         // fmap, fx::params, fx::save, fx::train, fx::compile
 //
 // The graph runs node by node on fluxion's differentiable ops, so gradients come from autodiff and
-// the model runs on any device. Every floating-point initialiser is a trainable parameter, under
+// the model runs on any device (every output on the device of its inputs, those of host-side
+// shape arithmetic included). Every floating-point initialiser is a trainable parameter, under
 // `initializers.<its ONNX name>` in fx::state (fx::save writes it), but for BatchNormalization's
 // running mean and variance, which are state as in fx::BatchNorm: `statistics.<name>`, saved and
 // moved, not trained; floating Constant nodes move with the model but are not trained; integer initialisers and constants (shapes, axes, indices)

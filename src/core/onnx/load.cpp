@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <set>
 
 #include "core/onnx/import.hpp"
@@ -323,8 +324,19 @@ std::vector<Tensor> Model::operator()(const std::vector<Tensor>& inputs) const {
         }
         for (const auto& name : step.frees) values.erase(name);
     }
+    // Outputs made on the host (Shape, Size, Range, integer Div) join the model's device: that of
+    // its inputs, else of its parameters, as every other output is.
+    std::optional<Device> device;
+    for (const auto& x : inputs)
+        if (!device && x.defined() && !x.device().is_cpu()) device = x.device();
+    for (const auto* held : {&initializers, &statistics, &constants})
+        for (const auto& [name, t] : *held)
+            if (!device && !t.device().is_cpu()) device = t.device();
     std::vector<Tensor> out;
-    for (const auto& name : p.outputs) out.push_back(value(name));
+    for (const auto& name : p.outputs) {
+        Tensor y = value(name);
+        out.push_back(device && y.defined() && y.device().is_cpu() ? y.to(*device) : y);
+    }
     return out;
 }
 
