@@ -52,7 +52,9 @@
 // 3-d, dilations, ceil_mode, count_include_pad), their Global forms, LRN, BatchNormalization,
 // InstanceNormalization and LayerNormalization (inference), Softmax, LogSoftmax, RNN, GRU and LSTM
 // (every direction and layout, initial states, sequence_lens, peepholes, clip; not input_forget),
-// Resize and Upsample (nearest, linear and cubic, every coordinate mode, antialias), the Reduce family
+// Resize and Upsample (nearest, linear and cubic, every coordinate mode, antialias), GridSample (every
+// mode and padding, 1-d to 3-d) and AffineGrid, DFT (forward, inverse, one-sided, irfft), STFT and
+// the Hann, Hamming and Blackman windows, the Reduce family
 // (but ReduceProd), ArgMax/ArgMin, and the shape family (Flatten, Reshape, Transpose, Concat, Split,
 // Slice, Gather, Squeeze, Unsqueeze, Expand, Tile, Pad in every mode, Shape, Size, ConstantOfShape,
 // Range, Cast, CastLike, Constant, Identity, Dropout). ONNX's own backend suite: README.md. An

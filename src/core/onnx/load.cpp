@@ -165,6 +165,8 @@ Operator find_operator(const std::string& op) {
         add_shape_operators(t);
         add_recurrent_operators(t);
         add_resize_operators(t);
+        add_sampling_operators(t);
+        add_signal_operators(t);
         return t;
     }();
     const auto it = table.find(op);
@@ -176,7 +178,8 @@ bool reads_host_arguments(const std::string& op) {
         "Reshape",    "Slice",    "Squeeze",    "Unsqueeze",       "Expand",          "Tile",
         "Pad",        "Clip",     "ReduceMean", "ReduceSum",       "ReduceMax",       "ReduceMin",
         "ReduceProd", "ReduceL1", "ReduceL2",   "ReduceSumSquare", "ReduceLogSumExp", "ConstantOfShape",
-        "Range",      "Split",    "Gather",     "ReduceLogSum",    "Resize",          "Upsample"};
+        "Range",      "Split",    "Gather",     "ReduceLogSum",    "Resize",          "Upsample",
+        "DFT",        "STFT"};
     return ops.count(op) > 0;
 }
 
