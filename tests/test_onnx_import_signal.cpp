@@ -154,6 +154,39 @@ TEST(OnnxImportSignal, DftAndStftGradientsMatchFiniteDifferences) {
         [&](const fx::Tensor& s, const fx::Tensor& w) { return weighted(stft, {s, step, w}); }, signal, window));
 }
 
+// GridSample chooses its taps on the host from the grid's values: a compiled replay would keep the
+// first call's taps, so fx::compile refuses the model by name (the eager model runs).
+TEST(OnnxImportSignal, CompilingAGridSampleModelIsRefusedByName) {
+    ScratchDir dir;
+    ::onnx::ModelProto m;
+    m.set_ir_version(10);
+    m.add_opset_import()->set_version(22);
+    auto* g = m.mutable_graph();
+    g->set_name("sample");
+    g->add_input()->set_name("X");
+    auto* grid = g->add_initializer();
+    grid->set_name("grid");
+    grid->set_data_type(::onnx::TensorProto::FLOAT);
+    for (std::int64_t d : {1, 2, 2, 2}) grid->add_dims(d);
+    for (float v : {-0.5f, 0.25f, 0.75f, -1.0f, 0.1f, 0.2f, 0.9f, 0.3f}) grid->add_float_data(v);
+    auto* n = g->add_node();
+    n->set_op_type("GridSample");
+    n->add_input("X");
+    n->add_input("grid");
+    n->add_output("Y");
+    g->add_output()->set_name("Y");
+    {
+        std::ofstream out(dir / "g.onnx", std::ios::binary);
+        ASSERT_TRUE(m.SerializeToOstream(&out));
+    }
+    const fx::onnx::Model model = fx::onnx::load(dir / "g.onnx");
+    const fx::Tensor x = fx::randn({1, 3, 4, 4});
+    EXPECT_EQ(model(x).shape(), (fx::Shape{1, 3, 2, 2}));
+    auto fwd = fx::compile(model);
+    const std::string why = message_of([&] { fwd(x); });
+    EXPECT_NE(why.find("(GridSample, opset 22) reads its sample points on the host"), std::string::npos) << why;
+}
+
 TEST(OnnxImportSignal, UnimplementedModesAreNamedWithTheirNode) {
     ScratchDir dir;
     write_node(dir / "g.onnx", "GridSample", 22, {"X", "grid"}, {{"mode", std::string("lanczos")}});

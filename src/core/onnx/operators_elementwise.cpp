@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/compile/recorder.hpp"
 #include "core/onnx/import.hpp"
 #include "fluxion/ops.hpp"
 
@@ -17,6 +18,8 @@ Tensor as_type_of(const Tensor& y, const Tensor& like) { return y.dtype() == lik
 
 // Integer division truncates toward zero in ONNX; fluxion's divides as reals.
 Tensor integer_div(const Tensor& a, const Tensor& b) {
+    fluxion::detail::refuse_replay("fx::onnx: Div of integers divides on the host, which a compiled step's replay "
+                                   "would not do again; run the model eagerly");
     const Shape shape = broadcast_shape(a.shape(), b.shape());
     const auto x = host_ints(a.expand(shape).contiguous()), y = host_ints(b.expand(shape).contiguous());
     std::vector<std::int64_t> q(x.size());
