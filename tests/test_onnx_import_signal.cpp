@@ -154,8 +154,9 @@ TEST(OnnxImportSignal, DftAndStftGradientsMatchFiniteDifferences) {
         [&](const fx::Tensor& s, const fx::Tensor& w) { return weighted(stft, {s, step, w}); }, signal, window));
 }
 
-// GridSample chooses its taps on the host from the grid's values: a compiled replay would keep the
-// first call's taps, so fx::compile refuses the model by name (the eager model runs).
+// GridSample chooses its taps on the host from the grid's values: with the grid a parameter (or an
+// input), a compiled replay would keep the first call's taps, so fx::compile refuses the model by
+// name (the eager model runs).
 TEST(OnnxImportSignal, CompilingAGridSampleModelIsRefusedByName) {
     ScratchDir dir;
     ::onnx::ModelProto m;
@@ -184,7 +185,8 @@ TEST(OnnxImportSignal, CompilingAGridSampleModelIsRefusedByName) {
     EXPECT_EQ(model(x).shape(), (fx::Shape{1, 3, 2, 2}));
     auto fwd = fx::compile(model);
     const std::string why = message_of([&] { fwd(x); });
-    EXPECT_NE(why.find("(GridSample, opset 22) reads its sample points on the host"), std::string::npos) << why;
+    EXPECT_NE(why.find("(GridSample, opset 22) reads its sample points (to choose its taps) on the host"), std::string::npos)
+        << why;
 }
 
 TEST(OnnxImportSignal, UnimplementedModesAreNamedWithTheirNode) {

@@ -40,9 +40,11 @@
 //
 // The graph runs node by node on fluxion's differentiable ops, so gradients come from autodiff and
 // the model runs on any device (every output on the device of its inputs, those of host-side
-// shape arithmetic included). Operators that decide on the host from a tensor's values (GridSample's
-// taps, integer Div) make fx::compile refuse the model by name, since a replay would repeat the
-// first call's decision; such a model runs eagerly. Every floating-point initialiser is a trainable parameter, under
+// shape arithmetic included). An operator that decides on the host from values that may change
+// between calls of the same shapes (GridSample's taps from a grid that is an input or a parameter,
+// integer Div of data) makes fx::compile refuse the model by name, since a replay would repeat the
+// first call's decision; such a model runs eagerly. Shape arithmetic (values from constants and
+// Shape) compiles. Every floating-point initialiser is a trainable parameter, under
 // `initializers.<its ONNX name>` in fx::state (fx::save writes it), but for BatchNormalization's
 // running mean and variance, which are state as in fx::BatchNorm: `statistics.<name>`, saved and
 // moved, not trained; floating Constant nodes move with the model but are not trained; integer initialisers and constants (shapes, axes, indices)

@@ -72,6 +72,12 @@ struct Program {
     std::map<std::string, Tensor> host_constants;  // integer and boolean initialisers and constants
 };
 
+// For an operator that reads `what` of its inputs' values on the host to decide what to compute:
+// where those inputs may change from call to call with the same shapes (they derive from the
+// graph's inputs or parameters, not only from constants and shapes), a compiled step's replay would
+// repeat this call's decision, so fx::compile is refused with a message naming the node.
+void values_read_on_host(const Node& n, const std::string& what);
+
 // ---- helpers the operators share ----
 Tensor tensor_from_proto(const ::onnx::TensorProto& p, const std::string& what);
 std::vector<std::int64_t> host_ints(const Tensor& t);     // any integer or floating tensor's values

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/compile/recorder.hpp"
 #include "core/onnx/import.hpp"
 #include "fluxion/ops.hpp"
 
@@ -107,8 +106,7 @@ Ts grid_sample(const Node& n, const Ts& in) {
     if (r < 1 || grid.ndim() != r + 2 || grid.shape(0) != x.shape(0) || grid.shape(-1) != r)
         throw ShapeError("fx::onnx: " + n.label() + ": an input " + to_string(x.shape()) + " takes a grid {N, ..., " +
                          std::to_string(r) + "} of rank " + std::to_string(r + 2) + ", not " + to_string(grid.shape()));
-    fluxion::detail::refuse_replay("fx::onnx: " + n.label() + " reads its sample points on the host to choose its taps, which "
-                          "a compiled step's replay would not read again; run the model eagerly");
+    values_read_on_host(n, "its sample points (to choose its taps)");
     const I batch = x.shape(0), channels = x.shape(1);
     const Shape out_dims(grid.shape().begin() + 1, grid.shape().end() - 1);
     const I outs = numel(out_dims), points = batch * outs;
