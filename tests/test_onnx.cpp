@@ -382,6 +382,7 @@ TEST(OnnxExport, RefusesWhatItCannotExpressByNameAndWritesNothing) {
     expect_refusal(fx::Chain(fx::Conv({3, 3}, 1, 2), fx::AdaptiveMeanPool({7, 7})), fx::randn({1, 1, 7, 7}),
                    "AdaptiveMeanPool((7, 7)) at 'layers.1' has no ONNX export for its input {N, 2, 5, 5}");
     expect_refusal(fx::Chain(fx::Dense(4, 3)), fx::randn({2, 4}).to(fx::DType::f64), "the export writes f32");
-    expect_refusal(fx::Chain(fx::Upsample(fx::UpsampleMode::trilinear, {.scale = {2}})), fx::randn({1, 2, 2, 2}),
-                   "Upsample(:trilinear, scale = 2) at 'layers.0' is given a batch of rank 4; it resizes {N, C, D, H, W}");
+    expect_refusal(
+        fx::Chain(fx::Upsample(fx::UpsampleMode::trilinear, {.scale = {2}})), fx::randn({1, 2, 2, 2}),
+        "Upsample(:trilinear, scale = 2) at 'layers.0' is given a batch of rank 4; it resizes {N, C, D, H, W}");
 }

@@ -143,8 +143,8 @@ TEST(OnnxImportMath, TrigonometricAndHyperbolicValuesAndGradients) {
         const auto y = m(x).to_vector<double>();
         for (std::size_t i = 0; i < fn.x.size(); ++i)
             EXPECT_NEAR(y[i], fn.f(fn.x[i]), 1e-7 * std::max(1.0, std::abs(fn.f(fn.x[i])))) << "at " << fn.x[i];
-        EXPECT_TRUE(fx::testing::gradcheck({.eps = 1e-6, .atol = 1e-6, .rtol = 1e-5},
-                                           [&](const fx::Tensor& t) { return fx::sum(m(t) * t); }, x));
+        EXPECT_TRUE(fx::testing::gradcheck(
+            {.eps = 1e-6, .atol = 1e-6, .rtol = 1e-5}, [&](const fx::Tensor& t) { return fx::sum(m(t) * t); }, x));
     }
 }
 
@@ -152,7 +152,8 @@ TEST(OnnxImportMath, RoundingClassifyingAndShrinking) {
     ScratchDir dir;
     const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
     const fx::Tensor x = fx::tensor(std::vector<float>{-2.5f, -1.5f, -0.5f, 0.5f, 1.5f, 2.5f, -1.7f, 1.2f}, {8});
-    EXPECT_EQ(unary(dir, "Round")(x).to_vector<float>(), (std::vector<float>{-2, -2, -0, 0, 2, 2, -2, 1}));  // halves to even
+    EXPECT_EQ(unary(dir, "Round")(x).to_vector<float>(),
+              (std::vector<float>{-2, -2, -0, 0, 2, 2, -2, 1}));  // halves to even
     EXPECT_EQ(unary(dir, "Floor")(x).to_vector<float>(), (std::vector<float>{-3, -2, -1, 0, 1, 2, -2, 1}));
     EXPECT_EQ(unary(dir, "Ceil")(x).to_vector<float>(), (std::vector<float>{-2, -1, -0, 1, 2, 3, -1, 2}));
 
@@ -254,7 +255,9 @@ TEST(OnnxImportMath, BatchNormalizationInTrainingMode) {
         x));
     EXPECT_TRUE(fx::testing::gradcheck(
         {.eps = 1e-6, .atol = 1e-6, .rtol = 1e-5},
-        [&](const fx::onnx::Model& model, const fx::Tensor& t) { return fx::sum(model(std::vector<fx::Tensor>{t})[0] * w); },
+        [&](const fx::onnx::Model& model, const fx::Tensor& t) {
+            return fx::sum(model(std::vector<fx::Tensor>{t})[0] * w);
+        },
         m, x));
 }
 
@@ -338,11 +341,15 @@ TEST(OnnxImportMath, LpPoolAndMaxUnpoolValuesAndGradients) {
     const fx::Tensor i = fx::tensor(std::vector<std::int64_t>{0, 3, 9, 14, 16, 18, 25, 31}, {1, 2, 2, 2});
     const fx::Tensor shape = fx::tensor(std::vector<std::int64_t>{1, 2, 4, 5}, {4});
     std::vector<double> want(40, 0.0);  // the 4×4 planes' values, each row then padded to 5
-    const double at[][3] = {{0, 0, 1}, {0, 3, 2}, {2, 1, 3}, {3, 2, 4}, {4 + 0, 0, 5}, {4 + 0, 2, 6}, {4 + 2, 1, 7}, {4 + 3, 3, 8}};
+    const double at[][3] = {{0, 0, 1},     {0, 3, 2},     {2, 1, 3},     {3, 2, 4},
+                            {4 + 0, 0, 5}, {4 + 0, 2, 6}, {4 + 2, 1, 7}, {4 + 3, 3, 8}};
     for (const auto& a : at) want[std::size_t(a[0] * 5 + a[1])] = a[2];
     EXPECT_EQ(unpool({v, i, shape})[0].to_vector<double>(), want);
     EXPECT_TRUE(fx::testing::gradcheck(
-        [&](const fx::Tensor& t) { return fx::sum(unpool({t, i, shape})[0] * fx::arange(0, 40, 1, {.dtype = fx::DType::f64}).reshape({1, 2, 4, 5})); },
+        [&](const fx::Tensor& t) {
+            return fx::sum(unpool({t, i, shape})[0] *
+                           fx::arange(0, 40, 1, {.dtype = fx::DType::f64}).reshape({1, 2, 4, 5}));
+        },
         v));
 }
 
@@ -386,7 +393,8 @@ TEST(OnnxImportMath, RefusalsNameTheNodeAndWhatItLacks) {
         g.input("X").input("Z").node("BitwiseAnd", {"X", "Z"}, {"Y"});
         const std::string e = error_of(g, {fx::randn({2}), fx::randn({2})});
         EXPECT_NE(e.find("(BitwiseAnd, opset 22): an input of type f32 (bit operations take integers)"),
-                  std::string::npos) << e;
+                  std::string::npos)
+            << e;
     }
     {
         GraphWriter g(22);
@@ -416,6 +424,7 @@ TEST(OnnxImportMath, RefusalsNameTheNodeAndWhatItLacks) {
         const std::string e = error_of(g, {fx::randn({2, 1, 3})});
         EXPECT_NE(e.find("(BatchNormalization, opset 9): the running statistics' outputs of training (before opset "
                          "14's training_mode)"),
-                  std::string::npos) << e;
+                  std::string::npos)
+            << e;
     }
 }

@@ -187,7 +187,8 @@ Tensor extreme(const Shape& shape, const Tensor& like, bool highest) {
         return tensor(std::vector<std::int64_t>(std::size_t(numel(shape)), highest ? L::max() : L::min()), shape, o);
     }
     double low = -std::numeric_limits<double>::infinity(), high = std::numeric_limits<double>::infinity();
-    if (like.dtype() == DType::i32) low = std::numeric_limits<std::int32_t>::min(), high = std::numeric_limits<std::int32_t>::max();
+    if (like.dtype() == DType::i32)
+        low = std::numeric_limits<std::int32_t>::min(), high = std::numeric_limits<std::int32_t>::max();
     if (like.dtype() == DType::u8) low = 0, high = 255;
     if (like.dtype() == DType::boolean) low = 0, high = 1;
     return full(shape, highest ? high : low, o);
@@ -217,7 +218,8 @@ Ts reduction(const Node& n, const Ts& in) {
         if (n.op() != r.op) continue;
         const std::vector<int> axes = reduced_axes(n, in);
         const bool keep = n.i("keepdims", 1) != 0;
-        if (r.empty != Empty::summed && std::any_of(axes.begin(), axes.end(), [&](int a) { return in[0].shape(a) == 0; })) {
+        if (r.empty != Empty::summed &&
+            std::any_of(axes.begin(), axes.end(), [&](int a) { return in[0].shape(a) == 0; })) {
             Shape shape = in[0].shape();
             for (auto it = axes.rbegin(); it != axes.rend(); ++it)
                 if (keep) shape[std::size_t(*it)] = 1;

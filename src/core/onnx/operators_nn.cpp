@@ -288,7 +288,8 @@ Maxima<T> host_maxima(const std::vector<T>& x, const Shape& in, const Window& w,
                 }
                 if (!inside) continue;
                 const T v = x[std::size_t(plane * area + at)];
-                if (!found || v > best) found = true, best = v, best_index = plane * area + (column_major ? at_col : at);
+                if (!found || v > best)
+                    found = true, best = v, best_index = plane * area + (column_major ? at_col : at);
             }
             m.values.push_back(best);
             m.indices.push_back(best_index);
@@ -343,8 +344,7 @@ Ts pool(const Node& n, const Ts& in) {
             const auto m = host_maxima(host_ints(in[0].contiguous()), in[0].shape(), w, pads, column_major);
             out = {tensor(m.values, m.shape, on_x), tensor(m.indices, m.shape, indices)};
         } else {
-            const auto m =
-                host_maxima(in[0].contiguous().to_vector<double>(), in[0].shape(), w, pads, column_major);
+            const auto m = host_maxima(in[0].contiguous().to_vector<double>(), in[0].shape(), w, pads, column_major);
             out.push_back(tensor(m.indices, m.shape, indices));
         }
         return out;
@@ -400,13 +400,15 @@ Ts max_unpool(const Node& n, const Ts& in) {
         from[std::size_t(indices[k])] = std::int64_t(k);
     }
     const Tensor values = concat({x.reshape({-1}), zeros({1}, {.dtype = x.dtype(), .device = x.device()})});
-    Tensor y = index_select(values, 0, tensor(from, {total}, {.dtype = DType::i64, .device = x.device()})).reshape(shape);
+    Tensor y =
+        index_select(values, 0, tensor(from, {total}, {.dtype = DType::i64, .device = x.device()})).reshape(shape);
     if (in.size() > 2 && in[2].defined()) {
         const std::vector<std::int64_t> want = host_ints(in[2]);
         if (want.size() != shape.size() || want[0] != shape[0] || want[1] != shape[1])
             n.unsupported("an output_shape of " + std::to_string(want.size()) + " values or another batch or channels");
         for (std::size_t i = 2; i < shape.size(); ++i) {
-            if (want[i] < shape[i]) n.unsupported("an output_shape smaller than the unpooled shape " + to_string(shape));
+            if (want[i] < shape[i])
+                n.unsupported("an output_shape smaller than the unpooled shape " + to_string(shape));
             y = pad_axis(y, int(i), 0, want[i] - shape[i], 0);
         }
     }
@@ -447,8 +449,9 @@ Ts batch_norm(const Node& n, const Ts& in) {
     const bool training = n.opset() >= 14 && n.i("training_mode", 0) != 0;
     if (!training) {
         if (n.outputs() > 1)
-            n.unsupported(n.opset() >= 14 ? "the running statistics' outputs without training_mode=1"
-                                          : "the running statistics' outputs of training (before opset 14's training_mode)");
+            n.unsupported(n.opset() >= 14
+                              ? "the running statistics' outputs without training_mode=1"
+                              : "the running statistics' outputs of training (before opset 14's training_mode)");
         const Tensor scale = per_channel(in[1], x) / sqrt(per_channel(in[4], x) + eps);
         return {(x - per_channel(in[3], x)) * scale + per_channel(in[2], x)};
     }
@@ -507,8 +510,8 @@ Ts dropout(const Node& n, const Ts& in) {
     if (n.opset() < 7 && n.i("is_test", 0) == 0) n.unsupported("is_test=0 (fluxion imports Dropout for inference)");
     const Tensor& x = in[0];
     const bool training = n.opset() >= 12 && in.size() > 2 && in[2].defined() && in[2].to(DType::f64).item() != 0;
-    const double ratio = n.opset() >= 12 ? (in.size() > 1 && in[1].defined() ? in[1].to(DType::f64).item() : 0.5)
-                                         : n.f("ratio", 0.5f);
+    const double ratio =
+        n.opset() >= 12 ? (in.size() > 1 && in[1].defined() ? in[1].to(DType::f64).item() : 0.5) : n.f("ratio", 0.5f);
     if (!training || ratio == 0) {
         Ts out{x};
         if (n.outputs() > 1) out.push_back(ones(x.shape(), {.dtype = DType::boolean, .device = x.device()}));
