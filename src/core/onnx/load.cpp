@@ -169,6 +169,7 @@ Operator find_operator(const std::string& op) {
         add_resize_operators(t);
         add_sampling_operators(t);
         add_signal_operators(t);
+        add_math_operators(t);
         return t;
     }();
     const auto it = table.find(op);
@@ -259,10 +260,19 @@ Model load(const std::filesystem::path& path) {
         if (!defined.count(v.name())) program->inputs.push_back(v.name());
     for (const auto& v : program->inputs) defined.insert(v);
 
+    std::map<std::string, int> declared;  // the element types the graph declares
+    for (const auto& init : g.initializer()) declared[init.name()] = init.data_type();
+    for (const auto* values : {&g.input(), &g.value_info()})
+        for (const auto& v : *values)
+            if (v.type().has_tensor_type()) declared[v.name()] = v.type().tensor_type().elem_type();
+
     std::map<std::string, std::size_t> last_use;
     for (int k = 0; k < g.node_size(); ++k) {
         const auto& n = g.node(k);
         detail::Node node(n, opset, std::size_t(k));
+        std::vector<int> types;
+        for (const auto& x : n.input()) types.push_back(declared.count(x) ? declared.at(x) : 0);
+        node.declare_types(std::move(types));
         if (!n.domain().empty() && n.domain() != "ai.onnx")
             throw Error("fx::onnx::load: " + file + ": " + node.label() + " is in the domain '" + n.domain() +
                         "', and fluxion implements only ONNX's default domain");
