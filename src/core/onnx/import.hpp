@@ -56,6 +56,8 @@ void add_nn_operators(std::map<std::string, Operator>& table);
 void add_shape_operators(std::map<std::string, Operator>& table);
 void add_recurrent_operators(std::map<std::string, Operator>& table);
 void add_resize_operators(std::map<std::string, Operator>& table);
+void add_loss_operators(std::map<std::string, Operator>& table);
+void add_indexing_operators(std::map<std::string, Operator>& table);
 
 struct Step {
     Node node;
@@ -77,5 +79,8 @@ int axis_of(std::int64_t axis, int rank, const Node& n);  // negative axes count
 Shape broadcast_shape(const Shape& a, const Shape& b);    // numpy's rule; ShapeError where they do not fit
 // x with `before` and `after` elements of `value` added along `axis` (differentiable in x).
 Tensor pad_axis(const Tensor& x, int axis, std::int64_t before, std::int64_t after, double value);
+// x's elements at `flat` (indices into x in row-major order, computed on the host), shaped `shape`
+// (differentiable in x).
+Tensor gather_flat(const Tensor& x, const std::vector<std::int64_t>& flat, const Shape& shape);
 
 }  // namespace fluxion::onnx::detail

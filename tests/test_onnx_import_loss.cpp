@@ -1,0 +1,143 @@
+// test_onnx_import_loss.cpp — fx::onnx::load's loss and indexing operators (operators_loss.cpp,
+// operators_indexing.cpp): gradients through an imported graph against finite
+// differences (NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss with class weights and an
+// ignored label, GatherElements with repeated indices), and the
+// message of a refused attribute. Their forward values are ONNX's node suite's (test_onnx_backend).
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <fstream>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fluxion/fluxion.hpp"
+#include "gradcheck.hpp"
+#include "test_io_support.hpp"
+
+namespace fx = fluxion;
+using fx::testing::gradcheck;
+using io_test::ScratchDir;
+
+namespace {
+
+using P = ::onnx::TensorProto;
+
+struct Attribute {
+    std::string name;
+    std::int64_t i = 0;
+    std::string s = {};  // a string attribute where not empty
+};
+
+// A graph of one node `op` (opset 22) on the named inputs of the given element types, giving `outputs`.
+void write_node(const std::filesystem::path& path, const std::string& op,
+                const std::vector<std::pair<std::string, int>>& inputs, const std::vector<std::string>& outputs,
+                const std::vector<Attribute>& attributes = {}) {
+    ::onnx::ModelProto m;
+    m.set_ir_version(8);
+    auto* opset = m.add_opset_import();
+    opset->set_domain("");
+    opset->set_version(22);
+    auto* g = m.mutable_graph();
+    g->set_name("one");
+    auto* n = g->add_node();
+    n->set_op_type(op);
+    n->set_name("the_node");
+    for (const auto& [name, type] : inputs) {
+        auto* x = g->add_input();
+        x->set_name(name);
+        x->mutable_type()->mutable_tensor_type()->set_elem_type(type);
+        n->add_input(name);
+    }
+    for (const auto& name : outputs) {
+        n->add_output(name);
+        g->add_output()->set_name(name);
+    }
+    for (const auto& a : attributes) {
+        auto* p = n->add_attribute();
+        p->set_name(a.name);
+        if (a.s.empty()) {
+            p->set_type(::onnx::AttributeProto::INT);
+            p->set_i(a.i);
+        } else {
+            p->set_type(::onnx::AttributeProto::STRING);
+            p->set_s(a.s);
+        }
+    }
+    std::ofstream out(path, std::ios::binary);
+    ASSERT_TRUE(m.SerializeToOstream(&out));
+}
+
+std::string message_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const fx::Error& e) {
+        return e.what();
+    }
+    return "no error";
+}
+
+const fx::Tensor labels = fx::tensor(std::vector<std::int64_t>{0, 2, 1, 3, 1, 2}, {2, 3});  // {N, d}; 1 is ignored
+
+}  // namespace
+
+TEST(OnnxImportLoss, NegativeLogLikelihoodGradientsWithWeightsAndIgnoredLabels) {
+    ScratchDir dir;
+    for (const std::string reduction : {"mean", "sum", "none"}) {
+        write_node(dir / "nll.onnx", "NegativeLogLikelihoodLoss",
+                   {{"input", P::FLOAT}, {"target", P::INT64}, {"weight", P::FLOAT}}, {"loss"},
+                   {{"reduction", 0, reduction}, {"ignore_index", 1}});
+        const fx::onnx::Model m = fx::onnx::load(dir / "nll.onnx");
+        const fx::Tensor scale = fx::randn({2, 3});  // gives each sample's loss of `none` its own weight
+        auto loss = [&](const fx::Tensor& x, const fx::Tensor& w) {
+            const fx::Tensor l = m({fx::logsoftmax(x, 1), labels, w})[0];
+            return reduction == "none" ? fx::sum(l * scale.to(l.dtype())) : l;
+        };
+        const fx::Tensor x = fx::randn({2, 4, 3}), w = fx::rand({4}) + 0.5;
+        EXPECT_TRUE(gradcheck(loss, x, w)) << reduction;
+        // The ignored samples count for nothing: their scores get no gradient.
+        const auto [gx] = fx::gradient([&](const fx::Tensor& v) { return loss(v, w); }, x);
+        const auto g = gx.to_vector<float>();
+        for (int c = 0; c < 4; ++c) EXPECT_EQ(g[std::size_t(c * 3 + 2)], 0.0f) << reduction << " class " << c;
+    }
+}
+
+TEST(OnnxImportLoss, SoftmaxCrossEntropyGradientsOfLossAndLogProb) {
+    ScratchDir dir;
+    write_node(dir / "sce.onnx", "SoftmaxCrossEntropyLoss", {{"scores", P::FLOAT}, {"labels", P::INT64}, {"weights", P::FLOAT}},
+               {"loss", "log_prob"}, {{"reduction", 0, "mean"}, {"ignore_index", 1}});
+    const fx::onnx::Model m = fx::onnx::load(dir / "sce.onnx");
+    const fx::Tensor scale = fx::randn({2, 4, 3});
+    auto both = [&](const fx::Tensor& x, const fx::Tensor& w) {
+        const auto out = m({x, labels, w});
+        return out[0] + fx::sum(out[1] * scale.to(out[1].dtype()));
+    };
+    const fx::Tensor x = fx::randn({2, 4, 3}), w = fx::rand({4}) + 0.5;
+    EXPECT_TRUE(gradcheck(both, x, w));
+    // Without weights and ignored labels it is fluxion's logitcrossentropy over the class axis.
+    write_node(dir / "plain.onnx", "SoftmaxCrossEntropyLoss", {{"scores", P::FLOAT}, {"labels", P::INT64}}, {"loss"});
+    const fx::Tensor targets = fx::tensor(std::vector<std::int64_t>{0, 2, 3, 3, 1, 2}, {2, 3});
+    const float got = fx::onnx::load(dir / "plain.onnx")({x, targets})[0].item<float>();
+    EXPECT_NEAR(got, fx::logitcrossentropy(x, targets, {.axis = 1}).item<float>(), 1e-5);
+}
+
+TEST(OnnxImportLoss, GatherElementsGradientSumsRepeatedIndices) {
+    ScratchDir dir;
+    write_node(dir / "g.onnx", "GatherElements", {{"data", P::FLOAT}, {"indices", P::INT64}}, {"y"}, {{"axis", 1}});
+    const fx::onnx::Model m = fx::onnx::load(dir / "g.onnx");
+    const fx::Tensor index = fx::tensor(std::vector<std::int64_t>{0, 0, -1, 2, 1, 1, 1, 0}, {2, 4});
+    EXPECT_TRUE(gradcheck([&](const fx::Tensor& x) { return fx::sum(fx::square(m({x, index})[0])); }, fx::randn({2, 3})));
+    const auto [g] = fx::gradient([&](const fx::Tensor& x) { return fx::sum(m({x, index})[0]); }, fx::randn({2, 3}));
+    EXPECT_EQ(g.to_vector<float>(), (std::vector<float>{2, 0, 2, 1, 3, 0}));
+}
+
+TEST(OnnxImportLoss, RefusedAttributesAreNamed) {
+    ScratchDir dir;
+    write_node(dir / "nll.onnx", "NegativeLogLikelihoodLoss", {{"input", P::FLOAT}, {"target", P::INT64}}, {"loss"},
+               {{"reduction", 0, "max"}});
+    const fx::onnx::Model m = fx::onnx::load(dir / "nll.onnx");
+    const std::string message = message_of([&] { (void)m({fx::randn({2, 3}), fx::tensor(std::vector<std::int64_t>{0, 1}, {2})}); });
+    EXPECT_NE(message.find("node 'the_node' (NegativeLogLikelihoodLoss, opset 22): reduction='max'"), std::string::npos)
+        << message;
+}
