@@ -74,6 +74,9 @@ struct Program {
 
 // ---- helpers the operators share ----
 Tensor tensor_from_proto(const ::onnx::TensorProto& p, const std::string& what);
+// The ONNX element type's fluxion counterpart (those fluxion lacks widened where exact); DTypeError
+// naming `what` for the others.
+DType dtype_of_onnx(int type, const std::string& what);
 std::vector<std::int64_t> host_ints(const Tensor& t);     // any integer or floating tensor's values
 int axis_of(std::int64_t axis, int rank, const Node& n);  // negative axes count from the end; checked
 Shape broadcast_shape(const Shape& a, const Shape& b);    // numpy's rule; ShapeError where they do not fit

@@ -17,7 +17,8 @@ namespace {
     throw IOError("fx::onnx::load: " + file + " is not a well-formed ONNX model (corrupt or truncated?): " + why);
 }
 
-// The ONNX element type's fluxion counterpart; those fluxion lacks are widened where exact.
+}  // namespace
+
 DType dtype_of_onnx(int type, const std::string& what) {
     using P = ::onnx::TensorProto;
     switch (type) {
@@ -39,6 +40,8 @@ DType dtype_of_onnx(int type, const std::string& what) {
                              ", which fluxion has no type for");
     }
 }
+
+namespace {
 
 template <class T, class Field> Tensor from_field(const Field& field, const Shape& shape, DType dtype) {
     std::vector<T> v(field.begin(), field.end());
