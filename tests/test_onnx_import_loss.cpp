@@ -1,7 +1,7 @@
 // test_onnx_import_loss.cpp — fx::onnx::load's loss and indexing operators (operators_loss.cpp,
-// operators_indexing.cpp): gradients through an imported graph against finite
+// operators_indexing.cpp, operators_scan.cpp): gradients through an imported graph against finite
 // differences (NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss with class weights and an
-// ignored label, GatherElements with repeated indices), and the
+// ignored label, GatherElements with repeated indices, CumSum exclusive and reversed), and the
 // message of a refused attribute. Their forward values are ONNX's node suite's (test_onnx_backend).
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
@@ -130,6 +130,17 @@ TEST(OnnxImportLoss, GatherElementsGradientSumsRepeatedIndices) {
     EXPECT_TRUE(gradcheck([&](const fx::Tensor& x) { return fx::sum(fx::square(m({x, index})[0])); }, fx::randn({2, 3})));
     const auto [g] = fx::gradient([&](const fx::Tensor& x) { return fx::sum(m({x, index})[0]); }, fx::randn({2, 3}));
     EXPECT_EQ(g.to_vector<float>(), (std::vector<float>{2, 0, 2, 1, 3, 0}));
+}
+
+TEST(OnnxImportLoss, CumSumGradientExclusiveAndReversed) {
+    ScratchDir dir;
+    write_node(dir / "c.onnx", "CumSum", {{"x", P::FLOAT}, {"axis", P::INT64}}, {"y"}, {{"exclusive", 1}, {"reverse", 1}});
+    const fx::onnx::Model m = fx::onnx::load(dir / "c.onnx");
+    const fx::Tensor axis = fx::tensor(std::vector<std::int64_t>{1}, {});
+    const fx::Tensor x = fx::tensor(std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, {2, 5});
+    EXPECT_EQ(m({x, axis})[0].to_vector<float>(), (std::vector<float>{14, 12, 9, 5, 0, 34, 27, 19, 10, 0}));
+    const fx::Tensor scale = fx::randn({2, 5});
+    EXPECT_TRUE(gradcheck([&](const fx::Tensor& v) { return fx::sum(m({v, axis})[0] * scale.to(v.dtype())); }, x));
 }
 
 TEST(OnnxImportLoss, RefusedAttributesAreNamed) {

@@ -58,6 +58,7 @@ void add_recurrent_operators(std::map<std::string, Operator>& table);
 void add_resize_operators(std::map<std::string, Operator>& table);
 void add_loss_operators(std::map<std::string, Operator>& table);
 void add_indexing_operators(std::map<std::string, Operator>& table);
+void add_scan_operators(std::map<std::string, Operator>& table);
 
 struct Step {
     Node node;
