@@ -105,8 +105,9 @@ TEST(OnnxImportLoss, NegativeLogLikelihoodGradientsWithWeightsAndIgnoredLabels) 
 
 TEST(OnnxImportLoss, SoftmaxCrossEntropyGradientsOfLossAndLogProb) {
     ScratchDir dir;
-    write_node(dir / "sce.onnx", "SoftmaxCrossEntropyLoss", {{"scores", P::FLOAT}, {"labels", P::INT64}, {"weights", P::FLOAT}},
-               {"loss", "log_prob"}, {{"reduction", 0, "mean"}, {"ignore_index", 1}});
+    write_node(dir / "sce.onnx", "SoftmaxCrossEntropyLoss",
+               {{"scores", P::FLOAT}, {"labels", P::INT64}, {"weights", P::FLOAT}}, {"loss", "log_prob"},
+               {{"reduction", 0, "mean"}, {"ignore_index", 1}});
     const fx::onnx::Model m = fx::onnx::load(dir / "sce.onnx");
     const fx::Tensor scale = fx::randn({2, 4, 3});
     auto both = [&](const fx::Tensor& x, const fx::Tensor& w) {
@@ -127,14 +128,19 @@ TEST(OnnxImportLoss, GatherElementsGradientSumsRepeatedIndices) {
     write_node(dir / "g.onnx", "GatherElements", {{"data", P::FLOAT}, {"indices", P::INT64}}, {"y"}, {{"axis", 1}});
     const fx::onnx::Model m = fx::onnx::load(dir / "g.onnx");
     const fx::Tensor index = fx::tensor(std::vector<std::int64_t>{0, 0, -1, 2, 1, 1, 1, 0}, {2, 4});
-    EXPECT_TRUE(gradcheck([&](const fx::Tensor& x) { return fx::sum(fx::square(m({x, index})[0])); }, fx::randn({2, 3})));
+    EXPECT_TRUE(gradcheck(
+        [&](const fx::Tensor& x) {
+            return fx::sum(fx::square(m({x, index})[0]));
+        },
+        fx::randn({2, 3})));
     const auto [g] = fx::gradient([&](const fx::Tensor& x) { return fx::sum(m({x, index})[0]); }, fx::randn({2, 3}));
     EXPECT_EQ(g.to_vector<float>(), (std::vector<float>{2, 0, 2, 1, 3, 0}));
 }
 
 TEST(OnnxImportLoss, CumSumGradientExclusiveAndReversed) {
     ScratchDir dir;
-    write_node(dir / "c.onnx", "CumSum", {{"x", P::FLOAT}, {"axis", P::INT64}}, {"y"}, {{"exclusive", 1}, {"reverse", 1}});
+    write_node(dir / "c.onnx", "CumSum", {{"x", P::FLOAT}, {"axis", P::INT64}}, {"y"},
+               {{"exclusive", 1}, {"reverse", 1}});
     const fx::onnx::Model m = fx::onnx::load(dir / "c.onnx");
     const fx::Tensor axis = fx::tensor(std::vector<std::int64_t>{1}, {});
     const fx::Tensor x = fx::tensor(std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, {2, 5});
@@ -148,7 +154,14 @@ TEST(OnnxImportLoss, RefusedAttributesAreNamed) {
     write_node(dir / "nll.onnx", "NegativeLogLikelihoodLoss", {{"input", P::FLOAT}, {"target", P::INT64}}, {"loss"},
                {{"reduction", 0, "max"}});
     const fx::onnx::Model m = fx::onnx::load(dir / "nll.onnx");
-    const std::string message = message_of([&] { (void)m({fx::randn({2, 3}), fx::tensor(std::vector<std::int64_t>{0, 1}, {2})}); });
+    const std::string message = message_of([&] {
+        (void)m({fx::randn({2, 3}), fx::tensor(std::vector<std::int64_t>{0, 1}, {2})});
+    });
     EXPECT_NE(message.find("node 'the_node' (NegativeLogLikelihoodLoss, opset 22): reduction='max'"), std::string::npos)
         << message;
+    write_node(dir / "e.onnx", "Einsum", {{"a", P::FLOAT}, {"b", P::FLOAT}}, {"y"}, {{"equation", 0, "ij,ij->ij"}});
+    const std::string broadcast = message_of([&] {
+        (void)fx::onnx::load(dir / "e.onnx")({fx::randn({2, 3}), fx::randn({1, 3})});
+    });
+    EXPECT_NE(broadcast.find("equation 'ij,ij->ij': operands of different sizes"), std::string::npos) << broadcast;
 }

@@ -59,6 +59,7 @@ void add_resize_operators(std::map<std::string, Operator>& table);
 void add_loss_operators(std::map<std::string, Operator>& table);
 void add_indexing_operators(std::map<std::string, Operator>& table);
 void add_scan_operators(std::map<std::string, Operator>& table);
+void add_einsum_operators(std::map<std::string, Operator>& table);
 
 struct Step {
     Node node;

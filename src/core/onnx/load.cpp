@@ -170,6 +170,7 @@ Operator find_operator(const std::string& op) {
         add_loss_operators(t);
         add_indexing_operators(t);
         add_scan_operators(t);
+        add_einsum_operators(t);
         return t;
     }();
     const auto it = table.find(op);

@@ -92,7 +92,8 @@ Tensor scatter(const Node& n, const Tensor& data, const Tensor& updates, const I
     }
     const bool neutral = reduction == "add" || reduction == "mul";  // an identity element follows the updates
     std::vector<Tensor> parts = {data.reshape({size}), updates.reshape({updates.numel()})};
-    if (neutral) parts.push_back(full({1}, reduction == "add" ? 0 : 1, {.dtype = data.dtype(), .device = data.device()}));
+    if (neutral)
+        parts.push_back(full({1}, reduction == "add" ? 0 : 1, {.dtype = data.dtype(), .device = data.device()}));
     const Tensor source = concat(parts);
     const std::int64_t identity = size + updates.numel();
     if (reduction == "none") {
@@ -106,8 +107,10 @@ Tensor scatter(const Node& n, const Tensor& data, const Tensor& updates, const I
         for (std::int64_t o = 0; o < size; ++o)  // max and min meet the element itself where no update is left
             pick[o] = k < at[o].size() ? size + at[o][k] : neutral ? identity : o;
         const Tensor part = gather_flat(source, pick, data.shape());
-        y = reduction == "add" ? y + part : reduction == "mul" ? y * part
-                                        : reduction == "max" ? maximum(y, part) : minimum(y, part);
+        y = reduction == "add"   ? y + part
+            : reduction == "mul" ? y * part
+            : reduction == "max" ? maximum(y, part)
+                                 : minimum(y, part);
     }
     return y;
 }
@@ -144,7 +147,8 @@ Ints slices_named(const Node& n, const Shape& data, const Tensor& indices, std::
     Ints flat;
     for (std::int64_t q = 0; q < count(is, 0, is.size() - 1); ++q) {
         std::int64_t base = q / std::max<std::int64_t>(tuples, 1) * batch_stride;
-        for (std::size_t j = 0; j < k; ++j) base += checked(n, idx[std::size_t(q) * k + j], data[batch + j], batch + j) * st[batch + j];
+        for (std::size_t j = 0; j < k; ++j)
+            base += checked(n, idx[std::size_t(q) * k + j], data[batch + j], batch + j) * st[batch + j];
         for (std::int64_t e = 0; e < slice; ++e) flat.push_back(base + e);
     }
     return flat;
@@ -216,7 +220,8 @@ Ts top_k(const Node& n, const Ts& in) {
                          std::to_string(dim));
     const bool largest = n.i("largest", 1) != 0;
     const std::vector<double> v = x.to_vector<double>();
-    const std::int64_t inner = count(x.shape(), std::size_t(axis) + 1), outer = x.numel() / std::max<std::int64_t>(dim * inner, 1);
+    const std::int64_t inner = count(x.shape(), std::size_t(axis) + 1),
+                       outer = x.numel() / std::max<std::int64_t>(dim * inner, 1);
     Ints flat, picked;
     Ints order(static_cast<std::size_t>(dim));
     for (std::int64_t o = 0; o < outer; ++o)
@@ -258,7 +263,8 @@ Ts hardmax(const Node& n, const Ts& in) {
 // Trilu: the elements on and above (upper) or below (lower) the k-th diagonal of the last two axes.
 Ts trilu(const Node& n, const Ts& in) {
     const Tensor& x = in[0];
-    if (x.ndim() < 2) throw ShapeError("fx::onnx: " + n.label() + ": input " + to_string(x.shape()) + " is not a matrix");
+    if (x.ndim() < 2)
+        throw ShapeError("fx::onnx: " + n.label() + ": input " + to_string(x.shape()) + " is not a matrix");
     const std::int64_t k = in.size() > 1 && in[1].defined() ? host_ints(in[1]).at(0) : 0;
     const bool upper = n.i("upper", 1) != 0;
     const std::int64_t rows = x.shape(-2), cols = x.shape(-1);
@@ -270,7 +276,8 @@ Ts trilu(const Node& n, const Ts& in) {
 
 Ts eye_like(const Node& n, const Ts& in) {
     const Tensor& x = in[0];
-    if (x.ndim() != 2) throw ShapeError("fx::onnx: " + n.label() + ": input " + to_string(x.shape()) + " is not a matrix");
+    if (x.ndim() != 2)
+        throw ShapeError("fx::onnx: " + n.label() + ": input " + to_string(x.shape()) + " is not a matrix");
     const DType dtype = n.has("dtype") ? dtype_of_onnx(int(n.i("dtype", 0)), n.label() + "'s dtype") : x.dtype();
     const std::int64_t k = n.i("k", 0), rows = x.shape(0), cols = x.shape(1);
     Ints eye(std::size_t(rows * cols));
@@ -285,11 +292,12 @@ Ts reverse_sequence(const Node& n, const Ts& in) {
     const int batch = axis_of(n.i("batch_axis", 1), x.ndim(), n), time = axis_of(n.i("time_axis", 0), x.ndim(), n);
     const Ints lens = host_ints(in[1]), st = strides_of(x.shape());
     if (std::int64_t(lens.size()) != x.shape(batch))
-        throw ShapeError("fx::onnx: " + n.label() + ": " + std::to_string(lens.size()) + " sequence lengths for a batch of " +
-                         std::to_string(x.shape(batch)));
+        throw ShapeError("fx::onnx: " + n.label() + ": " + std::to_string(lens.size()) +
+                         " sequence lengths for a batch of " + std::to_string(x.shape(batch)));
     Ints flat(std::size_t(x.numel()));
     for (std::int64_t p = 0; p < x.numel(); ++p) {
-        const std::int64_t b = p / st[std::size_t(batch)] % x.shape(batch), t = p / st[std::size_t(time)] % x.shape(time);
+        const std::int64_t b = p / st[std::size_t(batch)] % x.shape(batch),
+                           t = p / st[std::size_t(time)] % x.shape(time);
         const std::int64_t len = std::clamp<std::int64_t>(lens[std::size_t(b)], 0, x.shape(time));
         flat[std::size_t(p)] = t < len ? p + (len - 1 - 2 * t) * st[std::size_t(time)] : p;
     }
@@ -303,8 +311,8 @@ Ts depth_to_space(const Node& n, const Ts& in) {
     const std::int64_t b = n.i("blocksize", 0);
     const std::string mode = n.s("mode", "DCR");
     if (x.ndim() != 4 || b <= 0 || x.shape(1) % (b * b))
-        throw ShapeError("fx::onnx: " + n.label() + ": input " + to_string(x.shape()) + " is not {N, C, H, W} with C a multiple of " +
-                         std::to_string(b) + "²");
+        throw ShapeError("fx::onnx: " + n.label() + ": input " + to_string(x.shape()) +
+                         " is not {N, C, H, W} with C a multiple of " + std::to_string(b) + "²");
     const std::int64_t N = x.shape(0), C = x.shape(1) / (b * b), H = x.shape(2), W = x.shape(3);
     Tensor y;
     if (mode == "DCR") y = x.reshape({N, b, b, C, H, W}).permute({0, 3, 4, 1, 5, 2});

@@ -20,7 +20,8 @@ Tensor nll(const Node& n, const Tensor& x, const Tensor& target, const Tensor& w
             throw ShapeError("fx::onnx: " + n.label() + ": input " + to_string(x.shape()) + " and target " +
                              to_string(target.shape()) + " differ past the class axis");
     const std::string reduction = n.s("reduction", "mean");
-    if (reduction != "mean" && reduction != "sum" && reduction != "none") n.unsupported("reduction='" + reduction + "'");
+    if (reduction != "mean" && reduction != "sum" && reduction != "none")
+        n.unsupported("reduction='" + reduction + "'");
     const bool ignoring = n.has("ignore_index");
     const std::int64_t ignore = n.i("ignore_index", 0), classes = x.shape(1);
     const std::int64_t inner = x.numel() / (x.shape(0) * classes);  // the d... of one sample
@@ -38,10 +39,11 @@ Tensor nll(const Node& n, const Tensor& x, const Tensor& target, const Tensor& w
         counted.push_back(ignored ? 0 : 1);
     }
     const Tensor mask = tensor(counted, target.shape()).to(x.dtype()).to(x.device());
-    const Tensor w = weight.defined()
-                         ? index_select(weight, 0, tensor(cls, {std::int64_t(cls.size())}).to(x.device()))
-                                   .reshape(target.shape()) * mask
-                         : mask;
+    const Tensor w =
+        weight.defined()
+            ? index_select(weight, 0, tensor(cls, {std::int64_t(cls.size())}).to(x.device())).reshape(target.shape()) *
+                  mask
+            : mask;
     const Tensor loss = -(gather_flat(x, flat, target.shape()) * w);
     if (reduction == "none") return loss;
     if (reduction == "sum") return sum(loss);
