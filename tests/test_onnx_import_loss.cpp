@@ -1,8 +1,9 @@
-// test_onnx_import_loss.cpp — fx::onnx::load's loss and indexing operators (operators_loss.cpp,
-// operators_indexing.cpp, operators_scan.cpp): gradients through an imported graph against finite
-// differences (NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss with class weights and an
-// ignored label, GatherElements with repeated indices, CumSum exclusive and reversed), and the
-// message of a refused attribute. Their forward values are ONNX's node suite's (test_onnx_backend).
+// test_onnx_import_loss.cpp — fx::onnx::load's loss, indexing, scan and Einsum operators
+// (src/core/onnx/operators_{loss,indexing,scan,einsum}.cpp): gradients through an imported graph
+// against finite differences (NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss with class
+// weights and an ignored label, GatherElements with repeated indices, ScatterElements with its
+// reductions, Einsum, CumSum exclusive and reversed), and the messages of refusals. Their forward
+// values are ONNX's node suite's (test_onnx_backend).
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
@@ -147,6 +148,54 @@ TEST(OnnxImportLoss, CumSumGradientExclusiveAndReversed) {
     EXPECT_EQ(m({x, axis})[0].to_vector<float>(), (std::vector<float>{14, 12, 9, 5, 0, 34, 27, 19, 10, 0}));
     const fx::Tensor scale = fx::randn({2, 5});
     EXPECT_TRUE(gradcheck([&](const fx::Tensor& v) { return fx::sum(m({v, axis})[0] * scale.to(v.dtype())); }, x));
+}
+
+TEST(OnnxImportLoss, ScatterGradientsReachDataAndUpdates) {
+    ScratchDir dir;
+    const fx::Tensor index = fx::tensor(std::vector<std::int64_t>{1, 0, 1, 2, 2, 2}, {2, 3});  // repeated per row
+    for (const std::string reduction : {"none", "add", "mul", "max"}) {
+        write_node(dir / "s.onnx", "ScatterElements",
+                   {{"data", P::FLOAT}, {"indices", P::INT64}, {"updates", P::FLOAT}}, {"y"},
+                   {{"axis", 1}, {"reduction", 0, reduction}});
+        const fx::onnx::Model m = fx::onnx::load(dir / "s.onnx");
+        const fx::Tensor scale = fx::randn({2, 4});
+        auto f = [&](const fx::Tensor& data, const fx::Tensor& updates) {
+            return fx::sum(m({data, index, updates})[0] * scale.to(data.dtype()));
+        };
+        EXPECT_TRUE(gradcheck(f, fx::randn({2, 4}), fx::randn({2, 3}))) << reduction;
+    }
+    // ScatterND: each indexed row takes its update, the row not named keeps data's.
+    write_node(dir / "nd.onnx", "ScatterND", {{"data", P::FLOAT}, {"indices", P::INT64}, {"updates", P::FLOAT}}, {"y"});
+    const fx::Tensor rows = fx::tensor(std::vector<std::int64_t>{2, 0}, {2, 1});
+    const fx::Tensor y = fx::onnx::load(dir / "nd.onnx")(
+        {fx::zeros({3, 2}), rows, fx::tensor(std::vector<float>{1, 2, 3, 4}, {2, 2})})[0];
+    EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{3, 4, 0, 0, 1, 2}));
+}
+
+TEST(OnnxImportLoss, EinsumGradientsOfBatchedMatmulAndDiagonal) {
+    ScratchDir dir;
+    write_node(dir / "mm.onnx", "Einsum", {{"a", P::FLOAT}, {"b", P::FLOAT}}, {"y"}, {{"equation", 0, "bij,bjk->bik"}});
+    const fx::onnx::Model mm = fx::onnx::load(dir / "mm.onnx");
+    const fx::Tensor a = fx::randn({2, 3, 4}), b = fx::randn({2, 4, 5}), scale = fx::randn({2, 3, 5});
+    const auto y = mm({a, b})[0].to_vector<float>(), want = fx::matmul(a, b).to_vector<float>();
+    for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(y[i], want[i], 1e-5) << i;
+    EXPECT_TRUE(gradcheck(
+        [&](const fx::Tensor& p, const fx::Tensor& q) {
+            return fx::sum(mm({p, q})[0] * scale.to(p.dtype()));
+        },
+        a, b));
+    // A repeated label is the diagonal, a label left out of the output is summed: "...ii,i->..." is
+    // Σ_i x[..., i, i]·w[i].
+    write_node(dir / "d.onnx", "Einsum", {{"x", P::FLOAT}, {"w", P::FLOAT}}, {"y"}, {{"equation", 0, "...ii,i->..."}});
+    const fx::onnx::Model d = fx::onnx::load(dir / "d.onnx");
+    const fx::Tensor x = fx::randn({2, 3, 3}), w = fx::randn({3});
+    EXPECT_NEAR(d({x, w})[0].to_vector<float>()[1],
+                x.at({1, 0, 0}) * w.at({0}) + x.at({1, 1, 1}) * w.at({1}) + x.at({1, 2, 2}) * w.at({2}), 1e-5);
+    EXPECT_TRUE(gradcheck(
+        [&](const fx::Tensor& p, const fx::Tensor& q) {
+            return fx::sum(fx::square(d({p, q})[0]));
+        },
+        x, w));
 }
 
 TEST(OnnxImportLoss, RefusedAttributesAreNamed) {
