@@ -56,9 +56,9 @@
 // Slice, Gather, Squeeze, Unsqueeze, Expand, Tile, Pad in every mode, Shape, Size, ConstantOfShape,
 // Range, Cast, CastLike, Constant, Identity, Dropout); NegativeLogLikelihoodLoss and
 // SoftmaxCrossEntropyLoss (every reduction, weights, ignore_index, log_prob), CumSum, CumProd,
-// Einsum (but broadcasting between operands), and the indexing family (GatherElements, GatherND,
-// ScatterElements, Scatter, ScatterND with every reduction, TopK, OneHot, Hardmax, Trilu, EyeLike,
-// Compress, ReverseSequence, DepthToSpace, SpaceToDepth, CenterCropPad). ONNX's own backend suite: README.md. An
+// Einsum, and the indexing family (GatherElements, GatherND, ScatterElements, Scatter, ScatterND
+// with every reduction, TopK, OneHot, Hardmax, Trilu, EyeLike, Compress, ReverseSequence,
+// DepthToSpace, SpaceToDepth, CenterCropPad). ONNX's own backend suite: README.md. An
 // operator or attribute it does not implement throws fx::Error naming the operator, the node and
 // the opset (at load for operators, at the first run for attributes); a file that is not a
 // well-formed ONNX model (corrupt, truncated) throws fx::IOError.

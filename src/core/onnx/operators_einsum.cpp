@@ -1,7 +1,8 @@
 // operators_einsum.cpp — ONNX's Einsum as fluxion's ops: each operand's repeated labels become its
 // diagonal and its labels used nowhere else are summed; then the operands are multiplied two at a
 // time as one batched matmul (batch labels, the left's own, the contracted, the right's own), and
-// the result is permuted to the output's order. Explicit and implicit outputs and ellipses.
+// the result is permuted to the output's order. Explicit and implicit outputs, ellipses, and
+// broadcasting of size-1 axes between operands.
 #include <algorithm>
 #include <cctype>
 #include <map>
@@ -93,8 +94,20 @@ Term reduce(const Node& n, const std::string& equation, Term t, const std::set<i
 
 int index_of(const Labels& ls, int label) { return int(std::find(ls.begin(), ls.end(), label) - ls.begin()); }
 
-// a·b as one batched matmul; the result's labels: batch, a's own, b's own.
-Term contract(const Node& n, const std::string& equation, const Term& a, const Term& b, const std::set<int>& keep) {
+// a·b as one batched matmul; the result's labels: batch, a's own, b's own. A shared label of size
+// 1 in one operand and n in the other broadcasts, as in numpy's einsum.
+Term contract(const Node& n, const std::string& equation, Term a, Term b, const std::set<int>& keep) {
+    Shape as = a.x.shape(), bs = b.x.shape();
+    for (std::size_t i = 0; i < a.labels.size(); ++i) {
+        const auto j = std::size_t(index_of(b.labels, a.labels[i]));
+        if (j == b.labels.size() || as[i] == bs[j]) continue;
+        if (as[i] != 1 && bs[j] != 1)
+            throw ShapeError("fx::onnx: " + n.label() + ": equation '" + equation + "': operands of sizes " +
+                             std::to_string(as[i]) + " and " + std::to_string(bs[j]) + " along " +
+                             (a.labels[i] < 256 ? std::string("label '") + char(a.labels[i]) + "'" : "the ellipsis"));
+        as[i] = bs[j] = std::max(as[i], bs[j]);
+    }
+    a.x = a.x.expand(as), b.x = b.x.expand(bs);
     std::vector<int> batch, left, right, inner;
     for (int l : a.labels) {
         const bool shared = index_of(b.labels, l) < int(b.labels.size());
@@ -102,9 +115,6 @@ Term contract(const Node& n, const std::string& equation, const Term& a, const T
     }
     for (int l : b.labels)
         if (index_of(a.labels, l) == int(a.labels.size())) right.push_back(l);
-    for (int l : batch)
-        if (a.x.shape(index_of(a.labels, l)) != b.x.shape(index_of(b.labels, l)))
-            refuse(n, equation, "operands of different sizes along one label (broadcasting)");
     auto axes = [](const Term& t, std::initializer_list<const std::vector<int>*> groups) {
         std::vector<int> out;
         for (const auto* g : groups)
