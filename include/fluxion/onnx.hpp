@@ -63,10 +63,14 @@
 // (every direction and layout, initial states, sequence_lens, peepholes, clip; not input_forget),
 // Resize and Upsample (nearest, linear and cubic, every coordinate mode, antialias), GridSample (every
 // mode and padding, 1-d to 3-d) and AffineGrid, DFT (forward, inverse, one-sided, irfft), STFT and
-// the Hann, Hamming and Blackman windows, the Reduce family
-// (but ReduceProd), ArgMax/ArgMin, and the shape family (Flatten, Reshape, Transpose, Concat, Split,
-// Slice, Gather, Squeeze, Unsqueeze, Expand, Tile, Pad in every mode, Shape, Size, ConstantOfShape,
-// Range, Cast, CastLike, Constant, Identity). ONNX's own backend suite: README.md. An
+// the Hann, Hamming and Blackman windows, the Reduce family, ArgMax/ArgMin, and the shape family
+// (Flatten, Reshape, Transpose, Concat, Split, Slice, Gather, Squeeze, Unsqueeze, Expand, Tile, Pad
+// in every mode, Shape, Size, ConstantOfShape, Range, Cast, CastLike, Constant, Identity, Dropout);
+// NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (every reduction, weights, ignore_index,
+// log_prob), CumSum, CumProd, Einsum, and the indexing family (GatherElements, GatherND,
+// ScatterElements, Scatter, ScatterND with every reduction, TopK, OneHot, Hardmax, Trilu, EyeLike,
+// Compress, ReverseSequence, DepthToSpace, SpaceToDepth, CenterCropPad). ONNX's own backend suite:
+// README.md. An
 // operator or attribute it does not implement throws fx::Error naming the operator, the node and
 // the opset (at load for operators, at the first run for attributes); a file that is not a
 // well-formed ONNX model (corrupt, truncated) throws fx::IOError.

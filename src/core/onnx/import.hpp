@@ -66,6 +66,10 @@ void add_resize_operators(std::map<std::string, Operator>& table);
 void add_sampling_operators(std::map<std::string, Operator>& table);
 void add_signal_operators(std::map<std::string, Operator>& table);
 void add_math_operators(std::map<std::string, Operator>& table);
+void add_loss_operators(std::map<std::string, Operator>& table);
+void add_indexing_operators(std::map<std::string, Operator>& table);
+void add_scan_operators(std::map<std::string, Operator>& table);
+void add_einsum_operators(std::map<std::string, Operator>& table);
 
 struct Step {
     Node node;
@@ -88,10 +92,16 @@ void values_read_on_host(const Node& n, const std::string& what);
 
 // ---- helpers the operators share ----
 Tensor tensor_from_proto(const ::onnx::TensorProto& p, const std::string& what);
+// The ONNX element type's fluxion counterpart (those fluxion lacks widened where exact); DTypeError
+// naming `what` for the others.
+DType dtype_of_onnx(int type, const std::string& what);
 std::vector<std::int64_t> host_ints(const Tensor& t);     // any integer or floating tensor's values
 int axis_of(std::int64_t axis, int rank, const Node& n);  // negative axes count from the end; checked
 Shape broadcast_shape(const Shape& a, const Shape& b);    // numpy's rule; ShapeError where they do not fit
 // x with `before` and `after` elements of `value` added along `axis` (differentiable in x).
 Tensor pad_axis(const Tensor& x, int axis, std::int64_t before, std::int64_t after, double value);
+// x's elements at `flat` (indices into x in row-major order, computed on the host), shaped `shape`
+// (differentiable in x).
+Tensor gather_flat(const Tensor& x, const std::vector<std::int64_t>& flat, const Shape& shape);
 
 }  // namespace fluxion::onnx::detail

@@ -20,7 +20,8 @@ namespace {
     throw IOError("fx::onnx::load: " + file + " is not a well-formed ONNX model (corrupt or truncated?): " + why);
 }
 
-// The ONNX element type's fluxion counterpart; those fluxion lacks are widened where exact.
+}  // namespace
+
 DType dtype_of_onnx(int type, const std::string& what) {
     using P = ::onnx::TensorProto;
     switch (type) {
@@ -42,6 +43,8 @@ DType dtype_of_onnx(int type, const std::string& what) {
                              ", which fluxion has no type for");
     }
 }
+
+namespace {
 
 template <class T, class Field> Tensor from_field(const Field& field, const Shape& shape, DType dtype) {
     std::vector<T> v(field.begin(), field.end());
@@ -170,6 +173,10 @@ Operator find_operator(const std::string& op) {
         add_sampling_operators(t);
         add_signal_operators(t);
         add_math_operators(t);
+        add_loss_operators(t);
+        add_indexing_operators(t);
+        add_scan_operators(t);
+        add_einsum_operators(t);
         return t;
     }();
     const auto it = table.find(op);
