@@ -56,6 +56,8 @@ void add_nn_operators(std::map<std::string, Operator>& table);
 void add_shape_operators(std::map<std::string, Operator>& table);
 void add_recurrent_operators(std::map<std::string, Operator>& table);
 void add_resize_operators(std::map<std::string, Operator>& table);
+void add_attention_operators(std::map<std::string, Operator>& table);
+void add_modulo_operators(std::map<std::string, Operator>& table);
 
 struct Step {
     Node node;

@@ -164,6 +164,8 @@ Operator find_operator(const std::string& op) {
         add_shape_operators(t);
         add_recurrent_operators(t);
         add_resize_operators(t);
+        add_attention_operators(t);
+        add_modulo_operators(t);
         return t;
     }();
     const auto it = table.find(op);

@@ -1,0 +1,229 @@
+// test_onnx_import_attention.cpp — ONNX's Attention (and Mod, which its function body uses) imported
+// by fx::onnx::load: gradients through the imported graph against finite differences, the
+// same graph on every other device as on the CPU, and refused attributes named with their node.
+// (Their forward values are checked against ONNX's reference by ONNX's node suite,
+// test_onnx_backend.)
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "fluxion/fluxion.hpp"
+#include "gradcheck.hpp"
+#include "other_devices.hpp"
+#include "test_io_support.hpp"
+
+namespace fx = fluxion;
+using io_test::ScratchDir;
+
+namespace {
+
+const bool plugin_path_set = [] { return ::setenv("FLUXION_PLUGIN_PATH", FLUXION_TEST_PLUGIN_DIR, 1) == 0; }();
+
+struct Attribute {
+    std::string name;
+    std::variant<std::int64_t, float> value;
+};
+
+// A graph of one node `op`: its inputs are the graph's, but for those given as boolean constants
+// (name -> values and shape); "" skips an optional input.
+struct OneNode {
+    std::string op;
+    std::int64_t opset = 23;
+    std::vector<std::string> inputs;
+    std::vector<std::string> outputs = {"Y"};
+    std::vector<Attribute> attributes = {};
+    std::vector<std::tuple<std::string, std::vector<bool>, fx::Shape>> boolean_constants = {};
+};
+
+void write(const std::filesystem::path& path, const OneNode& spec) {
+    ::onnx::ModelProto m;
+    m.set_ir_version(10);
+    auto* opset = m.add_opset_import();
+    opset->set_domain("");
+    opset->set_version(spec.opset);
+    auto* g = m.mutable_graph();
+    g->set_name("one");
+    for (const auto& [name, values, shape] : spec.boolean_constants) {
+        auto* t = g->add_initializer();
+        t->set_name(name);
+        t->set_data_type(::onnx::TensorProto::BOOL);
+        for (auto d : shape) t->add_dims(d);
+        for (bool b : values) t->add_int32_data(b);
+    }
+    auto* n = g->add_node();
+    n->set_op_type(spec.op);
+    n->set_name("the_node");
+    for (const auto& x : spec.inputs) {
+        n->add_input(x);
+        bool constant = false;
+        for (const auto& c : spec.boolean_constants) constant = constant || std::get<0>(c) == x;
+        if (x.empty() || constant) continue;
+        auto* in = g->add_input();
+        in->set_name(x);
+        in->mutable_type()->mutable_tensor_type()->set_elem_type(::onnx::TensorProto::FLOAT);
+    }
+    for (const auto& y : spec.outputs) {
+        n->add_output(y);
+        if (!y.empty()) g->add_output()->set_name(y);
+    }
+    for (const auto& a : spec.attributes) {
+        auto* p = n->add_attribute();
+        p->set_name(a.name);
+        if (const auto* i = std::get_if<std::int64_t>(&a.value)) {
+            p->set_type(::onnx::AttributeProto::INT);
+            p->set_i(*i);
+        } else {
+            p->set_type(::onnx::AttributeProto::FLOAT);
+            p->set_f(std::get<float>(a.value));
+        }
+    }
+    std::ofstream out(path, std::ios::binary);
+    ASSERT_TRUE(m.SerializeToOstream(&out));
+}
+
+fx::onnx::Model load(const OneNode& spec) {
+    ScratchDir dir;
+    write(dir / "m.onnx", spec);
+    return fx::onnx::load(dir / "m.onnx");
+}
+
+std::string message_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const fx::Error& e) {
+        return e.what();
+    }
+    return "no error";
+}
+
+// A scalar of every output: each weighted by a fixed pattern, so that no gradient is symmetric by luck.
+fx::Tensor weighted_sum(const std::vector<fx::Tensor>& ys) {
+    fx::Tensor total;
+    for (const auto& y : ys) {
+        const fx::Tensor w = fx::sin(fx::arange(0, double(y.numel()), 1, {.dtype = y.dtype()}) * 0.7 + 0.3).reshape(y.shape());
+        const fx::Tensor s = fx::sum(y * w);
+        total = total.defined() ? total + s : s;
+    }
+    return total;
+}
+
+double largest_difference(const fx::Tensor& a, const fx::Tensor& b) {
+    EXPECT_EQ(a.shape(), b.shape());
+    const auto x = a.to_vector<double>(), y = b.to_vector<double>();
+    double worst = 0;
+    for (std::size_t i = 0; i < x.size() && i < y.size(); ++i) worst = std::max(worst, std::abs(x[i] - y[i]));
+    return worst;
+}
+
+}  // namespace
+
+// 4-d grouped queries (4 query heads over 2 key and value heads) with a past cache, a float mask
+// shorter than the keys (padded with -inf), is_causal, softcap and scale: the gradients of Y, the
+// present cache and the scores after softcap, in Q, K, V, the mask and the past.
+TEST(OnnxImportAttention, GradientsThroughGroupedCausalCachedAttentionMatchFiniteDifferences) {
+    const fx::onnx::Model m = load({.op = "Attention",
+                                    .inputs = {"Q", "K", "V", "mask", "past_key", "past_value"},
+                                    .outputs = {"Y", "present_key", "present_value", "qk"},
+                                    .attributes = {{"is_causal", std::int64_t{1}},
+                                                   {"softcap", 2.5f},
+                                                   {"scale", 0.4f},
+                                                   {"qk_matmul_output_mode", std::int64_t{1}}}});
+    fx::seed(3);
+    const fx::Tensor q = fx::randn({1, 4, 3, 2}), k = fx::randn({1, 2, 3, 2}), v = fx::randn({1, 2, 3, 3});
+    const fx::Tensor mask = fx::randn({3, 4}), past_key = fx::randn({1, 2, 2, 2}), past_value = fx::randn({1, 2, 2, 3});
+    const auto ys = m({q, k, v, mask, past_key, past_value});
+    ASSERT_EQ(ys.size(), 4u);
+    EXPECT_EQ(ys[0].shape(), (fx::Shape{1, 4, 3, 3}));
+    EXPECT_EQ(ys[1].shape(), (fx::Shape{1, 2, 5, 2}));
+    EXPECT_EQ(ys[3].shape(), (fx::Shape{1, 4, 3, 5}));
+    EXPECT_TRUE(fx::testing::gradcheck(
+        [&](const fx::Tensor& a, const fx::Tensor& b, const fx::Tensor& c, const fx::Tensor& d, const fx::Tensor& e,
+            const fx::Tensor& f) { return weighted_sum(m({a, b, c, d, e, f})); },
+        q, k, v, mask, past_key, past_value));
+}
+
+// 3-d inputs split into heads, a boolean mask that leaves the second query no key: its output row is
+// zero and every gradient finite and right (no NaN from the empty row).
+TEST(OnnxImportAttention, AQueryWithNoKeyGivesZerosAndFiniteGradients) {
+    const fx::onnx::Model m = load({.op = "Attention",
+                                    .inputs = {"Q", "K", "V", "mask"},
+                                    .attributes = {{"q_num_heads", std::int64_t{2}}, {"kv_num_heads", std::int64_t{2}}},
+                                    .boolean_constants = {{"mask", {true, false, true, false, false, false}, {2, 3}}}});
+    fx::seed(4);
+    const fx::Tensor q = fx::randn({2, 2, 4}), k = fx::randn({2, 3, 4}), v = fx::randn({2, 3, 6});
+    const fx::Tensor y = m({q, k, v})[0];
+    ASSERT_EQ(y.shape(), (fx::Shape{2, 2, 6}));
+    for (const double value : y.slice(1, 1, 2).to_vector<double>()) EXPECT_EQ(value, 0);
+    for (const double value : y.slice(1, 0, 1).to_vector<double>()) EXPECT_NE(value, 0);
+    EXPECT_TRUE(fx::testing::gradcheck(
+        [&](const fx::Tensor& a, const fx::Tensor& b, const fx::Tensor& c) { return weighted_sum(m({a, b, c})); }, q, k,
+        v));
+}
+
+TEST(OnnxImportAttention, RunsOnEveryOtherDeviceAsOnTheCpu) {
+    const fx::onnx::Model m = load({.op = "Attention",
+                                    .inputs = {"Q", "K", "V", "mask"},
+                                    .outputs = {"Y", "", "", "qk"},
+                                    .attributes = {{"is_causal", std::int64_t{1}}, {"qk_matmul_output_mode", std::int64_t{3}}},
+                                    .boolean_constants = {{"mask", {true, true, false, true}, {4}}}});
+    fx::seed(5);
+    const fx::Tensor q = fx::randn({2, 4, 3, 8}), k = fx::randn({2, 2, 4, 8}), v = fx::randn({2, 2, 4, 8});
+    const auto want = m({q, k, v});
+    for (const auto& d : fx::testing::other_devices()) {
+        SCOPED_TRACE(d.str());
+        const auto got = m({q.to(d), k.to(d), v.to(d)});
+        for (std::size_t i = 0; i < want.size(); ++i) {
+            EXPECT_EQ(got[i].device(), d);
+            EXPECT_LE(largest_difference(got[i].to(fx::Device{}), want[i]), 1e-5) << "output " << i;
+        }
+    }
+}
+
+TEST(OnnxImportAttention, RefusedAttributesAreNamedWithTheirNode) {
+    const fx::Tensor q = fx::randn({1, 1, 2, 4});
+    const fx::onnx::Model mode =
+        load({.op = "Attention", .inputs = {"Q", "K", "V"}, .outputs = {"Y", "", "", "qk"},
+              .attributes = {{"qk_matmul_output_mode", std::int64_t{4}}}});
+    std::string e = message_of([&] { (void)mode({q, q, q}); });
+    EXPECT_NE(e.find("node 'the_node' (Attention, opset 23): qk_matmul_output_mode=4"), std::string::npos) << e;
+
+    const fx::onnx::Model precision =
+        load({.op = "Attention", .inputs = {"Q", "K", "V"}, .attributes = {{"softmax_precision", std::int64_t{7}}}});
+    e = message_of([&] { (void)precision({q, q, q}); });
+    EXPECT_NE(e.find("node 'the_node' (Attention, opset 23): softmax_precision=7"), std::string::npos) << e;
+
+    const fx::onnx::Model heads = load({.op = "Attention", .inputs = {"Q", "K", "V"}});
+    const fx::Tensor flat = fx::randn({1, 2, 4});
+    e = message_of([&] { (void)heads({flat, flat, flat}); });
+    EXPECT_NE(e.find("3-d Q, K and V need the attributes q_num_heads and kv_num_heads"), std::string::npos) << e;
+
+    const fx::onnx::Model mod = load({.op = "Mod", .inputs = {"A", "B"}, .attributes = {{"fmod", std::int64_t{2}}}});
+    e = message_of([&] { (void)mod({q, q}); });
+    EXPECT_NE(e.find("node 'the_node' (Mod, opset 23): fmod=2"), std::string::npos) << e;
+}
+
+// Mod's two roundings on integers and floats, signs mixed (values checked by hand).
+TEST(OnnxImportAttention, ModFloorsOrTruncatesTheQuotient) {
+    const fx::onnx::Model floor_mod = load({.op = "Mod", .inputs = {"A", "B"}});
+    const fx::onnx::Model trunc_mod = load({.op = "Mod", .inputs = {"A", "B"}, .attributes = {{"fmod", std::int64_t{1}}}});
+    const fx::Tensor a = fx::tensor(std::vector<std::int64_t>{7, -7, 7, -7}), b = fx::tensor(std::vector<std::int64_t>{3, 3, -3, -3});
+    EXPECT_EQ(floor_mod({a, b})[0].to_vector<std::int64_t>(), (std::vector<std::int64_t>{1, 2, -2, -1}));
+    EXPECT_EQ(trunc_mod({a, b})[0].to_vector<std::int64_t>(), (std::vector<std::int64_t>{1, -1, 1, -1}));
+    const fx::Tensor af = fx::tensor({7.5f, -7.5f, 0.f, 1.f}), bf = fx::tensor({2.f, 2.f, -2.f, 0.f});
+    const auto fl = floor_mod({af, bf})[0].to_vector<float>(), tr = trunc_mod({af, bf})[0].to_vector<float>();
+    EXPECT_EQ(fl[0], 1.5f);
+    EXPECT_EQ(fl[1], 0.5f);
+    EXPECT_TRUE(fl[2] == 0 && std::signbit(fl[2]));  // zero takes the divisor's sign
+    EXPECT_TRUE(std::isnan(fl[3]));
+    EXPECT_EQ(tr[0], 1.5f);
+    EXPECT_EQ(tr[1], -1.5f);
+    EXPECT_TRUE(std::isnan(tr[3]));
+    EXPECT_NE(message_of([&] { (void)floor_mod({a, fx::zeros_like(b)}); }).find("integer Mod by zero"), std::string::npos);
+}
