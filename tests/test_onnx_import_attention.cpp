@@ -1,5 +1,5 @@
-// test_onnx_import_attention.cpp — ONNX's Attention (and Mod, which its function body uses) imported
-// by fx::onnx::load: gradients through the imported graph against finite differences, the
+// test_onnx_import_attention.cpp — ONNX's Attention, its norms and the transformer's other parts
+// imported by fx::onnx::load: gradients through the imported graph against finite differences, the
 // same graph on every other device as on the CPU, and refused attributes named with their node.
 // (Their forward values are checked against ONNX's reference by ONNX's node suite,
 // test_onnx_backend.)
@@ -184,6 +184,47 @@ TEST(OnnxImportAttention, RunsOnEveryOtherDeviceAsOnTheCpu) {
             EXPECT_LE(largest_difference(got[i].to(fx::Device{}), want[i]), 1e-5) << "output " << i;
         }
     }
+}
+
+// stash_type 11: the statistics in f64, as the check's values (the default, 1, computes them in f32).
+TEST(OnnxImportAttention, NormalizationGradientsMatchFiniteDifferences) {
+    fx::seed(6);
+    const fx::onnx::Model rms =
+        load({.op = "RMSNormalization", .inputs = {"X", "W"}, .attributes = {{"axis", std::int64_t{1}}, {"stash_type", std::int64_t{11}}}});
+    const fx::Tensor x = fx::randn({2, 3, 4}), w = fx::randn({3, 4});
+    EXPECT_TRUE(fx::testing::gradcheck(
+        [&](const fx::Tensor& a, const fx::Tensor& b) { return weighted_sum(rms({a, b})); }, x, w));
+
+    const fx::onnx::Model group = load({.op = "GroupNormalization",
+                                        .opset = 21,
+                                        .inputs = {"X", "scale", "bias"},
+                                        .attributes = {{"num_groups", std::int64_t{2}}, {"epsilon", 0.01f}, {"stash_type", std::int64_t{11}}}});
+    const fx::Tensor image = fx::randn({2, 4, 3, 2}), scale = fx::randn({4}), bias = fx::randn({4});
+    EXPECT_TRUE(fx::testing::gradcheck([&](const fx::Tensor& a, const fx::Tensor& b,
+                                           const fx::Tensor& c) { return weighted_sum(group({a, b, c})); },
+                                       image, scale, bias));
+
+    const fx::onnx::Model lp = load({.op = "LpNormalization", .opset = 22, .inputs = {"X"}, .attributes = {{"p", std::int64_t{1}}}});
+    EXPECT_TRUE(fx::testing::gradcheck([&](const fx::Tensor& a) { return weighted_sum({lp(a)}); }, fx::randn({3, 4})));
+}
+
+TEST(OnnxImportAttention, RotaryEmbeddingAndSwiGluGradientsMatchFiniteDifferences) {
+    fx::seed(7);
+    // Interleaved pairs over the first 4 of 6 features, the caches given per token.
+    const fx::onnx::Model rotary = load({.op = "RotaryEmbedding",
+                                         .inputs = {"X", "cos", "sin"},
+                                         .attributes = {{"interleaved", std::int64_t{1}},
+                                                        {"rotary_embedding_dim", std::int64_t{4}},
+                                                        {"num_heads", std::int64_t{2}}}});
+    const fx::Tensor x = fx::randn({2, 3, 12}), cos = fx::randn({2, 3, 2}), sin = fx::randn({2, 3, 2});
+    EXPECT_TRUE(fx::testing::gradcheck([&](const fx::Tensor& a, const fx::Tensor& b,
+                                           const fx::Tensor& c) { return weighted_sum(rotary({a, b, c})); },
+                                       x, cos, sin));
+
+    const fx::onnx::Model swiglu = load({.op = "SwiGLU", .opset = 28, .inputs = {"A", "B"}, .attributes = {{"alpha", 0.5f}}});
+    EXPECT_TRUE(fx::testing::gradcheck(
+        [&](const fx::Tensor& a, const fx::Tensor& b) { return weighted_sum(swiglu({a, b})); }, fx::randn({2, 5}),
+        fx::randn({2, 5})));
 }
 
 TEST(OnnxImportAttention, RefusedAttributesAreNamedWithTheirNode) {

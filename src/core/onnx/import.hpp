@@ -58,6 +58,8 @@ void add_recurrent_operators(std::map<std::string, Operator>& table);
 void add_resize_operators(std::map<std::string, Operator>& table);
 void add_attention_operators(std::map<std::string, Operator>& table);
 void add_modulo_operators(std::map<std::string, Operator>& table);
+void add_normalization_operators(std::map<std::string, Operator>& table);
+void add_transformer_operators(std::map<std::string, Operator>& table);
 
 struct Step {
     Node node;

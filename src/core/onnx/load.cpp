@@ -166,6 +166,8 @@ Operator find_operator(const std::string& op) {
         add_resize_operators(t);
         add_attention_operators(t);
         add_modulo_operators(t);
+        add_normalization_operators(t);
+        add_transformer_operators(t);
         return t;
     }();
     const auto it = table.find(op);
