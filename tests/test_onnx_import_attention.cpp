@@ -1,8 +1,8 @@
-// test_onnx_import_attention.cpp — ONNX's Attention, its norms and the transformer's other parts
-// imported by fx::onnx::load: gradients through the imported graph against finite differences, the
-// same graph on every other device as on the CPU, and refused attributes named with their node.
-// (Their forward values are checked against ONNX's reference by ONNX's node suite,
-// test_onnx_backend.)
+// test_onnx_import_attention.cpp — ONNX's Attention, its norms, the transformer's other parts and
+// linear attention's stateful operators imported by fx::onnx::load: gradients through the imported
+// graph against finite differences, the same graphs on every other device as on the CPU, and refused
+// attributes named with their node. (Their forward values are checked against ONNX's reference by
+// ONNX's node suite, test_onnx_backend.)
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
@@ -28,7 +28,7 @@ const bool plugin_path_set = [] { return ::setenv("FLUXION_PLUGIN_PATH", FLUXION
 
 struct Attribute {
     std::string name;
-    std::variant<std::int64_t, float> value;
+    std::variant<std::int64_t, float, std::string> value;
 };
 
 // A graph of one node `op`: its inputs are the graph's, but for those given as boolean constants
@@ -79,9 +79,12 @@ void write(const std::filesystem::path& path, const OneNode& spec) {
         if (const auto* i = std::get_if<std::int64_t>(&a.value)) {
             p->set_type(::onnx::AttributeProto::INT);
             p->set_i(*i);
-        } else {
+        } else if (const auto* f = std::get_if<float>(&a.value)) {
             p->set_type(::onnx::AttributeProto::FLOAT);
-            p->set_f(std::get<float>(a.value));
+            p->set_f(*f);
+        } else {
+            p->set_type(::onnx::AttributeProto::STRING);
+            p->set_s(std::get<std::string>(a.value));
         }
     }
     std::ofstream out(path, std::ios::binary);
@@ -167,21 +170,49 @@ TEST(OnnxImportAttention, AQueryWithNoKeyGivesZerosAndFiniteGradients) {
         v));
 }
 
+// Each operator of this family on every other device (Vulkan on lavapipe here) as on the CPU.
 TEST(OnnxImportAttention, RunsOnEveryOtherDeviceAsOnTheCpu) {
-    const fx::onnx::Model m = load({.op = "Attention",
-                                    .inputs = {"Q", "K", "V", "mask"},
-                                    .outputs = {"Y", "", "", "qk"},
-                                    .attributes = {{"is_causal", std::int64_t{1}}, {"qk_matmul_output_mode", std::int64_t{3}}},
-                                    .boolean_constants = {{"mask", {true, true, false, true}, {4}}}});
     fx::seed(5);
-    const fx::Tensor q = fx::randn({2, 4, 3, 8}), k = fx::randn({2, 2, 4, 8}), v = fx::randn({2, 2, 4, 8});
-    const auto want = m({q, k, v});
-    for (const auto& d : fx::testing::other_devices()) {
-        SCOPED_TRACE(d.str());
-        const auto got = m({q.to(d), k.to(d), v.to(d)});
-        for (std::size_t i = 0; i < want.size(); ++i) {
-            EXPECT_EQ(got[i].device(), d);
-            EXPECT_LE(largest_difference(got[i].to(fx::Device{}), want[i]), 1e-5) << "output " << i;
+    const std::vector<std::pair<OneNode, std::vector<fx::Tensor>>> cases = {
+        {{.op = "Attention",
+          .inputs = {"Q", "K", "V", "mask"},
+          .outputs = {"Y", "", "", "qk"},
+          .attributes = {{"is_causal", std::int64_t{1}}, {"qk_matmul_output_mode", std::int64_t{3}}},
+          .boolean_constants = {{"mask", {true, true, false, true}, {4}}}},
+         {fx::randn({2, 4, 3, 8}), fx::randn({2, 2, 4, 8}), fx::randn({2, 2, 4, 8})}},
+        {{.op = "Attention", .inputs = {"Q", "K", "V", "mask"}, .attributes = {{"softcap", 2.f}}},
+         {fx::randn({1, 2, 3, 4}), fx::randn({1, 2, 5, 4}), fx::randn({1, 2, 5, 4}), fx::randn({3, 4})}},
+        {{.op = "Mod", .inputs = {"A", "B"}}, {fx::randn({2, 3}) * 5.0, fx::full({3}, 1.5)}},
+        {{.op = "RMSNormalization", .inputs = {"X", "W"}}, {fx::randn({2, 3, 4}), fx::randn({4})}},
+        {{.op = "GroupNormalization", .opset = 21, .inputs = {"X", "scale", "bias"}, .attributes = {{"num_groups", std::int64_t{2}}}},
+         {fx::randn({2, 4, 3}), fx::randn({4}), fx::randn({4})}},
+        {{.op = "LpNormalization", .opset = 22, .inputs = {"X"}}, {fx::randn({3, 4})}},
+        {{.op = "RotaryEmbedding", .inputs = {"X", "cos", "sin"}}, {fx::randn({2, 2, 3, 4}), fx::randn({2, 3, 2}), fx::randn({2, 3, 2})}},
+        {{.op = "SwiGLU", .opset = 28, .inputs = {"A", "B"}}, {fx::randn({2, 5}), fx::randn({2, 5})}},
+        {{.op = "LinearAttention",
+          .opset = 27,
+          .inputs = {"query", "key", "value", "past_state", "decay", "beta"},
+          .outputs = {"Y", "present_state"},
+          .attributes = {{"q_num_heads", std::int64_t{2}}, {"kv_num_heads", std::int64_t{1}}}},
+         {fx::randn({1, 3, 4}), fx::randn({1, 3, 2}), fx::randn({1, 3, 3}), fx::randn({1, 1, 2, 3}), -fx::rand({1, 3, 1}),
+          fx::rand({1, 3, 1})}},
+        {{.op = "CausalConvWithState", .opset = 27, .inputs = {"input", "weight"}, .outputs = {"Y", "present_state"}},
+         {fx::randn({2, 3, 5}), fx::randn({3, 1, 3})}},
+    };
+    for (const auto& [spec, inputs] : cases) {
+        SCOPED_TRACE(spec.op);
+        const fx::onnx::Model m = load(spec);
+        const auto want = m(inputs);
+        for (const auto& d : fx::testing::other_devices()) {
+            SCOPED_TRACE(d.str());
+            std::vector<fx::Tensor> on_device;
+            for (const auto& x : inputs) on_device.push_back(x.to(d));
+            const auto got = m(on_device);
+            ASSERT_EQ(got.size(), want.size());
+            for (std::size_t i = 0; i < want.size(); ++i) {
+                EXPECT_EQ(got[i].device(), d);
+                EXPECT_LE(largest_difference(got[i].to(fx::Device{}), want[i]), 1e-5) << "output " << i;
+            }
         }
     }
 }
@@ -225,6 +256,37 @@ TEST(OnnxImportAttention, RotaryEmbeddingAndSwiGluGradientsMatchFiniteDifference
     EXPECT_TRUE(fx::testing::gradcheck(
         [&](const fx::Tensor& a, const fx::Tensor& b) { return weighted_sum(swiglu({a, b})); }, fx::randn({2, 5}),
         fx::randn({2, 5})));
+}
+
+// Gated DeltaNet's two stateful operators: gated_delta over grouped queries (4 query heads reading 2
+// key heads), a decay and beta per head and a past state; the SiLU causal convolution with a bias and
+// a carried state. The gradients of the outputs and the new states, in every input.
+TEST(OnnxImportAttention, LinearAttentionAndCausalConvGradientsMatchFiniteDifferences) {
+    fx::seed(8);
+    const fx::onnx::Model linear = load({.op = "LinearAttention",
+                                         .opset = 27,
+                                         .inputs = {"query", "key", "value", "past_state", "decay", "beta"},
+                                         .outputs = {"Y", "present_state"},
+                                         .attributes = {{"q_num_heads", std::int64_t{4}}, {"kv_num_heads", std::int64_t{2}}}});
+    const fx::Tensor q = fx::randn({1, 3, 8}), k = fx::randn({1, 3, 4}), v = fx::randn({1, 3, 6});
+    const fx::Tensor past = fx::randn({1, 2, 2, 3}), decay = -fx::rand({1, 3, 2}), beta = fx::rand({1, 3, 2});
+    const auto ys = linear({q, k, v, past, decay, beta});
+    EXPECT_EQ(ys[0].shape(), (fx::Shape{1, 3, 12}));
+    EXPECT_EQ(ys[1].shape(), (fx::Shape{1, 2, 2, 3}));
+    EXPECT_TRUE(fx::testing::gradcheck(
+        [&](const fx::Tensor& a, const fx::Tensor& b, const fx::Tensor& c, const fx::Tensor& d, const fx::Tensor& e,
+            const fx::Tensor& f) { return weighted_sum(linear({a, b, c, d, e, f})); },
+        q, k, v, past, decay, beta));
+
+    const fx::onnx::Model conv = load({.op = "CausalConvWithState",
+                                       .opset = 27,
+                                       .inputs = {"input", "weight", "bias", "past_state"},
+                                       .outputs = {"Y", "present_state"},
+                                       .attributes = {{"activation", std::string("silu")}}});
+    const fx::Tensor x = fx::randn({2, 3, 4}), w = fx::randn({3, 1, 3}), bias = fx::randn({3}), state = fx::randn({2, 3, 2});
+    EXPECT_TRUE(fx::testing::gradcheck([&](const fx::Tensor& a, const fx::Tensor& b, const fx::Tensor& c,
+                                           const fx::Tensor& d) { return weighted_sum(conv({a, b, c, d})); },
+                                       x, w, bias, state));
 }
 
 TEST(OnnxImportAttention, RefusedAttributesAreNamedWithTheirNode) {

@@ -60,6 +60,7 @@ void add_attention_operators(std::map<std::string, Operator>& table);
 void add_modulo_operators(std::map<std::string, Operator>& table);
 void add_normalization_operators(std::map<std::string, Operator>& table);
 void add_transformer_operators(std::map<std::string, Operator>& table);
+void add_linear_attention_operators(std::map<std::string, Operator>& table);
 
 struct Step {
     Node node;

@@ -168,6 +168,7 @@ Operator find_operator(const std::string& op) {
         add_modulo_operators(t);
         add_normalization_operators(t);
         add_transformer_operators(t);
+        add_linear_attention_operators(t);
         return t;
     }();
     const auto it = table.find(op);
