@@ -110,7 +110,8 @@ std::string message_of(const std::function<void()>& f) {
 fx::Tensor weighted_sum(const std::vector<fx::Tensor>& ys) {
     fx::Tensor total;
     for (const auto& y : ys) {
-        const fx::Tensor w = fx::sin(fx::arange(0, double(y.numel()), 1, {.dtype = y.dtype()}) * 0.7 + 0.3).reshape(y.shape());
+        const fx::Tensor w =
+            fx::sin(fx::arange(0, double(y.numel()), 1, {.dtype = y.dtype()}) * 0.7 + 0.3).reshape(y.shape());
         const fx::Tensor s = fx::sum(y * w);
         total = total.defined() ? total + s : s;
     }
@@ -148,8 +149,33 @@ TEST(OnnxImportAttention, GradientsThroughGroupedCausalCachedAttentionMatchFinit
     EXPECT_EQ(ys[3].shape(), (fx::Shape{1, 4, 3, 5}));
     EXPECT_TRUE(fx::testing::gradcheck(
         [&](const fx::Tensor& a, const fx::Tensor& b, const fx::Tensor& c, const fx::Tensor& d, const fx::Tensor& e,
-            const fx::Tensor& f) { return weighted_sum(m({a, b, c, d, e, f})); },
+            const fx::Tensor& f) {
+            return weighted_sum(m({a, b, c, d, e, f}));
+        },
         q, k, v, mask, past_key, past_value));
+}
+
+// Without a mask, softcap or scores output the node runs fx::scaled_dot_product_attention: 3-d
+// grouped queries, is_causal after a past cache, a left window and a scale, in Q, K, V and the past.
+TEST(OnnxImportAttention, GradientsThroughTheMemoryEfficientPathMatchFiniteDifferences) {
+    const fx::onnx::Model m = load({.op = "Attention",
+                                    .opset = 25,
+                                    .inputs = {"Q", "K", "V", "", "past_key", "past_value"},
+                                    .outputs = {"Y", "present_key", "present_value"},
+                                    .attributes = {{"q_num_heads", std::int64_t{4}},
+                                                   {"kv_num_heads", std::int64_t{2}},
+                                                   {"is_causal", std::int64_t{1}},
+                                                   {"left_window_size", std::int64_t{2}},
+                                                   {"scale", 0.3f}}});
+    fx::seed(9);
+    const fx::Tensor q = fx::randn({2, 3, 8}), k = fx::randn({2, 3, 4}), v = fx::randn({2, 3, 6});
+    const fx::Tensor past_key = fx::randn({2, 2, 2, 2}), past_value = fx::randn({2, 2, 2, 3});
+    EXPECT_EQ(m({q, k, v, past_key, past_value})[0].shape(), (fx::Shape{2, 3, 12}));
+    EXPECT_TRUE(fx::testing::gradcheck(
+        [&](const fx::Tensor& a, const fx::Tensor& b, const fx::Tensor& c, const fx::Tensor& d, const fx::Tensor& e) {
+            return weighted_sum(m({a, b, c, d, e}));
+        },
+        q, k, v, past_key, past_value));
 }
 
 // 3-d inputs split into heads, a boolean mask that leaves the second query no key: its output row is
@@ -166,8 +192,10 @@ TEST(OnnxImportAttention, AQueryWithNoKeyGivesZerosAndFiniteGradients) {
     for (const double value : y.slice(1, 1, 2).to_vector<double>()) EXPECT_EQ(value, 0);
     for (const double value : y.slice(1, 0, 1).to_vector<double>()) EXPECT_NE(value, 0);
     EXPECT_TRUE(fx::testing::gradcheck(
-        [&](const fx::Tensor& a, const fx::Tensor& b, const fx::Tensor& c) { return weighted_sum(m({a, b, c})); }, q, k,
-        v));
+        [&](const fx::Tensor& a, const fx::Tensor& b, const fx::Tensor& c) {
+            return weighted_sum(m({a, b, c}));
+        },
+        q, k, v));
 }
 
 // Each operator of this family on every other device (Vulkan on lavapipe here) as on the CPU.
@@ -180,22 +208,32 @@ TEST(OnnxImportAttention, RunsOnEveryOtherDeviceAsOnTheCpu) {
           .attributes = {{"is_causal", std::int64_t{1}}, {"qk_matmul_output_mode", std::int64_t{3}}},
           .boolean_constants = {{"mask", {true, true, false, true}, {4}}}},
          {fx::randn({2, 4, 3, 8}), fx::randn({2, 2, 4, 8}), fx::randn({2, 2, 4, 8})}},
+        {{.op = "Attention",
+          .inputs = {"Q", "K", "V", "", "past_key", "past_value"},
+          .outputs = {"Y", "present_key", "present_value"},
+          .attributes = {{"is_causal", std::int64_t{1}}}},
+         {fx::randn({1, 4, 3, 4}), fx::randn({1, 2, 3, 4}), fx::randn({1, 2, 3, 4}), fx::randn({1, 2, 2, 4}),
+          fx::randn({1, 2, 2, 4})}},
         {{.op = "Attention", .inputs = {"Q", "K", "V", "mask"}, .attributes = {{"softcap", 2.f}}},
          {fx::randn({1, 2, 3, 4}), fx::randn({1, 2, 5, 4}), fx::randn({1, 2, 5, 4}), fx::randn({3, 4})}},
         {{.op = "Mod", .inputs = {"A", "B"}}, {fx::randn({2, 3}) * 5.0, fx::full({3}, 1.5)}},
         {{.op = "RMSNormalization", .inputs = {"X", "W"}}, {fx::randn({2, 3, 4}), fx::randn({4})}},
-        {{.op = "GroupNormalization", .opset = 21, .inputs = {"X", "scale", "bias"}, .attributes = {{"num_groups", std::int64_t{2}}}},
+        {{.op = "GroupNormalization",
+          .opset = 21,
+          .inputs = {"X", "scale", "bias"},
+          .attributes = {{"num_groups", std::int64_t{2}}}},
          {fx::randn({2, 4, 3}), fx::randn({4}), fx::randn({4})}},
         {{.op = "LpNormalization", .opset = 22, .inputs = {"X"}}, {fx::randn({3, 4})}},
-        {{.op = "RotaryEmbedding", .inputs = {"X", "cos", "sin"}}, {fx::randn({2, 2, 3, 4}), fx::randn({2, 3, 2}), fx::randn({2, 3, 2})}},
+        {{.op = "RotaryEmbedding", .inputs = {"X", "cos", "sin"}},
+         {fx::randn({2, 2, 3, 4}), fx::randn({2, 3, 2}), fx::randn({2, 3, 2})}},
         {{.op = "SwiGLU", .opset = 28, .inputs = {"A", "B"}}, {fx::randn({2, 5}), fx::randn({2, 5})}},
         {{.op = "LinearAttention",
           .opset = 27,
           .inputs = {"query", "key", "value", "past_state", "decay", "beta"},
           .outputs = {"Y", "present_state"},
           .attributes = {{"q_num_heads", std::int64_t{2}}, {"kv_num_heads", std::int64_t{1}}}},
-         {fx::randn({1, 3, 4}), fx::randn({1, 3, 2}), fx::randn({1, 3, 3}), fx::randn({1, 1, 2, 3}), -fx::rand({1, 3, 1}),
-          fx::rand({1, 3, 1})}},
+         {fx::randn({1, 3, 4}), fx::randn({1, 3, 2}), fx::randn({1, 3, 3}), fx::randn({1, 1, 2, 3}),
+          -fx::rand({1, 3, 1}), fx::rand({1, 3, 1})}},
         {{.op = "CausalConvWithState", .opset = 27, .inputs = {"input", "weight"}, .outputs = {"Y", "present_state"}},
          {fx::randn({2, 3, 5}), fx::randn({3, 1, 3})}},
     };
@@ -220,22 +258,30 @@ TEST(OnnxImportAttention, RunsOnEveryOtherDeviceAsOnTheCpu) {
 // stash_type 11: the statistics in f64, as the check's values (the default, 1, computes them in f32).
 TEST(OnnxImportAttention, NormalizationGradientsMatchFiniteDifferences) {
     fx::seed(6);
-    const fx::onnx::Model rms =
-        load({.op = "RMSNormalization", .inputs = {"X", "W"}, .attributes = {{"axis", std::int64_t{1}}, {"stash_type", std::int64_t{11}}}});
+    const fx::onnx::Model rms = load({.op = "RMSNormalization",
+                                      .inputs = {"X", "W"},
+                                      .attributes = {{"axis", std::int64_t{1}}, {"stash_type", std::int64_t{11}}}});
     const fx::Tensor x = fx::randn({2, 3, 4}), w = fx::randn({3, 4});
     EXPECT_TRUE(fx::testing::gradcheck(
-        [&](const fx::Tensor& a, const fx::Tensor& b) { return weighted_sum(rms({a, b})); }, x, w));
+        [&](const fx::Tensor& a, const fx::Tensor& b) {
+            return weighted_sum(rms({a, b}));
+        },
+        x, w));
 
-    const fx::onnx::Model group = load({.op = "GroupNormalization",
-                                        .opset = 21,
-                                        .inputs = {"X", "scale", "bias"},
-                                        .attributes = {{"num_groups", std::int64_t{2}}, {"epsilon", 0.01f}, {"stash_type", std::int64_t{11}}}});
+    const fx::onnx::Model group =
+        load({.op = "GroupNormalization",
+              .opset = 21,
+              .inputs = {"X", "scale", "bias"},
+              .attributes = {{"num_groups", std::int64_t{2}}, {"epsilon", 0.01f}, {"stash_type", std::int64_t{11}}}});
     const fx::Tensor image = fx::randn({2, 4, 3, 2}), scale = fx::randn({4}), bias = fx::randn({4});
-    EXPECT_TRUE(fx::testing::gradcheck([&](const fx::Tensor& a, const fx::Tensor& b,
-                                           const fx::Tensor& c) { return weighted_sum(group({a, b, c})); },
-                                       image, scale, bias));
+    EXPECT_TRUE(fx::testing::gradcheck(
+        [&](const fx::Tensor& a, const fx::Tensor& b, const fx::Tensor& c) {
+            return weighted_sum(group({a, b, c}));
+        },
+        image, scale, bias));
 
-    const fx::onnx::Model lp = load({.op = "LpNormalization", .opset = 22, .inputs = {"X"}, .attributes = {{"p", std::int64_t{1}}}});
+    const fx::onnx::Model lp =
+        load({.op = "LpNormalization", .opset = 22, .inputs = {"X"}, .attributes = {{"p", std::int64_t{1}}}});
     EXPECT_TRUE(fx::testing::gradcheck([&](const fx::Tensor& a) { return weighted_sum({lp(a)}); }, fx::randn({3, 4})));
 }
 
@@ -248,14 +294,19 @@ TEST(OnnxImportAttention, RotaryEmbeddingAndSwiGluGradientsMatchFiniteDifference
                                                         {"rotary_embedding_dim", std::int64_t{4}},
                                                         {"num_heads", std::int64_t{2}}}});
     const fx::Tensor x = fx::randn({2, 3, 12}), cos = fx::randn({2, 3, 2}), sin = fx::randn({2, 3, 2});
-    EXPECT_TRUE(fx::testing::gradcheck([&](const fx::Tensor& a, const fx::Tensor& b,
-                                           const fx::Tensor& c) { return weighted_sum(rotary({a, b, c})); },
-                                       x, cos, sin));
-
-    const fx::onnx::Model swiglu = load({.op = "SwiGLU", .opset = 28, .inputs = {"A", "B"}, .attributes = {{"alpha", 0.5f}}});
     EXPECT_TRUE(fx::testing::gradcheck(
-        [&](const fx::Tensor& a, const fx::Tensor& b) { return weighted_sum(swiglu({a, b})); }, fx::randn({2, 5}),
-        fx::randn({2, 5})));
+        [&](const fx::Tensor& a, const fx::Tensor& b, const fx::Tensor& c) {
+            return weighted_sum(rotary({a, b, c}));
+        },
+        x, cos, sin));
+
+    const fx::onnx::Model swiglu =
+        load({.op = "SwiGLU", .opset = 28, .inputs = {"A", "B"}, .attributes = {{"alpha", 0.5f}}});
+    EXPECT_TRUE(fx::testing::gradcheck(
+        [&](const fx::Tensor& a, const fx::Tensor& b) {
+            return weighted_sum(swiglu({a, b}));
+        },
+        fx::randn({2, 5}), fx::randn({2, 5})));
 }
 
 // Gated DeltaNet's two stateful operators: gated_delta over grouped queries (4 query heads reading 2
@@ -263,11 +314,12 @@ TEST(OnnxImportAttention, RotaryEmbeddingAndSwiGluGradientsMatchFiniteDifference
 // a carried state. The gradients of the outputs and the new states, in every input.
 TEST(OnnxImportAttention, LinearAttentionAndCausalConvGradientsMatchFiniteDifferences) {
     fx::seed(8);
-    const fx::onnx::Model linear = load({.op = "LinearAttention",
-                                         .opset = 27,
-                                         .inputs = {"query", "key", "value", "past_state", "decay", "beta"},
-                                         .outputs = {"Y", "present_state"},
-                                         .attributes = {{"q_num_heads", std::int64_t{4}}, {"kv_num_heads", std::int64_t{2}}}});
+    const fx::onnx::Model linear =
+        load({.op = "LinearAttention",
+              .opset = 27,
+              .inputs = {"query", "key", "value", "past_state", "decay", "beta"},
+              .outputs = {"Y", "present_state"},
+              .attributes = {{"q_num_heads", std::int64_t{4}}, {"kv_num_heads", std::int64_t{2}}}});
     const fx::Tensor q = fx::randn({1, 3, 8}), k = fx::randn({1, 3, 4}), v = fx::randn({1, 3, 6});
     const fx::Tensor past = fx::randn({1, 2, 2, 3}), decay = -fx::rand({1, 3, 2}), beta = fx::rand({1, 3, 2});
     const auto ys = linear({q, k, v, past, decay, beta});
@@ -275,7 +327,9 @@ TEST(OnnxImportAttention, LinearAttentionAndCausalConvGradientsMatchFiniteDiffer
     EXPECT_EQ(ys[1].shape(), (fx::Shape{1, 2, 2, 3}));
     EXPECT_TRUE(fx::testing::gradcheck(
         [&](const fx::Tensor& a, const fx::Tensor& b, const fx::Tensor& c, const fx::Tensor& d, const fx::Tensor& e,
-            const fx::Tensor& f) { return weighted_sum(linear({a, b, c, d, e, f})); },
+            const fx::Tensor& f) {
+            return weighted_sum(linear({a, b, c, d, e, f}));
+        },
         q, k, v, past, decay, beta));
 
     const fx::onnx::Model conv = load({.op = "CausalConvWithState",
@@ -283,17 +337,21 @@ TEST(OnnxImportAttention, LinearAttentionAndCausalConvGradientsMatchFiniteDiffer
                                        .inputs = {"input", "weight", "bias", "past_state"},
                                        .outputs = {"Y", "present_state"},
                                        .attributes = {{"activation", std::string("silu")}}});
-    const fx::Tensor x = fx::randn({2, 3, 4}), w = fx::randn({3, 1, 3}), bias = fx::randn({3}), state = fx::randn({2, 3, 2});
-    EXPECT_TRUE(fx::testing::gradcheck([&](const fx::Tensor& a, const fx::Tensor& b, const fx::Tensor& c,
-                                           const fx::Tensor& d) { return weighted_sum(conv({a, b, c, d})); },
-                                       x, w, bias, state));
+    const fx::Tensor x = fx::randn({2, 3, 4}), w = fx::randn({3, 1, 3}), bias = fx::randn({3}),
+                     state = fx::randn({2, 3, 2});
+    EXPECT_TRUE(fx::testing::gradcheck(
+        [&](const fx::Tensor& a, const fx::Tensor& b, const fx::Tensor& c, const fx::Tensor& d) {
+            return weighted_sum(conv({a, b, c, d}));
+        },
+        x, w, bias, state));
 }
 
 TEST(OnnxImportAttention, RefusedAttributesAreNamedWithTheirNode) {
     const fx::Tensor q = fx::randn({1, 1, 2, 4});
-    const fx::onnx::Model mode =
-        load({.op = "Attention", .inputs = {"Q", "K", "V"}, .outputs = {"Y", "", "", "qk"},
-              .attributes = {{"qk_matmul_output_mode", std::int64_t{4}}}});
+    const fx::onnx::Model mode = load({.op = "Attention",
+                                       .inputs = {"Q", "K", "V"},
+                                       .outputs = {"Y", "", "", "qk"},
+                                       .attributes = {{"qk_matmul_output_mode", std::int64_t{4}}}});
     std::string e = message_of([&] { (void)mode({q, q, q}); });
     EXPECT_NE(e.find("node 'the_node' (Attention, opset 23): qk_matmul_output_mode=4"), std::string::npos) << e;
 
@@ -315,8 +373,10 @@ TEST(OnnxImportAttention, RefusedAttributesAreNamedWithTheirNode) {
 // Mod's two roundings on integers and floats, signs mixed (values checked by hand).
 TEST(OnnxImportAttention, ModFloorsOrTruncatesTheQuotient) {
     const fx::onnx::Model floor_mod = load({.op = "Mod", .inputs = {"A", "B"}});
-    const fx::onnx::Model trunc_mod = load({.op = "Mod", .inputs = {"A", "B"}, .attributes = {{"fmod", std::int64_t{1}}}});
-    const fx::Tensor a = fx::tensor(std::vector<std::int64_t>{7, -7, 7, -7}), b = fx::tensor(std::vector<std::int64_t>{3, 3, -3, -3});
+    const fx::onnx::Model trunc_mod =
+        load({.op = "Mod", .inputs = {"A", "B"}, .attributes = {{"fmod", std::int64_t{1}}}});
+    const fx::Tensor a = fx::tensor(std::vector<std::int64_t>{7, -7, 7, -7}),
+                     b = fx::tensor(std::vector<std::int64_t>{3, 3, -3, -3});
     EXPECT_EQ(floor_mod({a, b})[0].to_vector<std::int64_t>(), (std::vector<std::int64_t>{1, 2, -2, -1}));
     EXPECT_EQ(trunc_mod({a, b})[0].to_vector<std::int64_t>(), (std::vector<std::int64_t>{1, -1, 1, -1}));
     const fx::Tensor af = fx::tensor({7.5f, -7.5f, 0.f, 1.f}), bf = fx::tensor({2.f, 2.f, -2.f, 0.f});
@@ -328,5 +388,8 @@ TEST(OnnxImportAttention, ModFloorsOrTruncatesTheQuotient) {
     EXPECT_EQ(tr[0], 1.5f);
     EXPECT_EQ(tr[1], -1.5f);
     EXPECT_TRUE(std::isnan(tr[3]));
-    EXPECT_NE(message_of([&] { (void)floor_mod({a, fx::zeros_like(b)}); }).find("integer Mod by zero"), std::string::npos);
+    EXPECT_NE(message_of([&] {
+                  (void)floor_mod({a, fx::zeros_like(b)});
+              }).find("integer Mod by zero"),
+              std::string::npos);
 }

@@ -3,12 +3,14 @@
 // inputs, grouped-query heads, boolean and float masks, is_causal, the sliding window, scale, softcap,
 // the past/present cache, nonpad_kv_seqlen, softmax_precision and every qk_matmul_output_mode.
 //
-// Not fx::scaled_dot_product_attention: it takes a boolean mask only, has no softcap nor the scores as
-// an output, scales the product instead of both operands (half-precision cases then round
-// differently from ONNX's) and gives NaN where ONNX gives zeros (a query with no key to attend).
+// fx::scaled_dot_product_attention runs the cases it computes alike, keeping no {L, S} matrix beyond a
+// block of queries: no attn_mask, softcap or scores output, f32 or f64 at the default precision. It
+// takes only a boolean mask, scales the product instead of both operands (half precision then rounds
+// differently from ONNX) and gives NaN where ONNX gives zeros (a query with no key to attend).
+#include <onnx/onnx_pb.h>
+
 #include <cmath>
 #include <limits>
-#include <onnx/onnx_pb.h>
 
 #include "core/onnx/import.hpp"
 #include "fluxion/ops.hpp"
@@ -31,10 +33,15 @@ Tensor split_heads(const Tensor& x, I heads, const Node& n, const char* what) {
 }
 
 // The keys each query may see by position alone (is_causal, the window, nonpad_kv_seqlen), true where
-// it may, {B or 1, 1, L, S}; undefined where every key is seen. Queries sit at `offset` + their index:
+// it may, {B or 1, 1, L, S}; none where every key is seen. Queries sit at `offset` + their index:
 // after the past keys, or (an external cache) after the valid keys less L. Built on the host: a few
 // comparisons of indices, no values of the model.
-Tensor allowed_by_position(const Node& n, I batch, I L, I S, I past, const Tensor& nonpad, const Device& device) {
+struct Positions {
+    std::vector<bool> allowed;  // empty: every key
+    Shape shape;
+    bool every_query_sees_a_key = true;
+};
+Positions positions(const Node& n, I batch, I L, I S, I past, const Tensor& nonpad) {
     const bool causal = n.i("is_causal", 0) != 0;
     const I left = n.i("left_window_size", -1), right = n.i("right_window_size", -1);
     if (!causal && left < 0 && right < 0 && !nonpad.defined()) return {};
@@ -46,18 +53,22 @@ Tensor allowed_by_position(const Node& n, I batch, I L, I S, I past, const Tenso
                              " lengths for a batch of " + std::to_string(batch));
     }
     const I rows = nonpad.defined() ? batch : 1;
-    std::vector<bool> allowed(std::size_t(rows * L * S));
+    Positions p{std::vector<bool>(std::size_t(rows * L * S)), {rows, 1, L, S}};
     for (I b = 0; b < rows; ++b) {
         const I offset = nonpad.defined() ? valid[std::size_t(b)] - L : past;
-        for (I i = 0; i < L; ++i)
+        for (I i = 0; i < L; ++i) {
+            bool any = false;
             for (I j = 0; j < S; ++j) {
                 const I at = i + offset;
-                allowed[std::size_t((b * L + i) * S + j)] = (!causal || j <= at) && (left < 0 || j >= at - left) &&
-                                                            (right < 0 || j <= at + right) &&
-                                                            (!nonpad.defined() || j < valid[std::size_t(b)]);
+                const bool ok = (!causal || j <= at) && (left < 0 || j >= at - left) &&
+                                (right < 0 || j <= at + right) && (!nonpad.defined() || j < valid[std::size_t(b)]);
+                p.allowed[std::size_t((b * L + i) * S + j)] = ok;
+                any = any || ok;
             }
+            p.every_query_sees_a_key = p.every_query_sees_a_key && any;
+        }
     }
-    return tensor(allowed, {rows, 1, L, S}, {.dtype = DType::boolean, .device = device});
+    return p;
 }
 
 DType softmax_type(const Node& n, DType otherwise) {
@@ -99,14 +110,16 @@ Ts attention(const Node& n, const Ts& in) {
     if (past_key.defined() != past_value.defined())
         throw ValueError("fx::onnx: " + n.label() + ": past_key and past_value are given together or not at all");
     if (past_key.defined() && nonpad.defined())
-        throw ValueError("fx::onnx: " + n.label() + ": nonpad_kv_seqlen (an external cache) and past_key (the "
+        throw ValueError("fx::onnx: " + n.label() +
+                         ": nonpad_kv_seqlen (an external cache) and past_key (the "
                          "operator's own cache) do not go together");
     const I mode = n.i("qk_matmul_output_mode", 0);
     if (mode < 0 || mode > 3) n.unsupported("qk_matmul_output_mode=" + std::to_string(mode));
 
     if (rank == 3) {
         if (!n.has("q_num_heads") || !n.has("kv_num_heads"))
-            throw ValueError("fx::onnx: " + n.label() + ": 3-d Q, K and V need the attributes q_num_heads and kv_num_heads");
+            throw ValueError("fx::onnx: " + n.label() +
+                             ": 3-d Q, K and V need the attributes q_num_heads and kv_num_heads");
         const I kv_heads = n.i("kv_num_heads", 0);
         q = split_heads(q, n.i("q_num_heads", 0), n, "Q");
         k = split_heads(k, kv_heads, n, "K");
@@ -121,10 +134,11 @@ Ts attention(const Node& n, const Ts& in) {
         throw ShapeError("fx::onnx: " + n.label() + ": Q, K and V as {B, heads, L, d} are " + to_string(q.shape()) +
                          ", " + to_string(k.shape()) + " and " + to_string(v.shape()) +
                          "; K needs Q's d, and V K's heads and length");
-    if (kv_heads != heads) {  // grouped queries: each key and value head serves heads / kv_heads consecutive query heads
+    if (kv_heads !=
+        heads) {  // grouped queries: each key and value head serves heads / kv_heads consecutive query heads
         if (kv_heads <= 0 || heads % kv_heads != 0)
-            throw ShapeError("fx::onnx: " + n.label() + ": " + std::to_string(heads) + " query heads do not group over " +
-                             std::to_string(kv_heads) + " key and value heads");
+            throw ShapeError("fx::onnx: " + n.label() + ": " + std::to_string(heads) +
+                             " query heads do not group over " + std::to_string(kv_heads) + " key and value heads");
         auto repeat = [&](const Tensor& x) {
             return x.unsqueeze(2)
                 .expand({x.shape(0), kv_heads, heads / kv_heads, S, x.shape(3)})
@@ -133,10 +147,23 @@ Ts attention(const Node& n, const Ts& in) {
         k = repeat(k), v = repeat(v);
     }
 
+    const double scale = n.has("scale") ? n.f("scale", 0) : 1.0 / std::sqrt(double(q.shape(3)));
+    const Positions by_position = positions(n, batch, L, S, past, nonpad);
+    if (!mask.defined() && n.f("softcap", 0) <= 0 && n.outputs() < 4 && !n.has("softmax_precision") &&
+        (q.dtype() == DType::f32 || q.dtype() == DType::f64) && by_position.every_query_sees_a_key) {
+        std::vector<bool> blocked(by_position.allowed.size());
+        for (std::size_t i = 0; i < blocked.size(); ++i) blocked[i] = !by_position.allowed[i];
+        const Tensor mask_out =
+            blocked.empty() ? Tensor()
+                            : tensor(blocked, by_position.shape, {.dtype = DType::boolean, .device = q.device()});
+        Tensor y = scaled_dot_product_attention(q, k, v, {.mask = mask_out, .scale = scale});
+        if (rank == 3) y = y.permute({0, 2, 1, 3}).reshape({batch, L, heads * v.shape(3)});
+        return {y, present_key, present_value};
+    }
+
     // The scale as √scale on each operand, rounded to their type, as ONNX's definition does (half
     // precision rounds differently otherwise).
     const TensorOptions like_q = {.dtype = q.dtype(), .device = q.device()};
-    const double scale = n.has("scale") ? n.f("scale", 0) : 1.0 / std::sqrt(double(q.shape(3)));
     const Tensor root = full({}, std::sqrt(scale), like_q);
     const Tensor product = matmul(q * root, transpose(k * root));  // {B, heads, L, S}
     Tensor scores = product;
@@ -157,8 +184,11 @@ Ts attention(const Node& n, const Ts& in) {
                              " is longer than the " + std::to_string(S) + " keys");
         bias = pad_axis(bias, bias.ndim() - 1, 0, S - length, -kInf);
     }
-    if (const Tensor allowed = allowed_by_position(n, batch, L, S, past, nonpad, q.device()); allowed.defined())
+    if (!by_position.allowed.empty()) {
+        const Tensor allowed =
+            tensor(by_position.allowed, by_position.shape, {.dtype = DType::boolean, .device = q.device()});
         bias = where(allowed, bias.defined() ? bias : zero, minus_inf);
+    }
     const Tensor logits = bias.defined() ? scores + bias : scores;
 
     // A query with no key to attend (its every bias -inf) gets zero weights, not NaN: its logits are

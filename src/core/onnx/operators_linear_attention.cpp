@@ -66,7 +66,8 @@ Ts linear_attention(const Node& n, const Ts& in) {
                              " is no {B, T, kv_num_heads} nor {B, T, 1}");
         rate = as_type(beta.reshape({batch, steps, last, 1}).permute({0, 2, 1, 3}), work);
     }
-    Tensor state = past.defined() ? as_type(past, work) : zeros({batch, kv_heads, dk, dv}, {.dtype = work, .device = q.device()});
+    Tensor state =
+        past.defined() ? as_type(past, work) : zeros({batch, kv_heads, dk, dv}, {.dtype = work, .device = q.device()});
     if (state.shape() != Shape{batch, kv_heads, dk, dv})
         throw ShapeError("fx::onnx: " + n.label() + ": past_state of shape " + to_string(state.shape()) + " is no " +
                          to_string(Shape{batch, kv_heads, dk, dv}));
@@ -79,10 +80,9 @@ Ts linear_attention(const Node& n, const Ts& in) {
         if (gated) state = state * transpose(exp(gate.slice(2, t, t + 1)));
         if (delta) v_t = rate.slice(2, t, t + 1) * (v_t - matmul(k_t, state));
         state = state + matmul(transpose(k_t), v_t);
-        const Tensor read = group == 1 ? state
-                                       : state.unsqueeze(2)
-                                             .expand({batch, kv_heads, group, dk, dv})
-                                             .reshape({batch, q_heads, dk, dv});
+        const Tensor read =
+            group == 1 ? state
+                       : state.unsqueeze(2).expand({batch, kv_heads, group, dk, dv}).reshape({batch, q_heads, dk, dv});
         outputs.push_back(matmul(q.slice(2, t, t + 1), read) * scale);
     }
     const Tensor y = concat(outputs, 2).permute({0, 2, 1, 3}).reshape({batch, steps, q_heads * dv});
@@ -101,7 +101,8 @@ Ts causal_conv_with_state(const Node& n, const Ts& in) {
         throw ShapeError("fx::onnx: " + n.label() + ": input " + to_string(x.shape()) + " and weight " +
                          to_string(w.shape()) + " are no {B, C, T} and {C, 1, k}");
     const I batch = x.shape(0), channels = x.shape(1), k = w.shape(2);
-    const Tensor carried = past.defined() ? past : zeros({batch, channels, k - 1}, {.dtype = x.dtype(), .device = x.device()});
+    const Tensor carried =
+        past.defined() ? past : zeros({batch, channels, k - 1}, {.dtype = x.dtype(), .device = x.device()});
     if (carried.shape() != Shape{batch, channels, k - 1})
         throw ShapeError("fx::onnx: " + n.label() + ": past_state of shape " + to_string(carried.shape()) + " is no " +
                          to_string(Shape{batch, channels, k - 1}));

@@ -1,8 +1,9 @@
 // operators_normalization.cpp — ONNX's RMSNormalization, GroupNormalization and LpNormalization as
 // fluxion's ops (differentiable in the input, the scale and the bias). The statistics are computed in
 // stash_type's precision, as ONNX defines them, and the normalized values rounded back to X's type.
-#include <cmath>
 #include <onnx/onnx_pb.h>
+
+#include <cmath>
 
 #include "core/onnx/import.hpp"
 #include "fluxion/ops.hpp"
