@@ -31,7 +31,7 @@ namespace {
 
 // Cases that passed when last measured, per suite; the runner fails below them.
 const std::map<std::string, int> kMeasured = {
-    {"node", 1125}, {"pytorch-converted", 82}, {"pytorch-operator", 35}, {"simple", 6}, {"light", 9}};
+    {"node", 1136}, {"pytorch-converted", 82}, {"pytorch-operator", 35}, {"simple", 6}, {"light", 9}};
 
 std::string command_output(const std::string& command) {
     std::string out;

@@ -40,7 +40,31 @@ struct OneNode {
     std::vector<std::string> outputs = {"Y"};
     std::vector<Attribute> attributes = {};
     std::vector<std::tuple<std::string, std::vector<bool>, fx::Shape>> boolean_constants = {};
+    std::string domain = "";
+    std::vector<std::pair<std::string, ::onnx::GraphProto>> graphs = {};  // graph attributes
 };
+
+// FlexAttention's score_mod as softcap: (scores / cap) tanh · cap, cap an initialiser of the graph.
+::onnx::GraphProto softcap_graph(float cap) {
+    ::onnx::GraphProto g;
+    g.set_name("softcap");
+    g.add_input()->set_name("scores");
+    g.add_output()->set_name("capped");
+    auto* c = g.add_initializer();
+    c->set_name("cap");
+    c->set_data_type(::onnx::TensorProto::FLOAT);
+    c->add_float_data(cap);
+    auto node = [&](const char* op, std::vector<std::string> in, const char* out) {
+        auto* n = g.add_node();
+        n->set_op_type(op);
+        for (const auto& x : in) n->add_input(x);
+        n->add_output(out);
+    };
+    node("Div", {"scores", "cap"}, "scaled");
+    node("Tanh", {"scaled"}, "bounded");
+    node("Mul", {"bounded", "cap"}, "capped");
+    return g;
+}
 
 void write(const std::filesystem::path& path, const OneNode& spec) {
     ::onnx::ModelProto m;
@@ -57,9 +81,21 @@ void write(const std::filesystem::path& path, const OneNode& spec) {
         for (auto d : shape) t->add_dims(d);
         for (bool b : values) t->add_int32_data(b);
     }
+    if (!spec.domain.empty()) {
+        auto* preview = m.add_opset_import();
+        preview->set_domain(spec.domain);
+        preview->set_version(1);
+    }
     auto* n = g->add_node();
     n->set_op_type(spec.op);
+    n->set_domain(spec.domain);
     n->set_name("the_node");
+    for (const auto& [name, graph] : spec.graphs) {
+        auto* a = n->add_attribute();
+        a->set_name(name);
+        a->set_type(::onnx::AttributeProto::GRAPH);
+        *a->mutable_g() = graph;
+    }
     for (const auto& x : spec.inputs) {
         n->add_input(x);
         bool constant = false;
@@ -178,6 +214,26 @@ TEST(OnnxImportAttention, GradientsThroughTheMemoryEfficientPathMatchFiniteDiffe
         q, k, v, past_key, past_value));
 }
 
+// ai.onnx.preview's FlexAttention with a score_mod graph (a softcap), grouped queries and a scale: the
+// modifier runs on fluxion's ops, so the gradients in Q, K and V go through it.
+TEST(OnnxImportAttention, FlexAttentionGradientsThroughItsScoreModMatchFiniteDifferences) {
+    const fx::onnx::Model m = load({.op = "FlexAttention",
+                                    .opset = 26,
+                                    .inputs = {"Q", "K", "V"},
+                                    .attributes = {{"scale", 0.5f}},
+                                    .domain = "ai.onnx.preview",
+                                    .graphs = {{"score_mod", softcap_graph(1.5f)}}});
+    fx::seed(10);
+    const fx::Tensor q = fx::randn({1, 4, 3, 2}), k = fx::randn({1, 2, 5, 2}), v = fx::randn({1, 2, 5, 3});
+    const fx::Tensor y = m({q, k, v})[0];
+    EXPECT_EQ(y.shape(), (fx::Shape{1, 4, 3, 3}));
+    EXPECT_TRUE(fx::testing::gradcheck(
+        [&](const fx::Tensor& a, const fx::Tensor& b, const fx::Tensor& c) {
+            return weighted_sum(m({a, b, c}));
+        },
+        q, k, v));
+}
+
 // 3-d inputs split into heads, a boolean mask that leaves the second query no key: its output row is
 // zero and every gradient finite and right (no NaN from the empty row).
 TEST(OnnxImportAttention, AQueryWithNoKeyGivesZerosAndFiniteGradients) {
@@ -216,6 +272,12 @@ TEST(OnnxImportAttention, RunsOnEveryOtherDeviceAsOnTheCpu) {
           fx::randn({1, 2, 2, 4})}},
         {{.op = "Attention", .inputs = {"Q", "K", "V", "mask"}, .attributes = {{"softcap", 2.f}}},
          {fx::randn({1, 2, 3, 4}), fx::randn({1, 2, 5, 4}), fx::randn({1, 2, 5, 4}), fx::randn({3, 4})}},
+        {{.op = "FlexAttention",
+          .opset = 26,
+          .inputs = {"Q", "K", "V"},
+          .domain = "ai.onnx.preview",
+          .graphs = {{"score_mod", softcap_graph(2.f)}}},
+         {fx::randn({1, 2, 3, 4}), fx::randn({1, 1, 5, 4}), fx::randn({1, 1, 5, 4})}},
         {{.op = "Mod", .inputs = {"A", "B"}}, {fx::randn({2, 3}) * 5.0, fx::full({3}, 1.5)}},
         {{.op = "RMSNormalization", .inputs = {"X", "W"}}, {fx::randn({2, 3, 4}), fx::randn({4})}},
         {{.op = "GroupNormalization",
@@ -364,6 +426,14 @@ TEST(OnnxImportAttention, RefusedAttributesAreNamedWithTheirNode) {
     const fx::Tensor flat = fx::randn({1, 2, 4});
     e = message_of([&] { (void)heads({flat, flat, flat}); });
     EXPECT_NE(e.find("3-d Q, K and V need the attributes q_num_heads and kv_num_heads"), std::string::npos) << e;
+
+    ScratchDir dir;
+    write(dir / "preview.onnx", {.op = "FancyPreviewOp", .inputs = {"X"}, .domain = "ai.onnx.preview"});
+    e = message_of([&] { (void)fx::onnx::load(dir / "preview.onnx"); });
+    EXPECT_NE(e.find("node 'the_node' (FancyPreviewOp, opset 23) is in the domain 'ai.onnx.preview', and fluxion "
+                     "implements only ONNX's default domain (and ai.onnx.preview's FlexAttention)"),
+              std::string::npos)
+        << e;
 
     const fx::onnx::Model mod = load({.op = "Mod", .inputs = {"A", "B"}, .attributes = {{"fmod", std::int64_t{2}}}});
     e = message_of([&] { (void)mod({q, q}); });

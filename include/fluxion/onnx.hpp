@@ -57,7 +57,8 @@
 // Range, Cast, CastLike, Constant, Identity, Dropout), Mod; and the transformer's: Attention (3-d and
 // 4-d, grouped queries, masks, is_causal, windows, softcap, the past/present cache, every
 // qk_matmul_output_mode), RMSNormalization, GroupNormalization, LpNormalization, RotaryEmbedding,
-// SwiGLU, LinearAttention and CausalConvWithState. ONNX's own backend suite: README.md. An
+// SwiGLU, LinearAttention and CausalConvWithState; of ai.onnx.preview, FlexAttention (its score_mod
+// and prob_mod graphs run as models of their own). ONNX's own backend suite: README.md. An
 // operator or attribute it does not implement throws fx::Error naming the operator, the node and
 // the opset (at load for operators, at the first run for attributes); a file that is not a
 // well-formed ONNX model (corrupt, truncated) throws fx::IOError.

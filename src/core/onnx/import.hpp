@@ -75,6 +75,10 @@ struct Program {
     std::map<std::string, Tensor> host_constants;  // integer and boolean initialisers and constants
 };
 
+// A graph as a model of its own: a file's main graph (load), or a node's graph attribute
+// (FlexAttention's score_mod); `file` names it in messages. Its nodes run at `opset`.
+Model subgraph(const ::onnx::GraphProto& g, std::int64_t opset, const std::string& file);
+
 // ---- helpers the operators share ----
 Tensor tensor_from_proto(const ::onnx::TensorProto& p, const std::string& what);
 std::vector<std::int64_t> host_ints(const Tensor& t);     // any integer or floating tensor's values

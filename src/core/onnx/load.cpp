@@ -221,16 +221,9 @@ Tensor load_tensor(const std::filesystem::path& path) {
     return detail::tensor_from_proto(p, path.string());
 }
 
-Model load(const std::filesystem::path& path) {
-    const std::string file = path.string();
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw IOError("fx::onnx::load: cannot open " + file);
-    ::onnx::ModelProto proto;
-    if (!proto.ParseFromIstream(&in)) detail::corrupt(file, "its protocol buffer does not parse");
-    if (!proto.has_graph()) detail::corrupt(file, "it has no graph");
-    const std::int64_t opset = detail::default_opset(proto);
-    const ::onnx::GraphProto& g = proto.graph();
+namespace detail {
 
+Model subgraph(const ::onnx::GraphProto& g, std::int64_t opset, const std::string& file) {
     Model m;
     auto program = std::make_shared<Program>();
     program->file = file;
@@ -249,16 +242,19 @@ Model load(const std::filesystem::path& path) {
     for (int k = 0; k < g.node_size(); ++k) {
         const auto& n = g.node(k);
         detail::Node node(n, opset, std::size_t(k));
-        if (!n.domain().empty() && n.domain() != "ai.onnx")
+        // Of the preview domain, FlexAttention, under its domain's name (it is no default-domain operator).
+        const bool preview = n.domain() == "ai.onnx.preview";
+        const std::string op = preview ? "ai.onnx.preview." + n.op_type() : n.op_type();
+        if ((!n.domain().empty() && n.domain() != "ai.onnx" && !preview) || (preview && !detail::find_operator(op)))
             throw Error("fx::onnx::load: " + file + ": " + node.label() + " is in the domain '" + n.domain() +
-                        "', and fluxion implements only ONNX's default domain");
+                        "', and fluxion implements only ONNX's default domain (and ai.onnx.preview's FlexAttention)");
         for (const auto& x : n.input()) {
             if (x.empty()) continue;
             if (!defined.count(x))
                 detail::corrupt(file, node.label() + " reads '" + x + "', which nothing defines before it");
             last_use[x] = program->steps.size();
         }
-        const detail::Operator run = detail::find_operator(n.op_type());
+        const detail::Operator run = detail::find_operator(op);
         if (!run)
             throw Error("fx::onnx::load: " + file + ": " + node.label() + " is an operator fluxion does not implement" +
                         (n.op_type() == "If" || n.op_type() == "Loop" || n.op_type() == "Scan"
@@ -293,6 +289,18 @@ Model load(const std::filesystem::path& path) {
             program->steps[step].frees.push_back(name);
     m.program = std::move(program);
     return m;
+}
+
+}  // namespace detail
+
+Model load(const std::filesystem::path& path) {
+    const std::string file = path.string();
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw IOError("fx::onnx::load: cannot open " + file);
+    ::onnx::ModelProto proto;
+    if (!proto.ParseFromIstream(&in)) detail::corrupt(file, "its protocol buffer does not parse");
+    if (!proto.has_graph()) detail::corrupt(file, "it has no graph");
+    return detail::subgraph(proto.graph(), detail::default_opset(proto), file);
 }
 
 const std::vector<std::string>& Model::input_names() const { return program->inputs; }

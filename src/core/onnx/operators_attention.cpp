@@ -32,6 +32,19 @@ Tensor split_heads(const Tensor& x, I heads, const Node& n, const char* what) {
     return x.reshape({x.shape(0), x.shape(1), heads, x.shape(2) / heads}).permute({0, 2, 1, 3});
 }
 
+// Grouped queries: each key or value head {B, kv_heads, S, d} serves heads / kv_heads consecutive
+// query heads.
+Tensor repeat_heads(const Tensor& x, I heads, const Node& n) {
+    const I kv_heads = x.shape(1);
+    if (kv_heads == heads) return x;
+    if (kv_heads <= 0 || heads % kv_heads != 0)
+        throw ShapeError("fx::onnx: " + n.label() + ": " + std::to_string(heads) + " query heads do not group over " +
+                         std::to_string(kv_heads) + " key and value heads");
+    return x.unsqueeze(2)
+        .expand({x.shape(0), kv_heads, heads / kv_heads, x.shape(2), x.shape(3)})
+        .reshape({x.shape(0), heads, x.shape(2), x.shape(3)});
+}
+
 // The keys each query may see by position alone (is_causal, the window, nonpad_kv_seqlen), true where
 // it may, {B or 1, 1, L, S}; none where every key is seen. Queries sit at `offset` + their index:
 // after the past keys, or (an external cache) after the valid keys less L. Built on the host: a few
@@ -134,18 +147,7 @@ Ts attention(const Node& n, const Ts& in) {
         throw ShapeError("fx::onnx: " + n.label() + ": Q, K and V as {B, heads, L, d} are " + to_string(q.shape()) +
                          ", " + to_string(k.shape()) + " and " + to_string(v.shape()) +
                          "; K needs Q's d, and V K's heads and length");
-    if (kv_heads !=
-        heads) {  // grouped queries: each key and value head serves heads / kv_heads consecutive query heads
-        if (kv_heads <= 0 || heads % kv_heads != 0)
-            throw ShapeError("fx::onnx: " + n.label() + ": " + std::to_string(heads) +
-                             " query heads do not group over " + std::to_string(kv_heads) + " key and value heads");
-        auto repeat = [&](const Tensor& x) {
-            return x.unsqueeze(2)
-                .expand({x.shape(0), kv_heads, heads / kv_heads, S, x.shape(3)})
-                .reshape({x.shape(0), heads, S, x.shape(3)});
-        };
-        k = repeat(k), v = repeat(v);
-    }
+    k = repeat_heads(k, heads, n), v = repeat_heads(v, heads, n);
 
     const double scale = n.has("scale") ? n.f("scale", 0) : 1.0 / std::sqrt(double(q.shape(3)));
     const Positions by_position = positions(n, batch, L, S, past, nonpad);
@@ -210,8 +212,47 @@ Ts attention(const Node& n, const Ts& in) {
     return {y, present_key, present_value, qk_output};
 }
 
+// ai.onnx.preview's FlexAttention on {B, heads, L, d}: softmax(score_mod(q kᵀ · scale)), then prob_mod,
+// times v, in f32 for half-precision inputs (or softmax_precision). The modifiers are graphs of their
+// own, run on fluxion's ops too, so the whole node differentiates.
+Tensor modified(const Node& n, const char* attribute, const Tensor& x) {
+    for (const auto& a : n.proto().attribute()) {
+        if (a.name() != attribute) continue;
+        const Model m = subgraph(a.g(), n.opset(), n.label() + "'s " + attribute);
+        const std::vector<Tensor> ys = m(std::vector<Tensor>{x});
+        if (ys.size() != 1 || ys[0].shape() != x.shape())
+            throw ShapeError("fx::onnx: " + n.label() + ": its " + attribute + " gives " + std::to_string(ys.size()) +
+                             " outputs; it gives one of its input's shape " + to_string(x.shape()));
+        return as_type(ys[0], x.dtype());
+    }
+    return x;
+}
+
+Ts flex_attention(const Node& n, const Ts& in) {
+    const Tensor &q = in.at(0), &k = in.at(1), &v = in.at(2);
+    if (q.ndim() != 4 || k.ndim() != 4 || v.ndim() != 4 || k.shape(3) != q.shape(3) || v.shape(1) != k.shape(1) ||
+        v.shape(2) != k.shape(2))
+        throw ShapeError("fx::onnx: " + n.label() + ": Q, K and V are " + to_string(q.shape()) + ", " +
+                         to_string(k.shape()) + " and " + to_string(v.shape()) +
+                         "; FlexAttention takes {B, heads, L, d}, {B, kv_heads, S, d} and {B, kv_heads, S, dv}");
+    if (!is_floating(q.dtype()) || k.dtype() != q.dtype() || v.dtype() != q.dtype())
+        throw DTypeError("fx::onnx: " + n.label() + ": Q, K and V are " + name(q.dtype()) + ", " + name(k.dtype()) +
+                         " and " + name(v.dtype()) + "; FlexAttention takes one floating type");
+    const I heads = q.shape(1);
+    const double scale = n.has("scale") ? n.f("scale", 0) : 1.0 / std::sqrt(double(q.shape(3)));
+    const Tensor root = full({}, std::sqrt(float(scale)), {.dtype = q.dtype(), .device = q.device()});
+    const DType precision = softmax_type(n, q.dtype() == DType::f64 ? DType::f64 : DType::f32);
+    Tensor scores = as_type(matmul(q * root, transpose(repeat_heads(k, heads, n) * root)), precision);
+    scores = modified(n, "score_mod", scores);
+    const Tensor weights = modified(n, "prob_mod", softmax(scores, -1));
+    return {as_type(matmul(weights, as_type(repeat_heads(v, heads, n), precision)), v.dtype())};
+}
+
 }  // namespace
 
-void add_attention_operators(std::map<std::string, Operator>& t) { t["Attention"] = attention; }
+void add_attention_operators(std::map<std::string, Operator>& t) {
+    t["Attention"] = attention;
+    t["ai.onnx.preview.FlexAttention"] = flex_attention;  // as load() looks up the preview domain's operators
+}
 
 }  // namespace fluxion::onnx::detail
