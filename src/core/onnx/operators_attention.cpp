@@ -45,6 +45,11 @@ Tensor repeat_heads(const Tensor& x, I heads, const Node& n) {
         .reshape({x.shape(0), heads, x.shape(2), x.shape(3)});
 }
 
+// {B, heads, L, d} -> {B, L, heads · d}.
+Tensor merge_heads(const Tensor& y) {
+    return y.permute({0, 2, 1, 3}).reshape({y.shape(0), y.shape(2), y.shape(1) * y.shape(3)});
+}
+
 // The keys each query may see by position alone (is_causal, the window, nonpad_kv_seqlen), true where
 // it may, {B or 1, 1, L, S}; none where every key is seen. Queries sit at `offset` + their index:
 // after the past keys, or (an external cache) after the valid keys less L. Built on the host: a few
@@ -158,9 +163,8 @@ Ts attention(const Node& n, const Ts& in) {
         const Tensor mask_out =
             blocked.empty() ? Tensor()
                             : tensor(blocked, by_position.shape, {.dtype = DType::boolean, .device = q.device()});
-        Tensor y = scaled_dot_product_attention(q, k, v, {.mask = mask_out, .scale = scale});
-        if (rank == 3) y = y.permute({0, 2, 1, 3}).reshape({batch, L, heads * v.shape(3)});
-        return {y, present_key, present_value};
+        const Tensor y = scaled_dot_product_attention(q, k, v, {.mask = mask_out, .scale = scale});
+        return {rank == 3 ? merge_heads(y) : y, present_key, present_value};
     }
 
     // The scale as √scale on each operand, rounded to their type, as ONNX's definition does (half
@@ -183,7 +187,7 @@ Ts attention(const Node& n, const Ts& in) {
         const I length = bias.ndim() > 0 ? bias.shape(bias.ndim() - 1) : 1;
         if (bias.ndim() == 0 || length > S)
             throw ShapeError("fx::onnx: " + n.label() + ": attn_mask of shape " + to_string(mask.shape()) +
-                             " is longer than the " + std::to_string(S) + " keys");
+                             " does not fit the " + std::to_string(S) + " keys (its last axis is at most as long)");
         bias = pad_axis(bias, bias.ndim() - 1, 0, S - length, -kInf);
     }
     if (!by_position.allowed.empty()) {
@@ -206,10 +210,11 @@ Ts attention(const Node& n, const Ts& in) {
     }
     weights = as_type(weights, q.dtype());
 
-    Tensor y = matmul(weights, v);  // {B, heads, L, dv}
-    if (rank == 3) y = y.permute({0, 2, 1, 3}).reshape({batch, L, heads * v.shape(3)});
+    const Tensor y = matmul(weights, v);
+    // Mode 0 is the product before softcap, as the operator's definition says (ONNX's reference
+    // returns it after; no node case has both).
     const Tensor qk_output = mode == 0 ? product : mode == 1 ? scores : mode == 2 ? logits : weights;
-    return {y, present_key, present_value, qk_output};
+    return {rank == 3 ? merge_heads(y) : y, present_key, present_value, qk_output};
 }
 
 // ai.onnx.preview's FlexAttention on {B, heads, L, d}: softmax(score_mod(q kᵀ · scale)), then prob_mod,
