@@ -299,11 +299,24 @@ TEST(OnnxImportAttention, RunsOnEveryOtherDeviceAsOnTheCpu) {
         {{.op = "CausalConvWithState", .opset = 27, .inputs = {"input", "weight"}, .outputs = {"Y", "present_state"}},
          {fx::randn({2, 3, 5}), fx::randn({3, 1, 3})}},
     };
-    for (const auto& [spec, inputs] : cases) {
-        SCOPED_TRACE(spec.op);
+    // The half-precision paths too (the op-by-op softmax, the f32 recurrence): f16 on the devices
+    // that take it.
+    std::vector<std::pair<OneNode, std::vector<fx::Tensor>>> halves;
+    for (const char* op : {"Attention", "RMSNormalization", "SwiGLU", "LinearAttention", "CausalConvWithState"})
+        for (const auto& [spec, inputs] : cases)
+            if (spec.op == op) {  // the first graph of each
+                std::vector<fx::Tensor> f16;
+                for (const auto& x : inputs) f16.push_back(fx::cast(x, fx::DType::f16));
+                halves.push_back({spec, f16});
+                break;
+            }
+    ASSERT_EQ(halves.size(), 5u);
+    const auto run = [](const OneNode& spec, const std::vector<fx::Tensor>& inputs,
+                        const std::vector<fx::Device>& devices, double tolerance) {
+        SCOPED_TRACE(spec.op + " on " + fx::name(inputs[0].dtype()));
         const fx::onnx::Model m = load(spec);
         const auto want = m(inputs);
-        for (const auto& d : fx::testing::other_devices()) {
+        for (const auto& d : devices) {
             SCOPED_TRACE(d.str());
             std::vector<fx::Tensor> on_device;
             for (const auto& x : inputs) on_device.push_back(x.to(d));
@@ -311,10 +324,12 @@ TEST(OnnxImportAttention, RunsOnEveryOtherDeviceAsOnTheCpu) {
             ASSERT_EQ(got.size(), want.size());
             for (std::size_t i = 0; i < want.size(); ++i) {
                 EXPECT_EQ(got[i].device(), d);
-                EXPECT_LE(largest_difference(got[i].to(fx::Device{}), want[i]), 1e-5) << "output " << i;
+                EXPECT_LE(largest_difference(got[i].to(fx::Device{}), want[i]), tolerance) << "output " << i;
             }
         }
-    }
+    };
+    for (const auto& [spec, inputs] : cases) run(spec, inputs, fx::testing::other_devices(), 1e-5);
+    for (const auto& [spec, inputs] : halves) run(spec, inputs, fx::testing::other_devices(fx::DType::f16), 1e-2);
 }
 
 // stash_type 11: the statistics in f64, as the check's values (the default, 1, computes them in f32).
