@@ -604,6 +604,45 @@ TEST(KernelContract, IntegerArithmeticAndSumsWrapAroundOnEveryDevice) {
     expect_wraparound<std::int64_t>(DType::i64);
 }
 
+// u8 arithmetic wraps modulo 256 (C++'s unsigned arithmetic, narrowed), and u8 and bool tensors reduce
+// by max, min, argmax and argmin (u8 also by a wrapping sum), on every device as on the CPU. ONNX
+// models compute on bytes (an image's pixels; a mask's any and all).
+TEST(KernelContract, ByteArithmeticWrapsAndBytesAndBoolsReduceOnEveryDevice) {
+    const std::vector<std::uint8_t> as = {255, 0, 128, 7, 200, 3, 255}, bs = {1, 1, 128, 9, 100, 0, 255};
+    std::vector<std::uint8_t> sum, diff, prod, hi, lo;
+    for (std::size_t i = 0; i < as.size(); ++i) {
+        sum.push_back(std::uint8_t(as[i] + bs[i]));
+        diff.push_back(std::uint8_t(as[i] - bs[i]));
+        prod.push_back(std::uint8_t(as[i] * bs[i]));
+        hi.push_back(std::max(as[i], bs[i]));
+        lo.push_back(std::min(as[i], bs[i]));
+    }
+    EXPECT_EQ(sum[0], 0);  // the test's own arithmetic: 255 + 1 wraps to 0
+    const Tensor a = fx::tensor(as), b = fx::tensor(bs);
+    // A {3, 2049} byte matrix and a bool one whose extremes sit at the far end of some rows.
+    std::vector<std::uint8_t> bytes(3 * 2049), flags(3 * 2049, 0);
+    for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = std::uint8_t((i * 37) % 251);
+    bytes[2048] = 255, bytes[2049] = 0, flags[2048] = 1, flags[2 * 2049 + 5] = 1;
+    const Tensor m = fx::tensor(bytes, {3, 2049});
+    const Tensor f = fx::cast(fx::tensor(flags, {3, 2049}), DType::boolean);
+    for (const auto& d : with_cpu(devices_for(DType::u8, {fx::Op::binary, fx::Op::reduce}))) {
+        expect_identical(fx::tensor(sum), (a | d) + (b | d), on(d, DType::u8, "a + b"));
+        expect_identical(fx::tensor(diff), (a | d) - (b | d), on(d, DType::u8, "a - b"));
+        expect_identical(fx::tensor(prod), (a | d) * (b | d), on(d, DType::u8, "a * b"));
+        expect_identical(fx::tensor(hi), fx::maximum(a | d, b | d), on(d, DType::u8, "maximum"));
+        expect_identical(fx::tensor(lo), fx::minimum(a | d, b | d), on(d, DType::u8, "minimum"));
+        expect_identical(fx::sum(m, 1), fx::sum(m | d, 1), on(d, DType::u8, "sum (wrapping)"));
+        for (int axis : {0, 1}) {
+            expect_identical(fx::max(m, axis), fx::max(m | d, axis), on(d, DType::u8, "max"));
+            expect_identical(fx::min(m, axis), fx::min(m | d, axis), on(d, DType::u8, "min"));
+            expect_identical(fx::argmax(m, axis), fx::argmax(m | d, axis), on(d, DType::u8, "argmax"));
+            expect_identical(fx::max(f, axis), fx::max(f | d, axis), on(d, DType::boolean, "max (any)"));
+            expect_identical(fx::min(f, axis), fx::min(f | d, axis), on(d, DType::boolean, "min (all)"));
+        }
+        EXPECT_EQ(host(fx::max(f | d, 1)), (std::vector<double>{1, 0, 1})) << d.str();
+    }
+}
+
 // index_select (and gather, an embedding's lookup) with an index one past the end, negative, or out
 // of range only in the last of 2^20 + 1 indices throws fx::ValueError on every device, as on the
 // CPU (never a read outside the tensor or a silent 0), and the device stays usable.

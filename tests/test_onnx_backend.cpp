@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "fluxion/fluxion.hpp"
+#include "other_devices.hpp"
 
 namespace fx = fluxion;
 namespace fs = std::filesystem;
@@ -31,7 +32,7 @@ namespace {
 
 // Cases that passed when last measured, per suite; the runner fails below them.
 const std::map<std::string, int> kMeasured = {
-    {"node", 1136}, {"pytorch-converted", 82}, {"pytorch-operator", 35}, {"simple", 6}, {"light", 9}};
+    {"node", 1174}, {"pytorch-converted", 82}, {"pytorch-operator", 35}, {"simple", 6}, {"light", 9}};
 
 std::string command_output(const std::string& command) {
     std::string out;
@@ -54,6 +55,7 @@ fs::path onnx_data() {
 struct Counts {
     int pass = 0, fail = 0, skipped = 0;
     std::vector<std::string> notes;  // each case that did not pass, and why
+    std::set<std::string> passed;     // the cases that passed
 };
 
 // Why `got` is not `want` within rtol 1e-3, atol 1e-7 (NaN matching NaN), or "".
@@ -78,17 +80,24 @@ bool lacking(const std::string& why) {
            why.find("which fluxion has no type for") != std::string::npos;
 }
 
-// Runs one model on its inputs, counting the case.
+// Runs one model on its inputs on `device` (the model and inputs moved there, the outputs read back),
+// counting the case.
 void run_case(const std::string& name, const fs::path& model, const std::vector<fx::Tensor>& inputs,
-              const std::vector<fx::Tensor>& outputs, Counts& c) {
+              const std::vector<fx::Tensor>& outputs, Counts& c, const fx::Device& device = fx::Device{}) {
     std::string why;
     try {
-        const fx::onnx::Model m = fx::onnx::load(model);
-        const std::vector<fx::Tensor> got = m(inputs);
+        const fx::onnx::Model loaded = fx::onnx::load(model);
+        const fx::onnx::Model m = device == fx::Device{} ? loaded : loaded | device;
+        std::vector<fx::Tensor> moved;
+        for (const auto& x : inputs) moved.push_back(x.to(device));
+        const std::vector<fx::Tensor> got = m(moved);
         if (got.size() != outputs.size()) why = std::to_string(got.size()) + " outputs";
-        for (std::size_t i = 0; why.empty() && i < outputs.size(); ++i)
-            if (const std::string d = mismatch(got[i], outputs[i]); !d.empty())
+        for (std::size_t i = 0; why.empty() && i < outputs.size(); ++i) {
+            if (got[i].device() != device)
+                why = "output " + std::to_string(i) + " is on " + got[i].device().str();
+            else if (const std::string d = mismatch(got[i].to(fx::Device{}), outputs[i]); !d.empty())
                 why = "output " + std::to_string(i) + ": " + d;
+        }
     } catch (const std::exception& e) {
         why = e.what();
         if (lacking(why)) {
@@ -108,12 +117,15 @@ std::vector<fx::Tensor> tensors(const fs::path& dir, const std::string& prefix) 
     return out;
 }
 
-// A suite of folders holding model.onnx and test_data_set_*/{input,output}_*.pb.
-Counts run_folders(const fs::path& suite) {
+// A suite of folders holding model.onnx and test_data_set_*/{input,output}_*.pb, run on `device`;
+// `only`, where given, names the cases to run.
+Counts run_folders(const fs::path& suite, const fx::Device& device = fx::Device{},
+                   const std::set<std::string>* only = nullptr) {
     Counts c;
     std::vector<fs::path> cases;
     for (const auto& e : fs::directory_iterator(suite))
-        if (fs::exists(e.path() / "model.onnx")) cases.push_back(e.path());
+        if (fs::exists(e.path() / "model.onnx") && (!only || only->count(e.path().filename().string())))
+            cases.push_back(e.path());
     std::sort(cases.begin(), cases.end());
     for (const auto& dir : cases) {
         const std::string name = dir.filename().string();
@@ -132,12 +144,12 @@ Counts run_folders(const fs::path& suite) {
                 one.notes.push_back((lacking(e.what()) ? "skipped " : "failed ") + name + ": " + e.what());
                 break;
             }
-            run_case(name, dir / "model.onnx", inputs, outputs, one);
+            run_case(name, dir / "model.onnx", inputs, outputs, one, device);
             if (one.fail || one.skipped) break;
         }
         if (one.skipped) ++c.skipped;
         else if (one.fail || sets.empty()) ++c.fail;
-        else ++c.pass;
+        else ++c.pass, c.passed.insert(name);
         c.notes.insert(c.notes.end(), one.notes.begin(), one.notes.end());
     }
     return c;
@@ -189,22 +201,49 @@ void report(const std::string& suite, const Counts& c) {
     EXPECT_GE(c.pass, kMeasured.at(suite)) << suite << " passes fewer cases than measured";
 }
 
-}  // namespace
-
-TEST(OnnxBackendSuite, Node) {
-    if (onnx_data().empty())
-        GTEST_SKIP() << "the onnx package is not importable by python3 (python3 -m pip install onnx)";
-    // Written once into the build folder (minutes: numpy computes every reference output) by
-    // tests/reference/onnx_node_data.py; the wheel's own generate-data writes only the model suites.
+// The node suite's folder, written once into the build folder (minutes: numpy computes every
+// reference output) by tests/reference/onnx_node_data.py; the wheel's own generate-data writes only
+// the model suites.
+fs::path node_data() {
     const fs::path dir = fs::path(FLUXION_BINARY_DIR) / "onnx_node_data";
     if (!fs::exists(dir)) {
         const fs::path tmp = dir.string() + ".tmp";
         fs::remove_all(tmp);
         const std::string script = std::string(FLUXION_SOURCE_DIR) + "/tests/reference/onnx_node_data.py";
-        ASSERT_EQ(std::system(("python3 '" + script + "' '" + tmp.string() + "' >/dev/null 2>&1").c_str()), 0);
+        if (std::system(("python3 '" + script + "' '" + tmp.string() + "' >/dev/null 2>&1").c_str()) != 0) return {};
         fs::rename(tmp, dir);
     }
+    return dir;
+}
+
+}  // namespace
+
+TEST(OnnxBackendSuite, Node) {
+    if (onnx_data().empty())
+        GTEST_SKIP() << "the onnx package is not importable by python3 (python3 -m pip install onnx)";
+    const fs::path dir = node_data();
+    ASSERT_FALSE(dir.empty()) << "tests/reference/onnx_node_data.py failed";
     report("node", run_folders(dir));
+}
+
+// Every node case that passes on the CPU passes on every other device too (Vulkan on lavapipe here,
+// CUDA on a GPU machine): the model moved there with `| device`, its inputs with `.to`, each output
+// on that device and within the same tolerance of ONNX's reference.
+TEST(OnnxBackendSuite, NodeCasesPassOnEveryOtherDevice) {
+    if (onnx_data().empty())
+        GTEST_SKIP() << "the onnx package is not importable by python3 (python3 -m pip install onnx)";
+    const auto devices = fx::testing::other_devices();
+    if (devices.empty()) GTEST_SKIP() << "no other device";
+    const fs::path dir = node_data();
+    ASSERT_FALSE(dir.empty()) << "tests/reference/onnx_node_data.py failed";
+    const Counts cpu = run_folders(dir);
+    for (const auto& d : devices) {
+        const Counts c = run_folders(dir, d, &cpu.passed);
+        std::cout << "ONNX backend suite node on " << d.str() << ": " << c.pass << " of the CPU's " << cpu.pass
+                  << " pass\n";
+        EXPECT_EQ(c.pass, cpu.pass) << d.str();
+        for (const auto& note : c.notes) ADD_FAILURE() << d.str() << ": " << note;
+    }
 }
 
 TEST(OnnxBackendSuite, PyTorchConvertedOperatorAndSimple) {

@@ -197,6 +197,71 @@ TEST(OnnxImport, ALoadedModelTrainsEagerlyAndCompiled) {
     EXPECT_LE(relative_error(fwd(x), m(x)), 1e-6);
 }
 
+// Shape arithmetic (integer Div of Shape's values, PyTorch's `x.size(1) // 2`) is fixed by the input's
+// shape, so a model using it compiles; an integer Div of the data itself does not, and says why.
+TEST(OnnxImport, ShapeArithmeticCompilesAndIntegerDivisionOfDataIsRefused) {
+    ScratchDir dir;
+    auto int64s = [](::onnx::GraphProto* g, const std::string& name, const std::vector<std::int64_t>& v) {
+        auto* t = g->add_initializer();
+        t->set_name(name);
+        t->set_data_type(::onnx::TensorProto::INT64);
+        t->add_dims(std::int64_t(v.size()));
+        for (auto e : v) t->add_int64_data(e);
+    };
+    auto node = [](::onnx::GraphProto* g, const std::string& op, const std::vector<std::string>& in, const std::string& out) {
+        auto* n = g->add_node();
+        n->set_op_type(op);
+        for (const auto& x : in) n->add_input(x);
+        n->add_output(out);
+    };
+    auto write = [&](const std::string& file, const std::function<void(::onnx::GraphProto*)>& body) {
+        ::onnx::ModelProto m;
+        m.set_ir_version(8);
+        m.add_opset_import()->set_version(17);
+        auto* g = m.mutable_graph();
+        g->set_name("g");
+        g->add_input()->set_name("X");
+        body(g);
+        g->add_output()->set_name("Y");
+        std::ofstream out(dir / file, std::ios::binary);
+        ASSERT_TRUE(m.SerializeToOstream(&out));
+    };
+    // Y = relu(X reshaped to {N, 2, C / 2}): the sizes from Shape, Gather and an integer Div.
+    write("halves.onnx", [&](::onnx::GraphProto* g) {
+        int64s(g, "two", {2});
+        int64s(g, "first", {0});
+        int64s(g, "second", {1});
+        node(g, "Shape", {"X"}, "shape");
+        node(g, "Gather", {"shape", "first"}, "n");
+        node(g, "Gather", {"shape", "second"}, "c");
+        node(g, "Div", {"c", "two"}, "half");
+        node(g, "Concat", {"n", "two", "half"}, "to");
+        g->mutable_node(g->node_size() - 1)->add_attribute()->set_name("axis");
+        g->mutable_node(g->node_size() - 1)->mutable_attribute(0)->set_type(::onnx::AttributeProto::INT);
+        node(g, "Reshape", {"X", "to"}, "r");
+        node(g, "Relu", {"r"}, "Y");  // a new tensor (a compiled function returns one)
+    });
+    const fx::onnx::Model halves = fx::onnx::load(dir / "halves.onnx");
+    auto fwd = fx::compile(halves);
+    for (const std::int64_t c : {6, 10}) {
+        const fx::Tensor x = fx::randn({3, c});
+        EXPECT_EQ(fwd(x).shape(), (fx::Shape{3, 2, c / 2}));
+        EXPECT_EQ(fwd(x).to_vector<float>(), fx::relu(x).to_vector<float>());  // a replay of the same shape
+    }
+    // Y = X / 3 on integers: the quotient of the data is taken on the host.
+    write("thirds.onnx", [&](::onnx::GraphProto* g) {
+        int64s(g, "three", {3});
+        node(g, "Div", {"X", "three"}, "Y");
+    });
+    const fx::onnx::Model thirds = fx::onnx::load(dir / "thirds.onnx");
+    const fx::Tensor xi = fx::tensor(std::vector<std::int64_t>{7, -7, 9}, {3});
+    EXPECT_EQ(thirds(xi).to_vector<std::int64_t>(), (std::vector<std::int64_t>{2, -2, 3}));
+    auto fwd_thirds = fx::compile(thirds);
+    const std::string why = message_of([&] { fwd_thirds(xi); });
+    EXPECT_NE(why.find("(Div, opset 17) reads its integer operands (to divide them) on the host"), std::string::npos)
+        << why;
+}
+
 TEST(OnnxImport, RunsOnEveryOtherDeviceAsOnTheCpu) {
     ScratchDir dir;
     auto lenet = lenet5();

@@ -98,9 +98,10 @@ void write(const std::filesystem::path& path, const OneNode& spec) {
     }
     for (const auto& x : spec.inputs) {
         n->add_input(x);
-        bool constant = false;
-        for (const auto& c : spec.boolean_constants) constant = constant || std::get<0>(c) == x;
-        if (x.empty() || constant) continue;
+        bool known = false;  // a constant, or an input already declared
+        for (const auto& c : spec.boolean_constants) known = known || std::get<0>(c) == x;
+        for (const auto& i : g->input()) known = known || i.name() == x;
+        if (x.empty() || known) continue;
         auto* in = g->add_input();
         in->set_name(x);
         in->mutable_type()->mutable_tensor_type()->set_elem_type(::onnx::TensorProto::FLOAT);
@@ -453,6 +454,24 @@ TEST(OnnxImportAttention, RefusedAttributesAreNamedWithTheirNode) {
     const fx::onnx::Model mod = load({.op = "Mod", .inputs = {"A", "B"}, .attributes = {{"fmod", std::int64_t{2}}}});
     e = message_of([&] { (void)mod({q, q}); });
     EXPECT_NE(e.find("node 'the_node' (Mod, opset 23): fmod=2"), std::string::npos) << e;
+}
+
+// Mod reads its operands on the host, so fx::compile refuses it by name where they are data; Attention,
+// all on fluxion's ops, compiles and replays.
+TEST(OnnxImportAttention, ModRefusesACompiledReplayAndAttentionCompiles) {
+    const fx::onnx::Model mod = load({.op = "Mod", .inputs = {"X", "X"}, .attributes = {{"fmod", std::int64_t{1}}}});
+    auto fwd_mod = fx::compile(mod);
+    const std::string why = message_of([&] { (void)fwd_mod(fx::randn({3})); });
+    EXPECT_NE(why.find("(Mod, opset 23) reads its operands (to take their remainders) on the host"), std::string::npos)
+        << why;
+
+    const fx::onnx::Model attention =
+        load({.op = "Attention", .inputs = {"X", "X", "X"}, .attributes = {{"is_causal", std::int64_t{1}}}});
+    auto fwd = fx::compile(attention);
+    for (int i = 0; i < 2; ++i) {
+        const fx::Tensor x = fx::randn({1, 2, 3, 4});
+        EXPECT_LE(largest_difference(fwd(x), attention(x)), 1e-6);
+    }
 }
 
 // Mod's two roundings on integers and floats, signs mixed (values checked by hand).

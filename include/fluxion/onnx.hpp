@@ -39,7 +39,12 @@
 //   auto g = m | fx::gpu;                         // fmap, fx::params, fx::save, fx::train, fx::compile
 //
 // The graph runs node by node on fluxion's differentiable ops, so gradients come from autodiff and
-// the model runs on any device. Every floating-point initialiser is a trainable parameter, under
+// the model runs on any device (every output on the device of its inputs, those of host-side
+// shape arithmetic included). An operator that decides on the host from values that may change
+// between calls of the same shapes (GridSample's taps from a grid that is an input or a parameter,
+// integer Div of data) makes fx::compile refuse the model by name, since a replay would repeat the
+// first call's decision; such a model runs eagerly. Shape arithmetic (values from constants and
+// Shape) compiles. Every floating-point initialiser is a trainable parameter, under
 // `initializers.<its ONNX name>` in fx::state (fx::save writes it), but for BatchNormalization's
 // running mean and variance, which are state as in fx::BatchNorm: `statistics.<name>`, saved and
 // moved, not trained; floating Constant nodes move with the model but are not trained; integer initialisers and constants (shapes, axes, indices)
@@ -51,7 +56,9 @@
 // 3-d, dilations, ceil_mode, count_include_pad), their Global forms, LRN, BatchNormalization,
 // InstanceNormalization and LayerNormalization (inference), Softmax, LogSoftmax, RNN, GRU and LSTM
 // (every direction and layout, initial states, sequence_lens, peepholes, clip; not input_forget),
-// Resize and Upsample (nearest, linear and cubic, every coordinate mode, antialias), the Reduce family
+// Resize and Upsample (nearest, linear and cubic, every coordinate mode, antialias), GridSample (every
+// mode and padding, 1-d to 3-d) and AffineGrid, DFT (forward, inverse, one-sided, irfft), STFT and
+// the Hann, Hamming and Blackman windows, the Reduce family
 // (but ReduceProd), ArgMax/ArgMin, and the shape family (Flatten, Reshape, Transpose, Concat, Split,
 // Slice, Gather, Squeeze, Unsqueeze, Expand, Tile, Pad in every mode, Shape, Size, ConstantOfShape,
 // Range, Cast, CastLike, Constant, Identity, Dropout), Mod; and the transformer's: Attention (3-d and

@@ -76,10 +76,10 @@ std::string unsupported(const Context& ctx, Op op, DType t) {
         case Op::cast:
         case Op::index_select:
         case Op::where: typed = any_stored, types = "f32, f64, f16, bf16, i32, i64, u8, bool"; break;
-        case Op::binary: typed = any_stored, types = "f32, f64, f16, bf16, i32, i64; comparisons also u8, bool"; break;
+        case Op::binary: typed = any_stored, types = "f32, f64, f16, bf16, i32, i64, u8; comparisons also bool"; break;
         case Op::unary: typed = number, types = "f32, f64, f16, bf16; neg, abs, square, sign also i32, i64"; break;
-        case Op::index_add:
-        case Op::reduce: typed = number, types = "f32, f64, f16, bf16, i32, i64"; break;
+        case Op::index_add: typed = number, types = "f32, f64, f16, bf16, i32, i64"; break;
+        case Op::reduce: typed = any_stored, types = "f32, f64, f16, bf16, i32, i64, u8; max and min also bool"; break;
         default: typed = floating, types = "f32, f64, f16, bf16"; break;
     }
     if (!typed) return ctx.label() + " runs " + name(op) + " on " + types + ", not " + fluxion::name(t);

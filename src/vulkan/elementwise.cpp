@@ -102,9 +102,9 @@ void binary(int device, Binary op, DType t, const Strided* a_view, const void* a
     Launch launch(device, "binary");
     require(launch.ctx(), backend::Op::binary, t, "binary");
     const bool compare = op >= Binary::eq;
-    if (!compare && (t == DType::u8 || t == DType::boolean))
-        throw DTypeError("binary arithmetic on " + launch.ctx().label() + " does not support " + fluxion::name(t) +
-                         " (f32, f64, f16, bf16, i32, i64; comparisons also u8 and bool)");
+    if (!compare && t == DType::boolean)
+        throw DTypeError("binary arithmetic on " + launch.ctx().label() +
+                         " does not support bool (f32, f64, f16, bf16, i32, i64, u8; comparisons also bool)");
     const std::string variant = std::string(compare ? "compare_" : "binary_") + suffix(t, launch.ctx(), "binary");
     check_count(v.count, launch.ctx(), "binary");
     const std::size_t size = itemsize(t), out_size = compare ? 1 : size;

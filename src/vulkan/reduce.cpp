@@ -20,6 +20,8 @@ void reduce(int device, Reduce op, DType t, std::int64_t outer, std::int64_t n, 
     Launch launch(device, "reduce");
     const bool arg = op == Reduce::argmax || op == Reduce::argmin;
     require(launch.ctx(), backend::Op::reduce, t, "reduce");
+    if (t == DType::boolean && (op == Reduce::sum || op == Reduce::mean))
+        throw DTypeError("reduce on " + launch.ctx().label() + ": a bool tensor reduces by max and min only");
     if (n == 0 && op != Reduce::sum)
         throw ValueError("reduce on " + launch.ctx().label() + ": an empty axis has no extreme");
     const std::string type = suffix(t, launch.ctx(), "reduce");
@@ -37,7 +39,7 @@ void reduce(int device, Reduce op, DType t, std::int64_t outer, std::int64_t n, 
     const std::int64_t wg = launch.ctx().workgroup_size;
     check_loop_limit((outputs + groups - 1) / groups * ((n + wg - 1) / wg + 2 * 32), launch.ctx(), "reduce");
     const bool subgroup = launch.ctx().subgroup_arithmetic && !arg && op != Reduce::max && op != Reduce::min &&
-                          t != DType::i64;
+                          t != DType::i64 && t != DType::u8;  // no subgroup variant for them
     launch.run((arg ? "argreduce_" : subgroup ? "reduce_subgroup_" : "reduce_") + type, groups);
 }
 

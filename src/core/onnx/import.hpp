@@ -56,6 +56,8 @@ void add_nn_operators(std::map<std::string, Operator>& table);
 void add_shape_operators(std::map<std::string, Operator>& table);
 void add_recurrent_operators(std::map<std::string, Operator>& table);
 void add_resize_operators(std::map<std::string, Operator>& table);
+void add_sampling_operators(std::map<std::string, Operator>& table);
+void add_signal_operators(std::map<std::string, Operator>& table);
 void add_attention_operators(std::map<std::string, Operator>& table);
 void add_modulo_operators(std::map<std::string, Operator>& table);
 void add_normalization_operators(std::map<std::string, Operator>& table);
@@ -78,6 +80,12 @@ struct Program {
 // A graph as a model of its own: a file's main graph (load), or a node's graph attribute
 // (FlexAttention's score_mod); `file` names it in messages. Its nodes run at `opset`.
 Model subgraph(const ::onnx::GraphProto& g, std::int64_t opset, const std::string& file);
+
+// For an operator that reads `what` of its inputs' values on the host to decide what to compute:
+// where those inputs may change from call to call with the same shapes (they derive from the
+// graph's inputs or parameters, not only from constants and shapes), a compiled step's replay would
+// repeat this call's decision, so fx::compile is refused with a message naming the node.
+void values_read_on_host(const Node& n, const std::string& what);
 
 // ---- helpers the operators share ----
 Tensor tensor_from_proto(const ::onnx::TensorProto& p, const std::string& what);

@@ -3,10 +3,13 @@
 // dropping each value after its last use.
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <set>
 
+#include "core/compile/recorder.hpp"
 #include "core/onnx/import.hpp"
 #include "fluxion/ops.hpp"
 
@@ -164,6 +167,8 @@ Operator find_operator(const std::string& op) {
         add_shape_operators(t);
         add_recurrent_operators(t);
         add_resize_operators(t);
+        add_sampling_operators(t);
+        add_signal_operators(t);
         add_attention_operators(t);
         add_modulo_operators(t);
         add_normalization_operators(t);
@@ -175,12 +180,26 @@ Operator find_operator(const std::string& op) {
     return it == table.end() ? nullptr : it->second;
 }
 
+namespace {
+// Whether the node running on this thread reads only values fixed by the graph's constants and its
+// inputs' shapes (set by Model::operator() around each node).
+thread_local bool t_inputs_fixed = false;
+}  // namespace
+
+void values_read_on_host(const Node& n, const std::string& what) {
+    if (!t_inputs_fixed)
+        fluxion::detail::refuse_replay("fx::onnx: " + n.label() + " reads " + what +
+                                       " on the host, which a compiled step's replay would not read again; run the "
+                                       "model eagerly");
+}
+
 bool reads_host_arguments(const std::string& op) {
     static const std::set<std::string> ops = {
         "Reshape",    "Slice",    "Squeeze",    "Unsqueeze",       "Expand",          "Tile",
         "Pad",        "Clip",     "ReduceMean", "ReduceSum",       "ReduceMax",       "ReduceMin",
         "ReduceProd", "ReduceL1", "ReduceL2",   "ReduceSumSquare", "ReduceLogSumExp", "ConstantOfShape",
-        "Range",      "Split",    "Gather",     "ReduceLogSum",    "Resize",          "Upsample"};
+        "Range",      "Split",    "Gather",     "ReduceLogSum",    "Resize",          "Upsample",
+        "DFT",        "STFT"};
     return ops.count(op) > 0;
 }
 
@@ -313,6 +332,12 @@ std::vector<Tensor> Model::operator()(const std::vector<Tensor>& inputs) const {
                          " inputs; the graph takes " + std::to_string(p.inputs.size()));
     std::map<std::string, Tensor> values;
     for (std::size_t i = 0; i < inputs.size(); ++i) values[p.inputs[i]] = inputs[i];
+    // Values fixed by the graph's constants and the inputs' shapes alone (shape arithmetic), which
+    // a compiled replay may take as traced: for values_read_on_host.
+    std::set<std::string> fixed;
+    auto is_fixed = [&](const std::string& name) {
+        return name.empty() || fixed.count(name) || p.host_constants.count(name) || constants.count(name);
+    };
     auto value = [&](const std::string& name) -> Tensor {
         if (name.empty()) return {};
         if (auto it = values.find(name); it != values.end()) return it->second;
@@ -326,7 +351,14 @@ std::vector<Tensor> Model::operator()(const std::vector<Tensor>& inputs) const {
         std::vector<Tensor> xs;
         for (const auto& x : proto.input()) xs.push_back(value(x));
         detail::to_common_device(xs, detail::reads_host_arguments(step.node.op()));
+        const bool shape_only = step.node.op() == "Shape" || step.node.op() == "Size";
+        // Kept here too: a node that runs a graph of its own (FlexAttention's score_mod) sets the flag
+        // for that graph's nodes.
+        const bool inputs_fixed = shape_only || std::all_of(proto.input().begin(), proto.input().end(), is_fixed);
+        detail::t_inputs_fixed = inputs_fixed;
         std::vector<Tensor> ys = step.run(step.node, xs);
+        if (inputs_fixed)
+            for (const auto& y : proto.output()) fixed.insert(y);
         for (int i = 0; i < proto.output_size(); ++i) {
             if (proto.output(i).empty()) continue;
             if (std::size_t(i) >= ys.size() || !ys[std::size_t(i)].defined())
@@ -336,8 +368,19 @@ std::vector<Tensor> Model::operator()(const std::vector<Tensor>& inputs) const {
         }
         for (const auto& name : step.frees) values.erase(name);
     }
+    // Outputs made on the host (Shape, Size, Range, integer Div) join the model's device: that of
+    // its inputs, else of its parameters, as every other output is.
+    std::optional<Device> device;
+    for (const auto& x : inputs)
+        if (!device && x.defined() && !x.device().is_cpu()) device = x.device();
+    for (const auto* held : {&initializers, &statistics, &constants})
+        for (const auto& [name, t] : *held)
+            if (!device && !t.device().is_cpu()) device = t.device();
     std::vector<Tensor> out;
-    for (const auto& name : p.outputs) out.push_back(value(name));
+    for (const auto& name : p.outputs) {
+        Tensor y = value(name);
+        out.push_back(device && y.defined() && y.device().is_cpu() ? y.to(*device) : y);
+    }
     return out;
 }
 

@@ -65,6 +65,7 @@ Positions positions(const Node& n, I batch, I L, I S, I past, const Tensor& nonp
     if (!causal && left < 0 && right < 0 && !nonpad.defined()) return {};
     std::vector<I> valid;
     if (nonpad.defined()) {
+        values_read_on_host(n, "nonpad_kv_seqlen (to mask the padding)");
         valid = host_ints(nonpad);
         if (I(valid.size()) != batch)
             throw ShapeError("fx::onnx: " + n.label() + ": nonpad_kv_seqlen has " + std::to_string(valid.size()) +

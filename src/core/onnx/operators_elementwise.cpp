@@ -16,7 +16,8 @@ using Ts = std::vector<Tensor>;
 Tensor as_type_of(const Tensor& y, const Tensor& like) { return y.dtype() == like.dtype() ? y : cast(y, like.dtype()); }
 
 // Integer division truncates toward zero in ONNX; fluxion's divides as reals.
-Tensor integer_div(const Tensor& a, const Tensor& b) {
+Tensor integer_div(const Node& n, const Tensor& a, const Tensor& b) {
+    values_read_on_host(n, "its integer operands (to divide them)");
     const Shape shape = broadcast_shape(a.shape(), b.shape());
     const auto x = host_ints(a.expand(shape).contiguous()), y = host_ints(b.expand(shape).contiguous());
     std::vector<std::int64_t> q(x.size());
@@ -41,8 +42,9 @@ template <Tensor (*F)(const Tensor&, const Tensor&)> Ts binary(const Node&, cons
 Tensor add(const Tensor& a, const Tensor& b) { return a + b; }
 Tensor sub(const Tensor& a, const Tensor& b) { return a - b; }
 Tensor mul(const Tensor& a, const Tensor& b) { return a * b; }
-Tensor div(const Tensor& a, const Tensor& b) {
-    return is_integral(a.dtype()) && is_integral(b.dtype()) ? integer_div(a, b) : a / b;
+Ts div(const Node& n, const Ts& in) {
+    const Tensor &a = in[0], &b = in[1];
+    return {is_integral(a.dtype()) && is_integral(b.dtype()) ? integer_div(n, a, b) : a / b};
 }
 Tensor pow_of(const Tensor& a, const Tensor& b) { return as_type_of(pow(a, b), a); }
 
@@ -225,7 +227,7 @@ void add_elementwise_operators(std::map<std::string, Operator>& t) {
     t["Add"] = binary<add>;
     t["Sub"] = binary<sub>;
     t["Mul"] = binary<mul>;
-    t["Div"] = binary<div>;
+    t["Div"] = div;
     t["Pow"] = binary<pow_of>;
     t["Neg"] = unary<neg>;
     t["Abs"] = unary<abs>;

@@ -28,9 +28,11 @@ std::int64_t integer_mod(std::int64_t a, std::int64_t b, bool truncated) {
 }
 
 // Computed on the host, as Div's integer quotient is: fluxion has no floor or remainder op. The
-// result goes back to A's device; it has no gradient.
+// result goes back to A's device; it has no gradient, and fx::compile refuses it where its operands
+// change from call to call.
 Ts mod(const Node& n, const Ts& in) {
     const Tensor &a = in.at(0), &b = in.at(1);
+    values_read_on_host(n, "its operands (to take their remainders)");
     const std::int64_t fmod = n.i("fmod", 0);
     if (fmod != 0 && fmod != 1) n.unsupported("fmod=" + std::to_string(fmod) + " (it is 0 or 1)");
     const Shape shape = broadcast_shape(a.shape(), b.shape());

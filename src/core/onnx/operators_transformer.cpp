@@ -37,6 +37,7 @@ Ts rotary_embedding(const Node& n, const Ts& in) {
     auto angles = [&](const Tensor& cache) {  // -> {B, L, 1, rotary/2}
         Tensor c = cache;
         if (position_ids.defined()) {
+            values_read_on_host(n, "position_ids (to pick the caches' rows)");
             std::vector<I> rows = host_ints(position_ids);
             for (const I r : rows)
                 if (r < 0 || r >= cache.shape(0))

@@ -59,7 +59,12 @@ foreach(t ${_number_types})
 endforeach()
 foreach(t u8 bool)
   fluxion_vulkan_variant(index_select_${t} index_select.comp S0 ${t} S1 i64 S2 ${t})
+  # Bytes compute in uint (slot C) and store their low byte, so u8 arithmetic wraps as on the CPU;
+  # bool reduces by max and min only (a sum of bools is an i64 sum, made so before the kernel).
+  fluxion_vulkan_variant(reduce_${t} reduce.comp C u8 S0 ${t} S1 ${t})
+  fluxion_vulkan_variant(argreduce_${t} reduce.comp C u8 S0 ${t} S1 i64 DEFINES -DARG=1)
 endforeach()
+fluxion_vulkan_variant(binary_u8 binary.comp C u8 S0 u8 S1 u8 S2 u8)
 foreach(t ${_all_types})
   fluxion_vulkan_variant(compare_${t} binary.comp C ${t} S0 ${t} S1 ${t} S2 bool DEFINES -DCOMPARE=1)
   fluxion_vulkan_variant(where_${t} where.comp S0 bool S1 ${t} S2 ${t} S3 ${t})
