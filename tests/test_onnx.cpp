@@ -295,6 +295,21 @@ TEST(OnnxExport, UpsampleNearestAndBilinear) {
         {2, 2, 5, 6}, 3);
 }
 
+// Volumes {N, C, D, H, W}: each mode by a scale per axis and to a size, uneven again.
+TEST(OnnxExport, UpsampleNearestAndTrilinearVolumes) {
+    using fx::UpsampleMode;
+    const auto conv = [] { return fx::Conv(std::array{3, 3, 3}, 2, 2); };
+    export_and_run(fx::Chain(fx::Upsample(UpsampleMode::nearest, {.scale = {2, 1.5, 3}}), conv(),
+                             fx::Upsample(UpsampleMode::nearest, {.size = {9, 8, 13}})),
+                   {2, 2, 3, 4, 5}, 1);
+    export_and_run(fx::Chain(fx::Upsample(UpsampleMode::trilinear, {.scale = {2}}), conv(),
+                             fx::Upsample(UpsampleMode::trilinear, {.size = {5, 11, 7}})),
+                   {2, 2, 3, 4, 5}, 1);
+    export_and_run(fx::Chain(fx::Upsample(UpsampleMode::trilinear, {.scale = {1.5, 2, 2}, .align_corners = true}),
+                             conv(), fx::Upsample(UpsampleMode::trilinear, {.size = {6, 7, 9}, .align_corners = true})),
+                   {2, 2, 4, 3, 5}, 3);
+}
+
 // At 44×44 the skips of 11 and 5 are odd-sized: the steps up pad their input to them.
 TEST(OnnxExport, UNetWithTransposedConvolutionsOrBilinearSteps) {
     for (const bool bilinear : {false, true}) {
@@ -367,6 +382,7 @@ TEST(OnnxExport, RefusesWhatItCannotExpressByNameAndWritesNothing) {
     expect_refusal(fx::Chain(fx::Conv({3, 3}, 1, 2), fx::AdaptiveMeanPool({7, 7})), fx::randn({1, 1, 7, 7}),
                    "AdaptiveMeanPool((7, 7)) at 'layers.1' has no ONNX export for its input {N, 2, 5, 5}");
     expect_refusal(fx::Chain(fx::Dense(4, 3)), fx::randn({2, 4}).to(fx::DType::f64), "the export writes f32");
-    expect_refusal(fx::Chain(fx::Upsample(fx::UpsampleMode::trilinear, {.scale = {2}})), fx::randn({1, 1, 2, 2, 2}),
-                   "Upsample(:trilinear, scale = 2) at 'layers.0' resizes volumes");
+    expect_refusal(
+        fx::Chain(fx::Upsample(fx::UpsampleMode::trilinear, {.scale = {2}})), fx::randn({1, 2, 2, 2}),
+        "Upsample(:trilinear, scale = 2) at 'layers.0' is given a batch of rank 4; it resizes {N, C, D, H, W}");
 }

@@ -16,7 +16,8 @@
 // The walk is over layers, each written as the ONNX operators that compute it: Chain, std::tuple,
 // std::vector and std::optional of layers; Dense (Gemm on {N, F}, MatMul + Add over the last axis
 // otherwise), Conv and ConvTranspose (1-d, 2-d and 3-d, values per axis, groups), Upsample of images
-// (a Resize: nearest, bilinear with align_corners or half_pixel; by its scale or to its size),
+// and volumes (a Resize: nearest, bilinear and trilinear with align_corners or half_pixel; by its
+// scale or to its size),
 // BatchNorm (running statistics), LayerNorm, MaxPool and MeanPool (1-d, 2-d and 3-d), GlobalMeanPool, AdaptiveMeanPool (GlobalAveragePool for an output of 1; else, where each
 // input size, known from the example input, is a multiple of the output's, an AveragePool, or
 // nothing where they are equal), Flatten, Dropout and AlphaDropout (identities),
@@ -51,17 +52,21 @@
 // stay on the host, where the shape arithmetic of PyTorch's exports (Shape, Gather, Concat, ...)
 // runs. Operators of the default domain, at any opset: the elementwise and activation families
 // (Add ... Pow, Relu, Sigmoid, Tanh, LeakyRelu, Elu, Selu, Celu, PRelu, Softplus, HardSigmoid,
-// HardSwish, Mish, Swish, Gelu, Erf, Clip), the comparisons, And/Or/Xor/Not, Where, MatMul, Gemm,
-// Conv and ConvTranspose (1-d, 2-d and 3-d, any padding), MaxPool and AveragePool (1-d, 2-d and
-// 3-d, dilations, ceil_mode, count_include_pad), their Global forms, LRN, BatchNormalization,
-// InstanceNormalization and LayerNormalization (inference), Softmax, LogSoftmax, RNN, GRU and LSTM
+// HardSwish, Mish, Swish, Gelu, Erf, Clip; Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh,
+// Shrink; Floor, Ceil, Round, IsInf, IsNaN), the comparisons, And/Or/Xor/Not, BitShift and the
+// Bitwise family (on the host), Where, MatMul, Gemm,
+// Conv and ConvTranspose (1-d, 2-d and 3-d, any padding), MaxPool, AveragePool and LpPool (1-d, 2-d
+// and 3-d, dilations, ceil_mode, count_include_pad; MaxPool's Indices and integer inputs on the
+// host), MaxUnpool, their Global forms, LRN, BatchNormalization (inference, and training_mode with
+// its running statistics), InstanceNormalization and LayerNormalization, Dropout (training_mode
+// draws its mask from fx::rand), Softmax, LogSoftmax, RNN, GRU and LSTM
 // (every direction and layout, initial states, sequence_lens, peepholes, clip; not input_forget),
 // Resize and Upsample (nearest, linear and cubic, every coordinate mode, antialias), GridSample (every
 // mode and padding, 1-d to 3-d) and AffineGrid, DFT (forward, inverse, one-sided, irfft), STFT and
 // the Hann, Hamming and Blackman windows, the Reduce family
 // (but ReduceProd), ArgMax/ArgMin, and the shape family (Flatten, Reshape, Transpose, Concat, Split,
 // Slice, Gather, Squeeze, Unsqueeze, Expand, Tile, Pad in every mode, Shape, Size, ConstantOfShape,
-// Range, Cast, CastLike, Constant, Identity, Dropout), Mod; and the transformer's: Attention (3-d and
+// Range, Cast, CastLike, Constant, Identity), Mod; and the transformer's: Attention (3-d and
 // 4-d, grouped queries, masks, is_causal, windows, softcap, the past/present cache, every
 // qk_matmul_output_mode), RMSNormalization, GroupNormalization, LpNormalization, RotaryEmbedding,
 // SwiGLU, LinearAttention and CausalConvWithState; of ai.onnx.preview, FlexAttention (its score_mod

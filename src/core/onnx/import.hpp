@@ -34,11 +34,18 @@ public:
 
     const ::onnx::NodeProto& proto() const { return proto_; }
 
+    // The ONNX element type declared for input i (by the graph's inputs, initialisers or
+    // value_info), or 0 where none is: fluxion holds int8, int16 and uint16 as i32 and uint32 as
+    // i64, and the operators whose result depends on the width (bit shifts) read it here.
+    int declared_type(std::size_t input) const { return input < declared_.size() ? declared_[input] : 0; }
+    void declare_types(std::vector<int> types) { declared_ = std::move(types); }
+
 private:
     const ::onnx::AttributeProto* find(const char* attribute) const;
     ::onnx::NodeProto proto_;
     std::int64_t opset_;
     std::size_t index_;
+    std::vector<int> declared_;
 };
 
 // An operator: the node's outputs from its inputs (an absent optional input is an empty tensor).
@@ -58,6 +65,7 @@ void add_recurrent_operators(std::map<std::string, Operator>& table);
 void add_resize_operators(std::map<std::string, Operator>& table);
 void add_sampling_operators(std::map<std::string, Operator>& table);
 void add_signal_operators(std::map<std::string, Operator>& table);
+void add_math_operators(std::map<std::string, Operator>& table);
 void add_attention_operators(std::map<std::string, Operator>& table);
 void add_modulo_operators(std::map<std::string, Operator>& table);
 void add_normalization_operators(std::map<std::string, Operator>& table);

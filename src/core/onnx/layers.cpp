@@ -219,32 +219,33 @@ std::string layer(Graph& g, const AdaptiveMeanPool& p, const std::string& x, con
 }
 
 // A Resize by the layer's scales (ONNX places samples by 1/scale, as PyTorch does where a scale is
-// given) or to its size (the batch and channels taken from the input's shape): nearest as PyTorch's
-// floor(out_index / scale), bilinear with its corners aligned or its pixels' centres scaled
-// (half_pixel, which clamps below 0 as PyTorch does).
+// given) or to its size (the batch and channels taken from the input's shape), of images {N, C, H, W}
+// or volumes {N, C, D, H, W}: nearest as PyTorch's floor(out_index / scale), bilinear and trilinear
+// with their corners aligned or their pixels' centres scaled (half_pixel, which clamps below 0 as
+// PyTorch does).
 std::string layer(Graph& g, const Upsample& u, const std::string& x, const std::string& path) {
     const std::string name = or_else(path, "upsample");
-    if (u.axes() != 2)
-        throw Error("fx::onnx::save: " + u.describe() + " at '" + or_else(path, "the model's root") +
-                    "' resizes volumes; Upsample exports for images {N, C, H, W}");
-    if (g.rank(x) != 4)
+    const int rank = u.axes() + 2;
+    if (g.rank(x) != rank)
         throw ShapeError("fx::onnx::save: " + u.describe() + " at '" + or_else(path, "the model's root") +
-                         "' is given a batch of rank " + std::to_string(g.rank(x)) + "; it resizes {N, C, H, W}");
+                         "' is given a batch of rank " + std::to_string(g.rank(x)) + "; it resizes " +
+                         (rank == 4 ? "{N, C, H, W}" : "{N, C, D, H, W}"));
     std::vector<std::string> in{x, ""};
     if (!u.scale().empty()) {
-        in.push_back(g.initializer({1.0f, 1.0f, static_cast<float>(u.scale()[0]), static_cast<float>(u.scale()[1])},
-                                   {4}, join(name, "scales")));
+        std::vector<float> scales{1.0f, 1.0f};
+        for (const double s : u.scale()) scales.push_back(static_cast<float>(s));
+        in.push_back(g.initializer(scales, {rank}, join(name, "scales")));
     } else {
         const std::string batch_channels =
             g.node("Shape", {x}, join(name, "batch_channels"), 1, [](auto& n) { attribute(n, "end", I{2}); });
         const std::string sizes =
-            g.node("Concat", {batch_channels, g.initializer_i64({u.size()[0], u.size()[1]}, {2}, join(name, "size"))},
+            g.node("Concat", {batch_channels, g.initializer_i64(u.size(), {u.axes()}, join(name, "size"))},
                    join(name, "sizes"), 1, [](auto& n) { attribute(n, "axis", I{0}); });
         in.push_back("");
         in.push_back(sizes);
     }
     const bool nearest = u.mode() == UpsampleMode::nearest;
-    return g.node("Resize", in, name, 4, [&](auto& n) {
+    return g.node("Resize", in, name, rank, [&](auto& n) {
         attribute(n, "mode", std::string(nearest ? "nearest" : "linear"));
         attribute(n, "coordinate_transformation_mode",
                   std::string(nearest             ? "asymmetric"

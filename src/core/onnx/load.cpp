@@ -169,6 +169,7 @@ Operator find_operator(const std::string& op) {
         add_resize_operators(t);
         add_sampling_operators(t);
         add_signal_operators(t);
+        add_math_operators(t);
         add_attention_operators(t);
         add_modulo_operators(t);
         add_normalization_operators(t);
@@ -257,10 +258,19 @@ Model subgraph(const ::onnx::GraphProto& g, std::int64_t opset, const std::strin
         if (!defined.count(v.name())) program->inputs.push_back(v.name());
     for (const auto& v : program->inputs) defined.insert(v);
 
+    std::map<std::string, int> declared;  // the element types the graph declares
+    for (const auto& init : g.initializer()) declared[init.name()] = init.data_type();
+    for (const auto* values : {&g.input(), &g.value_info()})
+        for (const auto& v : *values)
+            if (v.type().has_tensor_type()) declared[v.name()] = v.type().tensor_type().elem_type();
+
     std::map<std::string, std::size_t> last_use;
     for (int k = 0; k < g.node_size(); ++k) {
         const auto& n = g.node(k);
         detail::Node node(n, opset, std::size_t(k));
+        std::vector<int> types;
+        for (const auto& x : n.input()) types.push_back(declared.count(x) ? declared.at(x) : 0);
+        node.declare_types(std::move(types));
         // Of the preview domain, FlexAttention, under its domain's name (it is no default-domain operator).
         const bool preview = n.domain() == "ai.onnx.preview";
         const std::string op = preview ? "ai.onnx.preview." + n.op_type() : n.op_type();

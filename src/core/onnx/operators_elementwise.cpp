@@ -178,29 +178,56 @@ Tensor max_axis(const Tensor& x, int a, bool k) { return max(x, a, k); }
 Tensor min_axis(const Tensor& x, int a, bool k) { return min(x, a, k); }
 Tensor lse_axis(const Tensor& x, int a, bool k) { return logsumexp(x, a, k); }
 
+// What a reduction gives over no elements where summing nothing does not give it (ONNX's rule).
+enum class Empty { summed, lowest, highest };
+
+// The type's lowest or highest value (−∞ and ∞ for floating types, false and true for booleans) in `shape`.
+Tensor extreme(const Shape& shape, const Tensor& like, bool highest) {
+    const TensorOptions o{.dtype = like.dtype(), .device = like.device()};
+    if (like.dtype() == DType::i64) {  // beyond a double's exact integers
+        using L = std::numeric_limits<std::int64_t>;
+        return tensor(std::vector<std::int64_t>(std::size_t(numel(shape)), highest ? L::max() : L::min()), shape, o);
+    }
+    double low = -std::numeric_limits<double>::infinity(), high = std::numeric_limits<double>::infinity();
+    if (like.dtype() == DType::i32)
+        low = std::numeric_limits<std::int32_t>::min(), high = std::numeric_limits<std::int32_t>::max();
+    if (like.dtype() == DType::u8) low = 0, high = 255;
+    if (like.dtype() == DType::boolean) low = 0, high = 1;
+    return full(shape, highest ? high : low, o);
+}
+
 // The Reduce family: an elementwise map (or none), a reduction along each axis, an elementwise finish (or none).
 struct Reduction {
     const char* op;
     Tensor (*map)(const Tensor&);
     Tensor (*reduce)(const Tensor&, int, bool);
     Tensor (*finish)(const Tensor&);
+    Empty empty;
 };
 const Reduction kReductions[] = {
-    {"ReduceSum", nullptr, sum_axis, nullptr},
-    {"ReduceMean", nullptr, mean_axis, nullptr},
-    {"ReduceMax", nullptr, max_axis, nullptr},
-    {"ReduceMin", nullptr, min_axis, nullptr},
-    {"ReduceL1", abs, sum_axis, nullptr},
-    {"ReduceL2", square, sum_axis, sqrt},
-    {"ReduceSumSquare", square, sum_axis, nullptr},
-    {"ReduceLogSum", nullptr, sum_axis, log},
-    {"ReduceLogSumExp", nullptr, lse_axis, nullptr},
+    {"ReduceSum", nullptr, sum_axis, nullptr, Empty::summed},
+    {"ReduceMean", nullptr, mean_axis, nullptr, Empty::summed},
+    {"ReduceMax", nullptr, max_axis, nullptr, Empty::lowest},
+    {"ReduceMin", nullptr, min_axis, nullptr, Empty::highest},
+    {"ReduceL1", abs, sum_axis, nullptr, Empty::summed},
+    {"ReduceL2", square, sum_axis, sqrt, Empty::summed},
+    {"ReduceSumSquare", square, sum_axis, nullptr, Empty::summed},
+    {"ReduceLogSum", nullptr, sum_axis, log, Empty::summed},
+    {"ReduceLogSumExp", nullptr, lse_axis, nullptr, Empty::lowest},  // log 0 = −∞
 };
 Ts reduction(const Node& n, const Ts& in) {
     for (const auto& r : kReductions) {
         if (n.op() != r.op) continue;
         const std::vector<int> axes = reduced_axes(n, in);
         const bool keep = n.i("keepdims", 1) != 0;
+        if (r.empty != Empty::summed &&
+            std::any_of(axes.begin(), axes.end(), [&](int a) { return in[0].shape(a) == 0; })) {
+            Shape shape = in[0].shape();
+            for (auto it = axes.rbegin(); it != axes.rend(); ++it)
+                if (keep) shape[std::size_t(*it)] = 1;
+                else shape.erase(shape.begin() + *it);
+            return {extreme(shape, in[0], r.empty == Empty::highest)};
+        }
         Tensor y = r.map ? r.map(in[0]) : in[0];
         for (auto it = axes.rbegin(); it != axes.rend(); ++it) y = r.reduce(y, *it, keep);
         return {r.finish ? r.finish(y) : y};

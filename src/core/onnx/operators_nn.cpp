@@ -248,13 +248,63 @@ Tensor slide(const Tensor& t, const Ints& kernel, const Ints& strides, const Int
     return maximum ? acc : acc / double(cells);
 }
 
-// MaxPool and AveragePool: the input padded explicitly (pads, then what ceil_mode adds at the end),
-// then pooled unpadded. The average divides by the pooled count of cells that count: the input's,
-// and the pads' under count_include_pad.
+// MaxPool's maximum of each window of x {N, C, spatial...} (padded by pads {begin..., end...}, the
+// pads never chosen) with the flat index into x of the first of equal maxima: spatial axes row-major,
+// or with column_major counted from the first; channels after them. On the host, for its Indices
+// output and for integer inputs, neither of which fluxion's pools take.
+template <class T> struct Maxima {
+    std::vector<T> values;
+    std::vector<std::int64_t> indices;
+    Shape shape;
+};
+template <class T>
+Maxima<T> host_maxima(const std::vector<T>& x, const Shape& in, const Window& w, const Ints& pads, bool column_major) {
+    const std::size_t d = w.kernel.size();
+    Maxima<T> m{{}, {}, {in[0], in[1]}};
+    std::int64_t cells = 1, area = 1, outs = 1;
+    for (std::size_t i = 0; i < d; ++i) {
+        const std::int64_t reach = (w.kernel[i] - 1) * w.dilations[i] + 1;
+        m.shape.push_back((in[i + 2] + pads[i] + pads[i + d] - reach) / w.strides[i] + 1);
+        cells *= w.kernel[i], area *= in[i + 2], outs *= m.shape.back();
+    }
+    Ints row(d, 1), col(d, 1);  // each spatial axis's step in x, row-major and column-major
+    for (std::size_t i = d - 1; i > 0; --i) row[i - 1] = row[i] * in[i + 2];
+    for (std::size_t i = 1; i < d; ++i) col[i] = col[i - 1] * in[i + 1];
+    for (std::int64_t plane = 0; plane < in[0] * in[1]; ++plane) {
+        for (std::int64_t o = 0; o < outs; ++o) {
+            bool found = false;
+            T best{};
+            std::int64_t best_index = -1;
+            for (std::int64_t cell = 0; cell < cells; ++cell) {
+                std::int64_t at = 0, at_col = 0;
+                bool inside = true;
+                for (std::int64_t i = std::int64_t(d) - 1, oi = o, ci = cell; i >= 0; --i) {
+                    const std::size_t a = std::size_t(i);
+                    const std::int64_t p =
+                        (oi % m.shape[a + 2]) * w.strides[a] - pads[a] + (ci % w.kernel[a]) * w.dilations[a];
+                    oi /= m.shape[a + 2], ci /= w.kernel[a];
+                    if (p < 0 || p >= in[a + 2]) inside = false;
+                    at += p * row[a], at_col += p * col[a];
+                }
+                if (!inside) continue;
+                const T v = x[std::size_t(plane * area + at)];
+                if (!found || v > best)
+                    found = true, best = v, best_index = plane * area + (column_major ? at_col : at);
+            }
+            m.values.push_back(best);
+            m.indices.push_back(best_index);
+        }
+    }
+    return m;
+}
+
+// MaxPool, AveragePool and LpPool: the input padded explicitly (pads, then what ceil_mode adds at
+// the end), then pooled unpadded. The average divides by the pooled count of cells that count: the
+// input's, and the pads' under count_include_pad. LpPool is the p-th root of the windows' sums of |x|^p.
 Ts pool(const Node& n, const Ts& in) {
     check_rank(n, in[0]);
-    const bool max_pool = n.op() == "MaxPool";
-    if (max_pool && n.outputs() > 1) n.unsupported("its Indices output");
+    const bool max_pool = n.op() == "MaxPool", lp_pool = n.op() == "LpPool";
+    if (!max_pool && !is_floating(in[0].dtype())) n.unsupported("an integer input");
     const Ints kernel = n.ints("kernel_shape");
     if (kernel.size() != std::size_t(in[0].ndim() - 2)) n.unsupported("kernel_shape of the wrong length");
     Window w = window_of(n, in[0], kernel);
@@ -282,7 +332,33 @@ Ts pool(const Node& n, const Ts& in) {
         const Tensor y = maximum ? maxpool2d(u, options) : meanpool2d(u, options);
         return one_d ? y.squeeze(2) : y;
     };
-    if (max_pool) return {pool2d(pad_spatial(in[0], pads, -std::numeric_limits<double>::infinity()), true)};
+    if (max_pool) {
+        const bool integers = !is_floating(in[0].dtype());
+        Ts out;
+        if (!integers) out.push_back(pool2d(pad_spatial(in[0], pads, -std::numeric_limits<double>::infinity()), true));
+        if (!integers && n.outputs() < 2) return out;
+        values_read_on_host(n, integers ? "its integer input (to pool it)" : "its input (to find its Indices)");
+        const bool column_major = n.i("storage_order", 0) != 0;
+        const TensorOptions on_x{.dtype = in[0].dtype(), .device = in[0].device()};
+        const TensorOptions indices{.dtype = DType::i64, .device = in[0].device()};
+        if (integers) {
+            const auto m = host_maxima(host_ints(in[0].contiguous()), in[0].shape(), w, pads, column_major);
+            out = {tensor(m.values, m.shape, on_x), tensor(m.indices, m.shape, indices)};
+        } else {
+            const auto m = host_maxima(in[0].contiguous().to_vector<double>(), in[0].shape(), w, pads, column_major);
+            out.push_back(tensor(m.indices, m.shape, indices));
+        }
+        return out;
+    }
+    if (lp_pool) {
+        const std::int64_t p = n.i("p", 2);
+        if (p < 1) n.unsupported("p=" + std::to_string(p));
+        const Tensor powers = p == 1 ? abs(in[0]) : p == 2 ? in[0] * in[0] : pow(abs(in[0]), double(p));
+        double cells = 1;
+        for (auto k : kernel) cells *= double(k);
+        const Tensor sums = pool2d(padded ? pad_spatial(powers, pads, 0) : powers, false) * cells;
+        return {p == 1 ? sums : p == 2 ? sqrt(sums) : pow(sums, 1.0 / double(p))};
+    }
     const Tensor mean = pool2d(padded ? pad_spatial(in[0], pads, 0) : in[0], false);
     if (!padded) return {mean};
     Shape ones_shape(std::size_t(in[0].ndim()), 1);
@@ -296,6 +372,49 @@ Ts pool(const Node& n, const Ts& in) {
         mask = pad_spatial(mask, pads, 0);
     }
     return {mean / pool2d(mask, false)};
+}
+
+// MaxUnpool: x's values placed where the indices (MaxPool's: flat through batch and channels) say
+// in zeros of the shape the pool's input had, then zeros added at the end of each spatial axis up to
+// output_shape (ONNX's reference and its node suite place them so). A gather from x and one zero by
+// the indices' inverse, made on the host, so differentiable in x.
+Ts max_unpool(const Node& n, const Ts& in) {
+    check_rank(n, in[0]);
+    const Tensor& x = in[0];
+    const Ints kernel = n.ints("kernel_shape");
+    const std::size_t d = kernel.size();
+    if (d != std::size_t(x.ndim() - 2)) n.unsupported("kernel_shape of the wrong length");
+    const Ints strides = n.ints("strides", Ints(d, 1)), pads = n.ints("pads", Ints(2 * d, 0));
+    Shape shape{x.shape(0), x.shape(1)};
+    for (std::size_t i = 0; i < d; ++i)
+        shape.push_back((x.shape(int(i) + 2) - 1) * strides[i] - pads[i] - pads[i + d] + kernel[i]);
+    values_read_on_host(n, "its indices (to place the values)");
+    const std::vector<std::int64_t> indices = host_ints(in[1].contiguous());
+    if (std::int64_t(indices.size()) != x.numel())
+        throw ShapeError("fx::onnx: " + n.label() + ": indices of shape " + to_string(in[1].shape()) +
+                         " for an input of shape " + to_string(x.shape()));
+    const std::int64_t total = numel(shape);
+    std::vector<std::int64_t> from(std::size_t(total), x.numel());  // x.numel(): the zero after x's values
+    for (std::size_t k = 0; k < indices.size(); ++k) {
+        if (indices[k] < 0 || indices[k] >= total)
+            throw ValueError("fx::onnx: " + n.label() + ": index " + std::to_string(indices[k]) +
+                             " is outside the unpooled shape " + to_string(shape));
+        from[std::size_t(indices[k])] = std::int64_t(k);
+    }
+    const Tensor values = concat({x.reshape({-1}), zeros({1}, {.dtype = x.dtype(), .device = x.device()})});
+    Tensor y =
+        index_select(values, 0, tensor(from, {total}, {.dtype = DType::i64, .device = x.device()})).reshape(shape);
+    if (in.size() > 2 && in[2].defined()) {
+        const std::vector<std::int64_t> want = host_ints(in[2]);
+        if (want.size() != shape.size() || want[0] != shape[0] || want[1] != shape[1])
+            n.unsupported("an output_shape of " + std::to_string(want.size()) + " values or another batch or channels");
+        for (std::size_t i = 2; i < shape.size(); ++i) {
+            if (want[i] < shape[i])
+                n.unsupported("an output_shape smaller than the unpooled shape " + to_string(shape));
+            y = pad_axis(y, int(i), 0, want[i] - shape[i], 0);
+        }
+    }
+    return {y};
 }
 
 Ts global_pool(const Node& n, const Ts& in) {
@@ -323,14 +442,32 @@ Tensor per_channel(const Tensor& v, const Tensor& x) {
     return v.reshape(s);
 }
 
+// For inference by the running statistics; with training_mode=1 by the batch's own (the variance
+// without Bessel's correction), outputting the running statistics moved toward them by 1 − momentum.
 Ts batch_norm(const Node& n, const Ts& in) {
-    if (n.i("training_mode", 0)) n.unsupported("training_mode=1 (fluxion imports BatchNormalization for inference)");
-    if (n.outputs() > 1) n.unsupported("the running statistics' outputs of training");
     if (n.opset() < 9 && n.i("spatial", 1) == 0) n.unsupported("spatial=0");
     const Tensor& x = in[0];
     const double eps = n.f("epsilon", 1e-5f);
-    const Tensor scale = per_channel(in[1], x) / sqrt(per_channel(in[4], x) + eps);
-    return {(x - per_channel(in[3], x)) * scale + per_channel(in[2], x)};
+    const bool training = n.opset() >= 14 && n.i("training_mode", 0) != 0;
+    if (!training) {
+        if (n.outputs() > 1)
+            n.unsupported(n.opset() >= 14
+                              ? "the running statistics' outputs without training_mode=1"
+                              : "the running statistics' outputs of training (before opset 14's training_mode)");
+        const Tensor scale = per_channel(in[1], x) / sqrt(per_channel(in[4], x) + eps);
+        return {(x - per_channel(in[3], x)) * scale + per_channel(in[2], x)};
+    }
+    auto over_all_but_channels = [&](Tensor t) {
+        for (int a = x.ndim() - 1; a >= 0; --a)
+            if (a != 1) t = mean(t, a, true);
+        return t;
+    };
+    const Tensor m = over_all_but_channels(x), c = x - m, v = over_all_but_channels(c * c);
+    const Tensor y = c / sqrt(v + eps) * per_channel(in[1], x) + per_channel(in[2], x);
+    const double momentum = n.f("momentum", 0.9f);
+    const Shape channels{x.shape(1)};
+    return {y, in[3] * momentum + m.reshape(channels) * (1 - momentum),
+            in[4] * momentum + v.reshape(channels) * (1 - momentum)};
 }
 
 Ts instance_norm(const Node& n, const Ts& in) {
@@ -367,13 +504,27 @@ template <Tensor (*F)(const Tensor&, int)> Ts softmax_op(const Node& n, const Ts
 Tensor softmax_of(const Tensor& x, int a) { return softmax(x, a); }
 Tensor logsoftmax_of(const Tensor& x, int a) { return logsoftmax(x, a); }
 
+// The identity, and a mask of ones, outside training. With training_mode=true (opset 12 on) each
+// element is kept where a draw of fx::rand on the input's device is at least the ratio, and scaled
+// by 1 / (1 − ratio). The draws are fluxion's (fx::seed repeats them): the seed attribute, which
+// names a draw of another generator, is not followed.
 Ts dropout(const Node& n, const Ts& in) {
-    if (n.opset() >= 12 && in.size() > 2 && in[2].defined() && in[2].to(DType::f64).item() != 0)
-        n.unsupported("training_mode=true (fluxion imports Dropout for inference)");
     if (n.opset() < 7 && n.i("is_test", 0) == 0) n.unsupported("is_test=0 (fluxion imports Dropout for inference)");
-    Ts out{in[0]};
-    if (n.outputs() > 1) out.push_back(ones(in[0].shape(), {.dtype = DType::boolean, .device = in[0].device()}));
-    return out;
+    const Tensor& x = in[0];
+    const bool training = n.opset() >= 12 && in.size() > 2 && in[2].defined() && in[2].to(DType::f64).item() != 0;
+    const double ratio =
+        n.opset() >= 12 ? (in.size() > 1 && in[1].defined() ? in[1].to(DType::f64).item() : 0.5) : n.f("ratio", 0.5f);
+    if (!training || ratio == 0) {
+        Ts out{x};
+        if (n.outputs() > 1) out.push_back(ones(x.shape(), {.dtype = DType::boolean, .device = x.device()}));
+        return out;
+    }
+    if (!(ratio > 0 && ratio < 1))
+        throw ValueError("fx::onnx: " + n.label() + ": a ratio of " + std::to_string(ratio) +
+                         " (training Dropout drops with a probability in [0, 1))");
+    const Tensor draws = rand(x.shape(), {.dtype = DType::f32, .device = x.device()});
+    const Tensor keep = ge(draws, full({}, ratio, {.dtype = DType::f32, .device = x.device()}));
+    return {x * keep.to(x.dtype()) * (1 / (1 - ratio)), keep};
 }
 
 }  // namespace
@@ -385,6 +536,8 @@ void add_nn_operators(std::map<std::string, Operator>& t) {
     t["ConvTranspose"] = conv_transpose;
     t["MaxPool"] = pool;
     t["AveragePool"] = pool;
+    t["LpPool"] = pool;
+    t["MaxUnpool"] = max_unpool;
     t["GlobalAveragePool"] = global_pool;
     t["GlobalMaxPool"] = global_pool;
     t["LRN"] = lrn;
