@@ -65,12 +65,16 @@
 // mode and padding, 1-d to 3-d) and AffineGrid, DFT (forward, inverse, one-sided, irfft), STFT and
 // the Hann, Hamming and Blackman windows, the Reduce family, ArgMax/ArgMin, and the shape family
 // (Flatten, Reshape, Transpose, Concat, Split, Slice, Gather, Squeeze, Unsqueeze, Expand, Tile, Pad
-// in every mode, Shape, Size, ConstantOfShape, Range, Cast, CastLike, Constant, Identity, Dropout);
-// NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (every reduction, weights, ignore_index,
-// log_prob), CumSum, CumProd, Einsum, and the indexing family (GatherElements, GatherND,
-// ScatterElements, Scatter, ScatterND with every reduction, TopK, OneHot, Hardmax, Trilu, EyeLike,
-// Compress, ReverseSequence, DepthToSpace, SpaceToDepth, CenterCropPad). ONNX's own backend suite:
-// README.md. An
+// in every mode, Shape, Size, ConstantOfShape, Range, Cast, CastLike, Constant, Identity, Dropout),
+// Mod; NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (every reduction, weights,
+// ignore_index, log_prob), CumSum, CumProd, Einsum, and the indexing family (GatherElements,
+// GatherND, ScatterElements, Scatter, ScatterND with every reduction, TopK, OneHot, Hardmax, Trilu,
+// EyeLike, Compress, ReverseSequence, DepthToSpace, SpaceToDepth, CenterCropPad); and the
+// transformer's: Attention (3-d and 4-d, grouped queries, masks, is_causal, windows, softcap, the
+// past/present cache, every qk_matmul_output_mode), RMSNormalization, GroupNormalization,
+// LpNormalization, RotaryEmbedding, SwiGLU, LinearAttention and CausalConvWithState; of
+// ai.onnx.preview, FlexAttention (its score_mod and prob_mod graphs run as models of their own).
+// ONNX's own backend suite: README.md. An
 // operator or attribute it does not implement throws fx::Error naming the operator, the node and
 // the opset (at load for operators, at the first run for attributes); a file that is not a
 // well-formed ONNX model (corrupt, truncated) throws fx::IOError.

@@ -70,6 +70,11 @@ void add_loss_operators(std::map<std::string, Operator>& table);
 void add_indexing_operators(std::map<std::string, Operator>& table);
 void add_scan_operators(std::map<std::string, Operator>& table);
 void add_einsum_operators(std::map<std::string, Operator>& table);
+void add_attention_operators(std::map<std::string, Operator>& table);
+void add_modulo_operators(std::map<std::string, Operator>& table);
+void add_normalization_operators(std::map<std::string, Operator>& table);
+void add_transformer_operators(std::map<std::string, Operator>& table);
+void add_linear_attention_operators(std::map<std::string, Operator>& table);
 
 struct Step {
     Node node;
@@ -83,6 +88,10 @@ struct Program {
     std::vector<Step> steps;
     std::map<std::string, Tensor> host_constants;  // integer and boolean initialisers and constants
 };
+
+// A graph as a model of its own: a file's main graph (load), or a node's graph attribute
+// (FlexAttention's score_mod); `file` names it in messages. Its nodes run at `opset`.
+Model subgraph(const ::onnx::GraphProto& g, std::int64_t opset, const std::string& file);
 
 // For an operator that reads `what` of its inputs' values on the host to decide what to compute:
 // where those inputs may change from call to call with the same shapes (they derive from the

@@ -177,6 +177,11 @@ Operator find_operator(const std::string& op) {
         add_indexing_operators(t);
         add_scan_operators(t);
         add_einsum_operators(t);
+        add_attention_operators(t);
+        add_modulo_operators(t);
+        add_normalization_operators(t);
+        add_transformer_operators(t);
+        add_linear_attention_operators(t);
         return t;
     }();
     const auto it = table.find(op);
@@ -243,16 +248,9 @@ Tensor load_tensor(const std::filesystem::path& path) {
     return detail::tensor_from_proto(p, path.string());
 }
 
-Model load(const std::filesystem::path& path) {
-    const std::string file = path.string();
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw IOError("fx::onnx::load: cannot open " + file);
-    ::onnx::ModelProto proto;
-    if (!proto.ParseFromIstream(&in)) detail::corrupt(file, "its protocol buffer does not parse");
-    if (!proto.has_graph()) detail::corrupt(file, "it has no graph");
-    const std::int64_t opset = detail::default_opset(proto);
-    const ::onnx::GraphProto& g = proto.graph();
+namespace detail {
 
+Model subgraph(const ::onnx::GraphProto& g, std::int64_t opset, const std::string& file) {
     Model m;
     auto program = std::make_shared<Program>();
     program->file = file;
@@ -280,16 +278,19 @@ Model load(const std::filesystem::path& path) {
         std::vector<int> types;
         for (const auto& x : n.input()) types.push_back(declared.count(x) ? declared.at(x) : 0);
         node.declare_types(std::move(types));
-        if (!n.domain().empty() && n.domain() != "ai.onnx")
+        // Of the preview domain, FlexAttention, under its domain's name (it is no default-domain operator).
+        const bool preview = n.domain() == "ai.onnx.preview";
+        const std::string op = preview ? "ai.onnx.preview." + n.op_type() : n.op_type();
+        if ((!n.domain().empty() && n.domain() != "ai.onnx" && !preview) || (preview && !detail::find_operator(op)))
             throw Error("fx::onnx::load: " + file + ": " + node.label() + " is in the domain '" + n.domain() +
-                        "', and fluxion implements only ONNX's default domain");
+                        "', and fluxion implements only ONNX's default domain (and ai.onnx.preview's FlexAttention)");
         for (const auto& x : n.input()) {
             if (x.empty()) continue;
             if (!defined.count(x))
                 detail::corrupt(file, node.label() + " reads '" + x + "', which nothing defines before it");
             last_use[x] = program->steps.size();
         }
-        const detail::Operator run = detail::find_operator(n.op_type());
+        const detail::Operator run = detail::find_operator(op);
         if (!run)
             throw Error("fx::onnx::load: " + file + ": " + node.label() + " is an operator fluxion does not implement" +
                         (n.op_type() == "If" || n.op_type() == "Loop" || n.op_type() == "Scan"
@@ -326,6 +327,18 @@ Model load(const std::filesystem::path& path) {
     return m;
 }
 
+}  // namespace detail
+
+Model load(const std::filesystem::path& path) {
+    const std::string file = path.string();
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw IOError("fx::onnx::load: cannot open " + file);
+    ::onnx::ModelProto proto;
+    if (!proto.ParseFromIstream(&in)) detail::corrupt(file, "its protocol buffer does not parse");
+    if (!proto.has_graph()) detail::corrupt(file, "it has no graph");
+    return detail::subgraph(proto.graph(), detail::default_opset(proto), file);
+}
+
 const std::vector<std::string>& Model::input_names() const { return program->inputs; }
 const std::vector<std::string>& Model::output_names() const { return program->outputs; }
 
@@ -356,9 +369,12 @@ std::vector<Tensor> Model::operator()(const std::vector<Tensor>& inputs) const {
         for (const auto& x : proto.input()) xs.push_back(value(x));
         detail::to_common_device(xs, detail::reads_host_arguments(step.node.op()));
         const bool shape_only = step.node.op() == "Shape" || step.node.op() == "Size";
-        detail::t_inputs_fixed = shape_only || std::all_of(proto.input().begin(), proto.input().end(), is_fixed);
+        // Kept here too: a node that runs a graph of its own (FlexAttention's score_mod) sets the flag
+        // for that graph's nodes.
+        const bool inputs_fixed = shape_only || std::all_of(proto.input().begin(), proto.input().end(), is_fixed);
+        detail::t_inputs_fixed = inputs_fixed;
         std::vector<Tensor> ys = step.run(step.node, xs);
-        if (detail::t_inputs_fixed)
+        if (inputs_fixed)
             for (const auto& y : proto.output()) fixed.insert(y);
         for (int i = 0; i < proto.output_size(); ++i) {
             if (proto.output(i).empty()) continue;
