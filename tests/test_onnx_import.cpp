@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "fluxion/fluxion.hpp"
+#include "onnx_graph_writer.hpp"
 #include "other_devices.hpp"
 #include "test_io_support.hpp"
 #include "torch_reference.hpp"
@@ -66,43 +67,17 @@ template <class M> void settle_batchnorm(M& m, const fx::Shape& shape) {
     fx::testmode(m);
 }
 
-// A graph of one node `op` on inputs X (and W where given as an initialiser), written to `path`.
+// A graph of one node `op` on its input X, with integer attributes, written to `path`.
 void write_one_node(const std::filesystem::path& path, const std::string& op,
                     const std::vector<std::pair<std::string, std::int64_t>>& attributes = {}) {
-    ::onnx::ModelProto m;
-    m.set_ir_version(8);
-    auto* opset = m.add_opset_import();
-    opset->set_domain("");
-    opset->set_version(17);
-    auto* g = m.mutable_graph();
-    g->set_name("one");
-    auto* x = g->add_input();
-    x->set_name("X");
-    x->mutable_type()->mutable_tensor_type()->set_elem_type(::onnx::TensorProto::FLOAT);
-    auto* n = g->add_node();
-    n->set_op_type(op);
-    n->set_name("the_node");
-    n->add_input("X");
-    n->add_output("Y");
-    for (const auto& [name, value] : attributes) {
-        auto* a = n->add_attribute();
-        a->set_name(name);
-        a->set_type(::onnx::AttributeProto::INT);
-        a->set_i(value);
-    }
-    g->add_output()->set_name("Y");
-    std::ofstream out(path, std::ios::binary);
-    ASSERT_TRUE(m.SerializeToOstream(&out));
+    fx_test::GraphWriter g(17);
+    auto& n = g.input("X").node(op, {"X"}, {"Y"});
+    n.set_name("the_node");
+    for (const auto& [name, value] : attributes) fx_test::set(n, name, value);
+    g.output("Y").write(path);
 }
 
-std::string message_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const fx::Error& e) {
-        return e.what();
-    }
-    return "no error";
-}
+using fx_test::message_of;
 
 std::map<std::string, fx::Tensor> as_map(const fx::State& s) { return {s.begin(), s.end()}; }
 
@@ -201,47 +176,18 @@ TEST(OnnxImport, ALoadedModelTrainsEagerlyAndCompiled) {
 // shape, so a model using it compiles; an integer Div of the data itself does not, and says why.
 TEST(OnnxImport, ShapeArithmeticCompilesAndIntegerDivisionOfDataIsRefused) {
     ScratchDir dir;
-    auto int64s = [](::onnx::GraphProto* g, const std::string& name, const std::vector<std::int64_t>& v) {
-        auto* t = g->add_initializer();
-        t->set_name(name);
-        t->set_data_type(::onnx::TensorProto::INT64);
-        t->add_dims(std::int64_t(v.size()));
-        for (auto e : v) t->add_int64_data(e);
-    };
-    auto node = [](::onnx::GraphProto* g, const std::string& op, const std::vector<std::string>& in, const std::string& out) {
-        auto* n = g->add_node();
-        n->set_op_type(op);
-        for (const auto& x : in) n->add_input(x);
-        n->add_output(out);
-    };
-    auto write = [&](const std::string& file, const std::function<void(::onnx::GraphProto*)>& body) {
-        ::onnx::ModelProto m;
-        m.set_ir_version(8);
-        m.add_opset_import()->set_version(17);
-        auto* g = m.mutable_graph();
-        g->set_name("g");
-        g->add_input()->set_name("X");
-        body(g);
-        g->add_output()->set_name("Y");
-        std::ofstream out(dir / file, std::ios::binary);
-        ASSERT_TRUE(m.SerializeToOstream(&out));
-    };
     // Y = relu(X reshaped to {N, 2, C / 2}): the sizes from Shape, Gather and an integer Div.
-    write("halves.onnx", [&](::onnx::GraphProto* g) {
-        int64s(g, "two", {2});
-        int64s(g, "first", {0});
-        int64s(g, "second", {1});
-        node(g, "Shape", {"X"}, "shape");
-        node(g, "Gather", {"shape", "first"}, "n");
-        node(g, "Gather", {"shape", "second"}, "c");
-        node(g, "Div", {"c", "two"}, "half");
-        node(g, "Concat", {"n", "two", "half"}, "to");
-        g->mutable_node(g->node_size() - 1)->add_attribute()->set_name("axis");
-        g->mutable_node(g->node_size() - 1)->mutable_attribute(0)->set_type(::onnx::AttributeProto::INT);
-        node(g, "Reshape", {"X", "to"}, "r");
-        node(g, "Relu", {"r"}, "Y");  // a new tensor (a compiled function returns one)
-    });
-    const fx::onnx::Model halves = fx::onnx::load(dir / "halves.onnx");
+    fx_test::GraphWriter h(17);
+    h.input("X").initializer_i64("two", {2});
+    h.initializer_i64("first", {0}).initializer_i64("second", {1});
+    h.node("Shape", {"X"}, {"shape"});
+    h.node("Gather", {"shape", "first"}, {"n"});
+    h.node("Gather", {"shape", "second"}, {"c"});
+    h.node("Div", {"c", "two"}, {"half"});
+    fx_test::set(h.node("Concat", {"n", "two", "half"}, {"to"}), "axis", std::int64_t{0});
+    h.node("Reshape", {"X", "to"}, {"r"});
+    h.node("Relu", {"r"}, {"Y"});  // a new tensor (a compiled function returns one)
+    const fx::onnx::Model halves = h.output("Y").load(dir / "halves.onnx");
     auto fwd = fx::compile(halves);
     for (const std::int64_t c : {6, 10}) {
         const fx::Tensor x = fx::randn({3, c});
@@ -249,11 +195,10 @@ TEST(OnnxImport, ShapeArithmeticCompilesAndIntegerDivisionOfDataIsRefused) {
         EXPECT_EQ(fwd(x).to_vector<float>(), fx::relu(x).to_vector<float>());  // a replay of the same shape
     }
     // Y = X / 3 on integers: the quotient of the data is taken on the host.
-    write("thirds.onnx", [&](::onnx::GraphProto* g) {
-        int64s(g, "three", {3});
-        node(g, "Div", {"X", "three"}, "Y");
-    });
-    const fx::onnx::Model thirds = fx::onnx::load(dir / "thirds.onnx");
+    fx_test::GraphWriter t(17);
+    t.input("X", ::onnx::TensorProto::INT64).initializer_i64("three", {3});
+    t.node("Div", {"X", "three"}, {"Y"});
+    const fx::onnx::Model thirds = t.output("Y").load(dir / "thirds.onnx");
     const fx::Tensor xi = fx::tensor(std::vector<std::int64_t>{7, -7, 9}, {3});
     EXPECT_EQ(thirds(xi).to_vector<std::int64_t>(), (std::vector<std::int64_t>{2, -2, 3}));
     auto fwd_thirds = fx::compile(thirds);
@@ -391,7 +336,9 @@ TEST(OnnxImport, RecurrentSequenceLengthsRunEachElementToItsOwnLength) {
                                                      h0.slice(1, e, e + 1)});
         EXPECT_LE(relative_error(both[0].slice(2, e, e + 1).slice(0, 0, len).contiguous(), alone[0]), 1e-6);
         EXPECT_LE(relative_error(both[1].slice(1, e, e + 1).contiguous(), alone[1]), 1e-6);
-        if (len < steps) EXPECT_EQ(fx::max(fx::abs(both[0].slice(2, e, e + 1).slice(0, len, steps))).item(), 0.0);
+        if (len < steps) {
+            EXPECT_EQ(fx::max(fx::abs(both[0].slice(2, e, e + 1).slice(0, len, steps))).item(), 0.0);
+        }
     }
 }
 

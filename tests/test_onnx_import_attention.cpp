@@ -10,12 +10,14 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include "fluxion/fluxion.hpp"
 #include "gradcheck.hpp"
+#include "onnx_graph_writer.hpp"
 #include "other_devices.hpp"
 #include "test_io_support.hpp"
 
@@ -67,65 +69,20 @@ struct OneNode {
 }
 
 void write(const std::filesystem::path& path, const OneNode& spec) {
-    ::onnx::ModelProto m;
-    m.set_ir_version(10);
-    auto* opset = m.add_opset_import();
-    opset->set_domain("");
-    opset->set_version(spec.opset);
-    auto* g = m.mutable_graph();
-    g->set_name("one");
-    for (const auto& [name, values, shape] : spec.boolean_constants) {
-        auto* t = g->add_initializer();
-        t->set_name(name);
-        t->set_data_type(::onnx::TensorProto::BOOL);
-        for (auto d : shape) t->add_dims(d);
-        for (bool b : values) t->add_int32_data(b);
-    }
-    if (!spec.domain.empty()) {
-        auto* preview = m.add_opset_import();
-        preview->set_domain(spec.domain);
-        preview->set_version(1);
-    }
-    auto* n = g->add_node();
-    n->set_op_type(spec.op);
-    n->set_domain(spec.domain);
-    n->set_name("the_node");
-    for (const auto& [name, graph] : spec.graphs) {
-        auto* a = n->add_attribute();
-        a->set_name(name);
-        a->set_type(::onnx::AttributeProto::GRAPH);
-        *a->mutable_g() = graph;
-    }
-    for (const auto& x : spec.inputs) {
-        n->add_input(x);
-        bool known = false;  // a constant, or an input already declared
-        for (const auto& c : spec.boolean_constants) known = known || std::get<0>(c) == x;
-        for (const auto& i : g->input()) known = known || i.name() == x;
-        if (x.empty() || known) continue;
-        auto* in = g->add_input();
-        in->set_name(x);
-        in->mutable_type()->mutable_tensor_type()->set_elem_type(::onnx::TensorProto::FLOAT);
-    }
-    for (const auto& y : spec.outputs) {
-        n->add_output(y);
-        if (!y.empty()) g->add_output()->set_name(y);
-    }
-    for (const auto& a : spec.attributes) {
-        auto* p = n->add_attribute();
-        p->set_name(a.name);
-        if (const auto* i = std::get_if<std::int64_t>(&a.value)) {
-            p->set_type(::onnx::AttributeProto::INT);
-            p->set_i(*i);
-        } else if (const auto* f = std::get_if<float>(&a.value)) {
-            p->set_type(::onnx::AttributeProto::FLOAT);
-            p->set_f(*f);
-        } else {
-            p->set_type(::onnx::AttributeProto::STRING);
-            p->set_s(std::get<std::string>(a.value));
-        }
-    }
-    std::ofstream out(path, std::ios::binary);
-    ASSERT_TRUE(m.SerializeToOstream(&out));
+    fx_test::GraphWriter g(spec.opset, 10);
+    if (!spec.domain.empty()) g.domain(spec.domain);
+    for (const auto& [name, values, shape] : spec.boolean_constants) g.initializer_bool(name, values, shape);
+    std::set<std::string> declared;  // a constant, or an input already declared
+    for (const auto& c : spec.boolean_constants) declared.insert(std::get<0>(c));
+    for (const auto& x : spec.inputs)
+        if (!x.empty() && declared.insert(x).second) g.input(x);
+    auto& n = g.node(spec.op, spec.inputs, spec.outputs, spec.domain);
+    n.set_name("the_node");
+    for (const auto& [name, graph] : spec.graphs) fx_test::set(n, name, graph);
+    for (const auto& a : spec.attributes) std::visit([&](const auto& v) { fx_test::set(n, a.name, v); }, a.value);
+    for (const auto& y : spec.outputs)
+        if (!y.empty()) g.output(y);
+    g.write(path);
 }
 
 fx::onnx::Model load(const OneNode& spec) {
@@ -134,14 +91,7 @@ fx::onnx::Model load(const OneNode& spec) {
     return fx::onnx::load(dir / "m.onnx");
 }
 
-std::string message_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const fx::Error& e) {
-        return e.what();
-    }
-    return "no error";
-}
+using fx_test::message_of;
 
 // A scalar of every output: each weighted by a fixed pattern, so that no gradient is symmetric by luck.
 fx::Tensor weighted_sum(const std::vector<fx::Tensor>& ys) {

@@ -15,6 +15,7 @@
 
 #include "fluxion/fluxion.hpp"
 #include "gradcheck.hpp"
+#include "onnx_graph_writer.hpp"
 #include "other_devices.hpp"
 #include "test_io_support.hpp"
 
@@ -27,86 +28,15 @@ const bool plugin_path_set = [] { return ::setenv("FLUXION_PLUGIN_PATH", FLUXION
 
 using P = ::onnx::TensorProto;
 
-// A graph written node by node: inputs, f32 initialisers, nodes with attributes, outputs.
-class GraphWriter {
-public:
-    explicit GraphWriter(std::int64_t opset) {
-        m_.set_ir_version(8);
-        auto* o = m_.add_opset_import();
-        o->set_domain("");
-        o->set_version(opset);
-        m_.mutable_graph()->set_name("math");
-    }
-    GraphWriter& input(const std::string& name, int type = P::FLOAT) {
-        auto* v = m_.mutable_graph()->add_input();
-        v->set_name(name);
-        v->mutable_type()->mutable_tensor_type()->set_elem_type(type);
-        return *this;
-    }
-    GraphWriter& initializer(const std::string& name, const std::vector<float>& values) {
-        auto* t = m_.mutable_graph()->add_initializer();
-        t->set_name(name);
-        t->set_data_type(P::FLOAT);
-        t->add_dims(std::int64_t(values.size()));
-        for (float v : values) t->add_float_data(v);
-        return *this;
-    }
-    ::onnx::NodeProto& node(const std::string& op, const std::vector<std::string>& in,
-                            const std::vector<std::string>& out) {
-        auto* n = m_.mutable_graph()->add_node();
-        n->set_op_type(op);
-        n->set_name("n" + std::to_string(m_.graph().node_size()));
-        for (const auto& s : in) n->add_input(s);
-        for (const auto& s : out) n->add_output(s);
-        return *n;
-    }
-    GraphWriter& output(const std::string& name) {
-        m_.mutable_graph()->add_output()->set_name(name);
-        return *this;
-    }
-    fx::onnx::Model load(const std::filesystem::path& path) const {
-        std::ofstream out(path, std::ios::binary);
-        EXPECT_TRUE(m_.SerializeToOstream(&out));
-        out.close();
-        return fx::onnx::load(path);
-    }
-
-private:
-    ::onnx::ModelProto m_;
-};
-
-void set(::onnx::NodeProto& n, const std::string& name, std::int64_t v) {
-    auto* a = n.add_attribute();
-    a->set_name(name), a->set_type(::onnx::AttributeProto::INT), a->set_i(v);
-}
-void set(::onnx::NodeProto& n, const std::string& name, float v) {
-    auto* a = n.add_attribute();
-    a->set_name(name), a->set_type(::onnx::AttributeProto::FLOAT), a->set_f(v);
-}
-void set(::onnx::NodeProto& n, const std::string& name, const std::string& v) {
-    auto* a = n.add_attribute();
-    a->set_name(name), a->set_type(::onnx::AttributeProto::STRING), a->set_s(v);
-}
-void set(::onnx::NodeProto& n, const std::string& name, const std::vector<std::int64_t>& v) {
-    auto* a = n.add_attribute();
-    a->set_name(name), a->set_type(::onnx::AttributeProto::INTS);
-    for (auto e : v) a->add_ints(e);
-}
+using fx_test::GraphWriter;
+using fx_test::message_of;
+using fx_test::set;
 
 // A graph of one unary node `op`, X -> Y.
 fx::onnx::Model unary(const ScratchDir& dir, const std::string& op, std::int64_t opset = 22) {
     GraphWriter g(opset);
     g.input("X").node(op, {"X"}, {"Y"});
     return g.output("Y").load(dir / (op + ".onnx"));
-}
-
-std::string message_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const fx::Error& e) {
-        return e.what();
-    }
-    return "no error";
 }
 
 fx::Tensor f64(const std::vector<double>& v) { return fx::tensor(v, {std::int64_t(v.size())}); }

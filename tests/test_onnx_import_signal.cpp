@@ -5,14 +5,13 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
-#include <fstream>
-#include <functional>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include "fluxion/fluxion.hpp"
 #include "gradcheck.hpp"
+#include "onnx_graph_writer.hpp"
 #include "test_io_support.hpp"
 
 namespace fx = fluxion;
@@ -20,45 +19,18 @@ using io_test::ScratchDir;
 
 namespace {
 
+using fx_test::message_of;
 using Attribute = std::pair<std::string, std::variant<std::int64_t, std::string>>;
 
 // A graph of one node `op` at `opset` reading the graph inputs `inputs` (in that order), written to
 // `path`; its one output is Y.
 void write_node(const std::filesystem::path& path, const std::string& op, std::int64_t opset,
                 const std::vector<std::string>& inputs, const std::vector<Attribute>& attributes = {}) {
-    ::onnx::ModelProto m;
-    m.set_ir_version(10);
-    auto* o = m.add_opset_import();
-    o->set_domain("");
-    o->set_version(opset);
-    auto* g = m.mutable_graph();
-    g->set_name("one");
-    auto* n = g->add_node();
-    n->set_op_type(op);
-    n->set_name("the_node");
-    for (const auto& name : inputs) {
-        g->add_input()->set_name(name);
-        n->add_input(name);
-    }
-    n->add_output("Y");
-    for (const auto& [name, value] : attributes) {
-        auto* a = n->add_attribute();
-        a->set_name(name);
-        if (const auto* i = std::get_if<std::int64_t>(&value)) a->set_type(::onnx::AttributeProto::INT), a->set_i(*i);
-        else a->set_type(::onnx::AttributeProto::STRING), a->set_s(std::get<std::string>(value));
-    }
-    g->add_output()->set_name("Y");
-    std::ofstream out(path, std::ios::binary);
-    ASSERT_TRUE(m.SerializeToOstream(&out));
-}
-
-std::string message_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const fx::Error& e) {
-        return e.what();
-    }
-    return "no error";
+    fx_test::GraphWriter g(opset, 10);
+    for (const auto& name : inputs) g.input(name);
+    auto& n = g.node(op, inputs, {"Y"});
+    for (const auto& [name, value] : attributes) std::visit([&](const auto& v) { fx_test::set(n, name, v); }, value);
+    g.output("Y").write(path);
 }
 
 // Σ (model(inputs) · r)² for a fixed r, so that every output element's gradient counts differently.
@@ -159,27 +131,10 @@ TEST(OnnxImportSignal, DftAndStftGradientsMatchFiniteDifferences) {
 // name (the eager model runs).
 TEST(OnnxImportSignal, CompilingAGridSampleModelIsRefusedByName) {
     ScratchDir dir;
-    ::onnx::ModelProto m;
-    m.set_ir_version(10);
-    m.add_opset_import()->set_version(22);
-    auto* g = m.mutable_graph();
-    g->set_name("sample");
-    g->add_input()->set_name("X");
-    auto* grid = g->add_initializer();
-    grid->set_name("grid");
-    grid->set_data_type(::onnx::TensorProto::FLOAT);
-    for (std::int64_t d : {1, 2, 2, 2}) grid->add_dims(d);
-    for (float v : {-0.5f, 0.25f, 0.75f, -1.0f, 0.1f, 0.2f, 0.9f, 0.3f}) grid->add_float_data(v);
-    auto* n = g->add_node();
-    n->set_op_type("GridSample");
-    n->add_input("X");
-    n->add_input("grid");
-    n->add_output("Y");
-    g->add_output()->set_name("Y");
-    {
-        std::ofstream out(dir / "g.onnx", std::ios::binary);
-        ASSERT_TRUE(m.SerializeToOstream(&out));
-    }
+    fx_test::GraphWriter g(22, 10);
+    g.input("X").initializer("grid", {-0.5f, 0.25f, 0.75f, -1.0f, 0.1f, 0.2f, 0.9f, 0.3f}, {1, 2, 2, 2});
+    g.node("GridSample", {"X", "grid"}, {"Y"});
+    g.output("Y").write(dir / "g.onnx");
     const fx::onnx::Model model = fx::onnx::load(dir / "g.onnx");
     const fx::Tensor x = fx::randn({1, 3, 4, 4});
     EXPECT_EQ(model(x).shape(), (fx::Shape{1, 3, 2, 2}));

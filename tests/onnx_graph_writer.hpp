@@ -1,0 +1,134 @@
+// onnx_graph_writer.hpp — small ONNX graphs for the import tests, written with ONNX's own protocol
+// buffers: inputs, initialisers, nodes with attributes, outputs; then a file fx::onnx::load reads.
+//
+//   fx_test::GraphWriter g(22);
+//   auto& n = g.input("X").node("LpPool", {"X"}, {"Y"});
+//   fx_test::set(n, "kernel_shape", std::vector<std::int64_t>{2, 2});
+//   const fx::onnx::Model m = g.output("Y").load(dir / "lp.onnx");
+#pragma once
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "fluxion/fluxion.hpp"
+
+namespace fx_test {
+
+class GraphWriter {
+public:
+    explicit GraphWriter(std::int64_t opset, std::int64_t ir_version = 8) {
+        m_.set_ir_version(ir_version);
+        auto* o = m_.add_opset_import();
+        o->set_domain("");
+        o->set_version(opset);
+        m_.mutable_graph()->set_name("graph");
+    }
+    // Imports another domain's operators (ai.onnx.preview.training, ...).
+    GraphWriter& domain(const std::string& name, std::int64_t version = 1) {
+        auto* o = m_.add_opset_import();
+        o->set_domain(name);
+        o->set_version(version);
+        return *this;
+    }
+    GraphWriter& input(const std::string& name, int type = ::onnx::TensorProto::FLOAT) {
+        auto* v = m_.mutable_graph()->add_input();
+        v->set_name(name);
+        v->mutable_type()->mutable_tensor_type()->set_elem_type(type);
+        return *this;
+    }
+    // Initialisers of shape `shape` ({n} when empty).
+    GraphWriter& initializer(const std::string& name, const std::vector<float>& values, fluxion::Shape shape = {}) {
+        auto* t = add_initializer(name, ::onnx::TensorProto::FLOAT, shape, values.size());
+        for (float v : values) t->add_float_data(v);
+        return *this;
+    }
+    GraphWriter& initializer_i64(const std::string& name, const std::vector<std::int64_t>& values,
+                                 fluxion::Shape shape = {}) {
+        auto* t = add_initializer(name, ::onnx::TensorProto::INT64, shape, values.size());
+        for (auto v : values) t->add_int64_data(v);
+        return *this;
+    }
+    GraphWriter& initializer_bool(const std::string& name, const std::vector<bool>& values,
+                                  fluxion::Shape shape = {}) {
+        auto* t = add_initializer(name, ::onnx::TensorProto::BOOL, shape, values.size());
+        for (bool v : values) t->add_int32_data(v);
+        return *this;
+    }
+    ::onnx::NodeProto& node(const std::string& op, const std::vector<std::string>& in,
+                            const std::vector<std::string>& out, const std::string& domain = "") {
+        auto* n = m_.mutable_graph()->add_node();
+        n->set_op_type(op);
+        n->set_domain(domain);
+        n->set_name("n" + std::to_string(m_.graph().node_size()));
+        for (const auto& s : in) n->add_input(s);
+        for (const auto& s : out) n->add_output(s);
+        return *n;
+    }
+    GraphWriter& output(const std::string& name) {
+        m_.mutable_graph()->add_output()->set_name(name);
+        return *this;
+    }
+    ::onnx::ModelProto& proto() { return m_; }
+    void write(const std::filesystem::path& path) const {
+        std::ofstream out(path, std::ios::binary);
+        ASSERT_TRUE(m_.SerializeToOstream(&out)) << path;
+    }
+    fluxion::onnx::Model load(const std::filesystem::path& path) const {
+        write(path);
+        return fluxion::onnx::load(path);
+    }
+
+private:
+    ::onnx::TensorProto* add_initializer(const std::string& name, int type, const fluxion::Shape& shape,
+                                         std::size_t count) {
+        auto* t = m_.mutable_graph()->add_initializer();
+        t->set_name(name);
+        t->set_data_type(type);
+        if (shape.empty()) t->add_dims(std::int64_t(count));
+        for (auto d : shape) t->add_dims(d);
+        return t;
+    }
+    ::onnx::ModelProto m_;
+};
+
+// A node's attribute, by the C++ type of its value.
+inline void set(::onnx::NodeProto& n, const std::string& name, std::int64_t v) {
+    auto* a = n.add_attribute();
+    a->set_name(name), a->set_type(::onnx::AttributeProto::INT), a->set_i(v);
+}
+inline void set(::onnx::NodeProto& n, const std::string& name, float v) {
+    auto* a = n.add_attribute();
+    a->set_name(name), a->set_type(::onnx::AttributeProto::FLOAT), a->set_f(v);
+}
+inline void set(::onnx::NodeProto& n, const std::string& name, const std::string& v) {
+    auto* a = n.add_attribute();
+    a->set_name(name), a->set_type(::onnx::AttributeProto::STRING), a->set_s(v);
+}
+inline void set(::onnx::NodeProto& n, const std::string& name, const std::vector<std::int64_t>& v) {
+    auto* a = n.add_attribute();
+    a->set_name(name), a->set_type(::onnx::AttributeProto::INTS);
+    for (auto e : v) a->add_ints(e);
+}
+inline void set(::onnx::NodeProto& n, const std::string& name, const ::onnx::GraphProto& g) {
+    auto* a = n.add_attribute();
+    a->set_name(name), a->set_type(::onnx::AttributeProto::GRAPH);
+    *a->mutable_g() = g;
+}
+
+// The message of the fx::Error that f throws, or "no error".
+inline std::string message_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const fluxion::Error& e) {
+        return e.what();
+    }
+    return "no error";
+}
+
+}  // namespace fx_test
