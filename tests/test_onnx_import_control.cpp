@@ -1,7 +1,8 @@
 // test_onnx_import_control.cpp — fx::onnx::load's control flow (src/core/onnx/operators_control.cpp):
 // a Scan and a Loop whose bodies read a value of the enclosing graph (outer scope), their values
 // checked by hand and their gradients through the imported graph against finite differences; If
-// choosing each branch; and fx::compile's refusal of a model whose branch depends on data. Their
+// choosing each branch; fx::compile's refusal of a model whose branch depends on data; the refusals
+// of an undefined outer value and of an endless Loop. Their
 // other values are ONNX's node suite's (test_onnx_backend).
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
@@ -216,4 +217,19 @@ TEST(OnnxImportControl, AnUndefinedOuterValueIsRefusedAtLoad) {
         });
     });
     EXPECT_NE(why.find("(If, opset 17) reads 'nowhere', which nothing defines before it"), std::string::npos) << why;
+}
+
+// A Loop with neither a trip count nor a condition would never end: refused by name at its run.
+TEST(OnnxImportControl, AnEndlessLoopIsRefused) {
+    ScratchDir dir;
+    const fx::onnx::Model m = load(dir, "endless.onnx", {"Y"}, {"last"}, [](G* g) {
+        node(g, "Loop", {"", "", "Y"}, {"last"});
+        G* body = graph_attribute(g, "body", {"i", "cond_in", "y_in"}, {"cond_out", "y_out"});
+        node(body, "Identity", {"cond_in"}, {"cond_out"});
+        node(body, "Identity", {"y_in"}, {"y_out"});
+    });
+    const std::string why = message_of([&] { (void)m(fx::randn({2})); });
+    EXPECT_NE(why.find("node 'the_node' (Loop, opset 17): it has neither a trip count nor a condition"),
+              std::string::npos)
+        << why;
 }
