@@ -124,9 +124,11 @@ TEST(OnnxImportControl, ScanReadsTheEnclosingGraphAndDifferentiates) {
         running = running + x.select(0, t);
         EXPECT_LE(largest_difference(ys[1].select(0, t), running * w), 1e-5) << "row " << t;
     }
-    EXPECT_TRUE(gradcheck([&](const fx::Tensor& a, const fx::Tensor& b,
-                              const fx::Tensor& c) { return weighted_sum(m({a, b, c})); },
-                          s, x, w));
+    EXPECT_TRUE(gradcheck(
+        [&](const fx::Tensor& a, const fx::Tensor& b, const fx::Tensor& c) {
+            return weighted_sum(m({a, b, c}));
+        },
+        s, x, w));
 }
 
 // Loop three times (trip count and condition constants): Y <- Y * X with X of the enclosing graph,

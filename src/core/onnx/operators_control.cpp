@@ -34,11 +34,12 @@ Ts run(const Model& m, Ts formal, const Ts& outer_values) {
     return m(formal);
 }
 
-bool host_bool(const Node& n, const Tensor& t, const char* what) {
+// A one-element trip count or condition's value, read on the host.
+std::int64_t host_scalar(const Node& n, const Tensor& t, const char* what) {
     if (!t.defined() || t.numel() != 1)
         n.unsupported(std::string(what) + " has " + (t.defined() ? std::to_string(t.numel()) : "no") +
                       " elements; it takes one");
-    return host_ints(t)[0] != 0;
+    return host_ints(t)[0];
 }
 
 Tensor scalar_i64(std::int64_t v) { return tensor(std::vector<std::int64_t>{v}, Shape{}).to(DType::i64); }
@@ -47,7 +48,7 @@ Tensor scalar_bool(bool v) { return tensor(std::vector<std::int64_t>{v ? 1 : 0},
 // ---- If: the branch its condition (read on the host) chooses ----
 Ts if_(const Node& n, const Ts& in) {
     values_read_on_host(n, "its condition");
-    const bool cond = host_bool(n, in.at(0), "its condition");
+    const bool cond = host_scalar(n, in.at(0), "its condition") != 0;
     const Ts ys = run(body_model(n, cond ? "then_branch" : "else_branch"), {}, outer(n, in));
     if (ys.size() < n.outputs())
         n.unsupported("its " + std::string(cond ? "then_branch" : "else_branch") + " gives " +
@@ -63,8 +64,8 @@ Ts loop(const Node& n, const Ts& in) {
     const bool counted = args.size() > 0 && args[0].defined();
     const bool conditioned = args.size() > 1 && args[1].defined();
     if (!counted && !conditioned) n.unsupported("it has neither a trip count nor a condition (an endless loop)");
-    const std::int64_t trips = counted ? host_ints(args[0]).at(0) : 0;
-    bool cond = conditioned ? host_bool(n, args[1], "its condition") : true;
+    const std::int64_t trips = counted ? host_scalar(n, args[0], "its trip count") : 0;
+    bool cond = !conditioned || host_scalar(n, args[1], "its condition") != 0;
     const Model m = body_model(n, "body");
     Ts carried(args.begin() + std::min<std::ptrdiff_t>(2, std::ptrdiff_t(args.size())), args.end());
     std::vector<Ts> scanned;
@@ -75,7 +76,7 @@ Ts loop(const Node& n, const Ts& in) {
         if (ys.size() < 1 + carried.size())
             n.unsupported("its body gives " + std::to_string(ys.size()) + " outputs; it takes at least " +
                           std::to_string(1 + carried.size()));
-        cond = host_bool(n, ys[0], "its body's condition");
+        cond = host_scalar(n, ys[0], "its body's condition") != 0;
         std::copy(ys.begin() + 1, ys.begin() + 1 + std::ptrdiff_t(carried.size()), carried.begin());
         scanned.resize(ys.size() - 1 - carried.size());
         for (std::size_t k = 0; k < scanned.size(); ++k) scanned[k].push_back(ys[1 + carried.size() + k]);
@@ -169,7 +170,8 @@ Ts scan(const Node& n, const Ts& in) {
     a.output_axes.assign(outputs, 0);
     a.output_reverse.assign(outputs, 0);
     for (const auto& x : scans)
-        if (x.ndim() < 2) n.unsupported("its scan input of shape " + to_string(x.shape()) + " has no batch and sequence axes");
+        if (x.ndim() < 2)
+            n.unsupported("its scan input of shape " + to_string(x.shape()) + " has no batch and sequence axes");
     const std::int64_t batch = scans[0].shape(0);
     if (args[0].defined()) {
         values_read_on_host(n, "its sequence_lens");
