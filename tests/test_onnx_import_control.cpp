@@ -1,5 +1,5 @@
 // test_onnx_import_control.cpp — fx::onnx::load's control flow (src/core/onnx/operators_control.cpp):
-// a Scan and a Loop whose bodies read a value of the enclosing graph (outer scope), their values
+// a Scan (opsets 17 and 8) and a Loop whose bodies read a value of the enclosing graph (outer scope), their values
 // checked by hand and their gradients through the imported graph against finite differences; If
 // choosing each branch; fx::compile's refusal of a model whose branch depends on data; the refusals
 // of an undefined outer value and of an endless Loop. Their
@@ -61,10 +61,11 @@ void scalar(G* g, const std::string& name, int type, std::int64_t v) {
 }
 
 fx::onnx::Model load(const ScratchDir& dir, const std::string& file, const std::vector<std::string>& inputs,
-                     const std::vector<std::string>& outputs, const std::function<void(G*)>& body) {
+                     const std::vector<std::string>& outputs, const std::function<void(G*)>& body,
+                     std::int64_t opset = 17) {
     ::onnx::ModelProto m;
     m.set_ir_version(8);
-    m.add_opset_import()->set_version(17);
+    m.add_opset_import()->set_version(opset);
     auto* g = m.mutable_graph();
     g->set_name("g");
     for (const auto& x : inputs) g->add_input()->set_name(x);
@@ -129,6 +130,40 @@ TEST(OnnxImportControl, ScanReadsTheEnclosingGraphAndDifferentiates) {
             return weighted_sum(m({a, b, c}));
         },
         s, x, w));
+}
+
+// Scan of opset 8: a batch axis first, each entry scanned on its own; sequence_lens shorter than the
+// inputs are refused by name.
+TEST(OnnxImportControl, ScanOfOpset8ScansEachBatchEntryAndDifferentiates) {
+    ScratchDir dir;
+    const fx::onnx::Model m = load(
+        dir, "scan8.onnx", {"L", "S", "X"}, {"final", "rows"},
+        [](G* g) {
+            node(g, "Scan", {"L", "S", "X"}, {"final", "rows"});
+            int_attribute(g, "num_scan_inputs", 1);
+            G* body = graph_attribute(g, "body", {"s_in", "x_t"}, {"s_out", "y_t"});
+            node(body, "Mul", {"s_in", "x_t"}, {"s_out"});
+            node(body, "Identity", {"s_out"}, {"y_t"});
+        },
+        8);
+    const fx::Tensor s = fx::randn({2, 3}), x = fx::randn({2, 4, 3});
+    const fx::Tensor full = fx::tensor(std::vector<std::int64_t>{4, 4}, {2}).to(fx::DType::i32);
+    const auto ys = m({full, s, x});
+    ASSERT_EQ(ys[1].shape(), (fx::Shape{2, 4, 3}));
+    for (int b = 0; b < 2; ++b) {
+        fx::Tensor product = s.select(0, b);
+        for (int t = 0; t < 4; ++t) product = product * x.select(0, b).select(0, t);
+        EXPECT_LE(largest_difference(ys[0].select(0, b), product), 1e-5) << "entry " << b;
+    }
+    EXPECT_TRUE(gradcheck(
+        [&](const fx::Tensor& a, const fx::Tensor& c) {
+            return weighted_sum(m({full, a, c}));
+        },
+        s, x));
+    const fx::Tensor shorter = fx::tensor(std::vector<std::int64_t>{4, 2}, {2}).to(fx::DType::i32);
+    const std::string why = message_of([&] { (void)m({shorter, s, x}); });
+    EXPECT_NE(why.find("(Scan, opset 8): sequence_lens shorter than the scan inputs' length"), std::string::npos)
+        << why;
 }
 
 // Loop three times (trip count and condition constants): Y <- Y * X with X of the enclosing graph,
