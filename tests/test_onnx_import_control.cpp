@@ -1,9 +1,9 @@
 // test_onnx_import_control.cpp — fx::onnx::load's control flow (src/core/onnx/operators_control.cpp):
-// a Scan (opsets 17 and 8) and a Loop whose bodies read a value of the enclosing graph (outer scope), their values
-// checked by hand and their gradients through the imported graph against finite differences; If
-// choosing each branch; fx::compile's refusal of a model whose branch depends on data; the refusals
-// of an undefined outer value and of an endless Loop. Their
-// other values are ONNX's node suite's (test_onnx_backend).
+// a Scan (opsets 17 and 8) and a Loop whose bodies read a value of the enclosing graph (outer
+// scope), their values checked by hand and their gradients through the imported graph against
+// finite differences; If choosing each branch; fx::compile's refusal of a model whose branch depends
+// on data; the refusals of an undefined outer value, an endless Loop and a short sequence_lens.
+// Their other values are ONNX's node suite's (test_onnx_backend).
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
