@@ -72,7 +72,10 @@
 // EyeLike, Compress, ReverseSequence, DepthToSpace, SpaceToDepth, CenterCropPad); and the
 // transformer's: Attention (3-d and 4-d, grouped queries, masks, is_causal, windows, softcap, the
 // past/present cache, every qk_matmul_output_mode), RMSNormalization, GroupNormalization,
-// LpNormalization, RotaryEmbedding, SwiGLU, LinearAttention and CausalConvWithState; of
+// LpNormalization, RotaryEmbedding, SwiGLU, LinearAttention and CausalConvWithState; control flow:
+// If, Loop and Scan (their graphs run as models of their own, reading the enclosing graph's values
+// by name; If's condition and Loop's trip count and condition are read on the host, so fx::compile
+// refuses a model whose branch or count depends on data); of
 // ai.onnx.preview, FlexAttention (its score_mod and prob_mod graphs run as models of their own).
 // ONNX's own backend suite: README.md. An
 // operator or attribute it does not implement throws fx::Error naming the operator, the node and

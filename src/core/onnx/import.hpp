@@ -40,12 +40,18 @@ public:
     int declared_type(std::size_t input) const { return input < declared_.size() ? declared_[input] : 0; }
     void declare_types(std::vector<int> types) { declared_ = std::move(types); }
 
+    // For If, Loop and Scan: how many of its inputs, after those the node names, are values of the
+    // enclosing graph that its graphs read by name (outer scope), appended by load.
+    std::size_t outer_inputs() const { return outer_; }
+    void read_outer(const std::vector<std::string>& names);
+
 private:
     const ::onnx::AttributeProto* find(const char* attribute) const;
     ::onnx::NodeProto proto_;
     std::int64_t opset_;
     std::size_t index_;
     std::vector<int> declared_;
+    std::size_t outer_ = 0;
 };
 
 // An operator: the node's outputs from its inputs (an absent optional input is an empty tensor).
@@ -75,6 +81,7 @@ void add_modulo_operators(std::map<std::string, Operator>& table);
 void add_normalization_operators(std::map<std::string, Operator>& table);
 void add_transformer_operators(std::map<std::string, Operator>& table);
 void add_linear_attention_operators(std::map<std::string, Operator>& table);
+void add_control_operators(std::map<std::string, Operator>& table);
 
 struct Step {
     Node node;
@@ -90,8 +97,14 @@ struct Program {
 };
 
 // A graph as a model of its own: a file's main graph (load), or a node's graph attribute
-// (FlexAttention's score_mod); `file` names it in messages. Its nodes run at `opset`.
-Model subgraph(const ::onnx::GraphProto& g, std::int64_t opset, const std::string& file);
+// (FlexAttention's score_mod, If's branches); `file` names it in messages. Its nodes run at `opset`.
+// `outer` names values of the enclosing graph that it may read: the model takes them as inputs
+// after its own.
+Model subgraph(const ::onnx::GraphProto& g, std::int64_t opset, const std::string& file,
+               const std::vector<std::string>& outer = {});
+// The values a graph reads that neither it nor a graph inside it defines: those of its enclosing
+// graph (outer scope), sorted.
+std::vector<std::string> outer_names(const ::onnx::GraphProto& g);
 
 // For an operator that reads `what` of its inputs' values on the host to decide what to compute:
 // where those inputs may change from call to call with the same shapes (they derive from the

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <set>
 
@@ -160,6 +161,11 @@ Tensor Node::t(const char* attribute) const {
     return tensor_from_proto(a->t(), label() + "'s " + attribute);
 }
 
+void Node::read_outer(const std::vector<std::string>& names) {
+    for (const auto& x : names) proto_.add_input(x);
+    outer_ = names.size();
+}
+
 void Node::unsupported(const std::string& what) const { throw Error("fx::onnx: " + label() + ": " + what); }
 
 Operator find_operator(const std::string& op) {
@@ -182,6 +188,7 @@ Operator find_operator(const std::string& op) {
         add_normalization_operators(t);
         add_transformer_operators(t);
         add_linear_attention_operators(t);
+        add_control_operators(t);
         return t;
     }();
     const auto it = table.find(op);
@@ -250,7 +257,28 @@ Tensor load_tensor(const std::filesystem::path& path) {
 
 namespace detail {
 
-Model subgraph(const ::onnx::GraphProto& g, std::int64_t opset, const std::string& file) {
+std::vector<std::string> outer_names(const ::onnx::GraphProto& g) {
+    std::set<std::string> own, read;
+    for (const auto& v : g.input()) own.insert(v.name());
+    for (const auto& v : g.initializer()) own.insert(v.name());
+    for (const auto& n : g.node()) {
+        for (const auto& y : n.output()) own.insert(y);
+        for (const auto& x : n.input())
+            if (!x.empty()) read.insert(x);
+        for (const auto& a : n.attribute()) {
+            if (a.has_g())
+                for (const auto& x : outer_names(a.g())) read.insert(x);
+            for (const auto& body : a.graphs())
+                for (const auto& x : outer_names(body)) read.insert(x);
+        }
+    }
+    std::vector<std::string> names;
+    std::set_difference(read.begin(), read.end(), own.begin(), own.end(), std::back_inserter(names));
+    return names;
+}
+
+Model subgraph(const ::onnx::GraphProto& g, std::int64_t opset, const std::string& file,
+               const std::vector<std::string>& outer) {
     Model m;
     auto program = std::make_shared<Program>();
     program->file = file;
@@ -263,6 +291,7 @@ Model subgraph(const ::onnx::GraphProto& g, std::int64_t opset, const std::strin
     }
     for (const auto& v : g.input())
         if (!defined.count(v.name())) program->inputs.push_back(v.name());
+    program->inputs.insert(program->inputs.end(), outer.begin(), outer.end());
     for (const auto& v : program->inputs) defined.insert(v);
 
     std::map<std::string, int> declared;  // the element types the graph declares
@@ -278,13 +307,22 @@ Model subgraph(const ::onnx::GraphProto& g, std::int64_t opset, const std::strin
         std::vector<int> types;
         for (const auto& x : n.input()) types.push_back(declared.count(x) ? declared.at(x) : 0);
         node.declare_types(std::move(types));
+        // Control flow's graphs read the enclosing graph's values by name: they become the node's
+        // inputs too, so that they are checked, kept alive and passed like any other.
+        if (n.op_type() == "If" || n.op_type() == "Loop" || n.op_type() == "Scan") {
+            std::set<std::string> names;
+            for (const auto& a : n.attribute())
+                if (a.has_g())
+                    for (const auto& x : outer_names(a.g())) names.insert(x);
+            node.read_outer({names.begin(), names.end()});
+        }
         // Of the preview domain, FlexAttention, under its domain's name (it is no default-domain operator).
         const bool preview = n.domain() == "ai.onnx.preview";
         const std::string op = preview ? "ai.onnx.preview." + n.op_type() : n.op_type();
         if ((!n.domain().empty() && n.domain() != "ai.onnx" && !preview) || (preview && !detail::find_operator(op)))
             throw Error("fx::onnx::load: " + file + ": " + node.label() + " is in the domain '" + n.domain() +
                         "', and fluxion implements only ONNX's default domain (and ai.onnx.preview's FlexAttention)");
-        for (const auto& x : n.input()) {
+        for (const auto& x : node.proto().input()) {
             if (x.empty()) continue;
             if (!defined.count(x))
                 detail::corrupt(file, node.label() + " reads '" + x + "', which nothing defines before it");
@@ -292,10 +330,7 @@ Model subgraph(const ::onnx::GraphProto& g, std::int64_t opset, const std::strin
         }
         const detail::Operator run = detail::find_operator(op);
         if (!run)
-            throw Error("fx::onnx::load: " + file + ": " + node.label() + " is an operator fluxion does not implement" +
-                        (n.op_type() == "If" || n.op_type() == "Loop" || n.op_type() == "Scan"
-                             ? " (graphs with control flow do not import)"
-                             : ""));
+            throw Error("fx::onnx::load: " + file + ": " + node.label() + " is an operator fluxion does not implement");
         if (n.op_type() == "Constant") {  // its value is known now: held as a constant
             const Tensor c = run(node, {})[0];
             if (is_floating(c.dtype())) m.constants[n.output(0)] = c;
@@ -372,7 +407,8 @@ std::vector<Tensor> Model::operator()(const std::vector<Tensor>& inputs) const {
         // Kept here too: a node that runs a graph of its own (FlexAttention's score_mod) sets the flag
         // for that graph's nodes.
         const bool inputs_fixed = shape_only || std::all_of(proto.input().begin(), proto.input().end(), is_fixed);
-        detail::t_inputs_fixed = inputs_fixed;
+        // If decides on its condition alone; its branches' values are data like any other.
+        detail::t_inputs_fixed = step.node.op() == "If" ? is_fixed(proto.input(0)) : inputs_fixed;
         std::vector<Tensor> ys = step.run(step.node, xs);
         if (inputs_fixed)
             for (const auto& y : proto.output()) fixed.insert(y);
