@@ -72,8 +72,12 @@
 // EyeLike, Compress, ReverseSequence, DepthToSpace, SpaceToDepth, CenterCropPad); and the
 // transformer's: Attention (3-d and 4-d, grouped queries, masks, is_causal, windows, softcap, the
 // past/present cache, every qk_matmul_output_mode), RMSNormalization, GroupNormalization,
-// LpNormalization, RotaryEmbedding, SwiGLU, LinearAttention and CausalConvWithState; of
-// ai.onnx.preview, FlexAttention (its score_mod and prob_mod graphs run as models of their own).
+// LpNormalization, RotaryEmbedding, SwiGLU, LinearAttention and CausalConvWithState; the
+// quantization family (QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger,
+// ConvInteger, QLinearMatMul, QLinearConv; 8- and 16-bit integers, rounding on the host),
+// TensorScatter, MelWeightMatrix; of
+// ai.onnx.preview, FlexAttention (its score_mod and prob_mod graphs run as models of their own), and
+// of ai.onnx.preview.training, Adagrad, Momentum and Adam.
 // ONNX's own backend suite: README.md. An
 // operator or attribute it does not implement throws fx::Error naming the operator, the node and
 // the opset (at load for operators, at the first run for attributes); a file that is not a
