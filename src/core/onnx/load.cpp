@@ -288,8 +288,8 @@ Model subgraph(const ::onnx::GraphProto& g, std::int64_t opset, const std::strin
         const std::string op = preview ? n.domain() + "." + n.op_type() : n.op_type();
         if ((!n.domain().empty() && n.domain() != "ai.onnx" && !preview) || (preview && !detail::find_operator(op)))
             throw Error("fx::onnx::load: " + file + ": " + node.label() + " is in the domain '" + n.domain() +
-                        "', and fluxion implements only ONNX's default domain (and ai.onnx.preview's FlexAttention, "
-                        "ai.onnx.preview.training's Adagrad, Momentum and Adam)");
+                        "', and fluxion implements only ONNX's default domain (and ai.onnx.preview's FlexAttention) "
+                        "and ai.onnx.preview.training's Adagrad, Momentum and Adam");
         for (const auto& x : n.input()) {
             if (x.empty()) continue;
             if (!defined.count(x))
