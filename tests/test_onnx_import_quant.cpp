@@ -1,7 +1,8 @@
 // test_onnx_import_quant.cpp — fx::onnx::load's quantization operators and the optimisers of
 // ai.onnx.preview.training, on graphs written here with ONNX's protocol buffers: a QuantizeLinear ->
 // DequantizeLinear round trip against values by hand (ties to even, saturation), QLinearMatMul
-// against a float reference, Momentum's step against values by hand, and the refusals' messages.
+// against a float reference, Momentum's step against values by hand, TensorScatter's values and
+// gradients (against finite differences), and the refusals' messages.
 // ONNX's own node suite (test_onnx_backend) checks them against ONNX's reference outputs.
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "fluxion/fluxion.hpp"
+#include "gradcheck.hpp"
 #include "test_io_support.hpp"
 
 namespace fx = fluxion;
@@ -189,6 +191,26 @@ TEST(OnnxImportQuant, MomentumStepMatchesValuesByHand) {
     near(standard[0], {0.945, 1.975});  // x - 0.1 v'
     near(nesterov[0], {0.8505, 2.1775});  // x - 0.1 (g + 0.9 v')
     near(first[1], {1.45, -1.55});  // 0.9 v + g
+}
+
+// A cache of 2 batch entries x 4 positions x 2 features; a 2-position update written at 1 (entry 0)
+// and, circularly, at 3 (entry 1: positions 3 and 0). Gradients reach the cache where it is kept and
+// the update where it is written.
+TEST(OnnxImportQuant, TensorScatterWritesAtEachEntrysIndexAndDifferentiates) {
+    ScratchDir dir;
+    GraphWriter g;
+    g.input("past").input("update").initializer("write", P::INT64, {1, 3}, false);
+    set(g.node("TensorScatter", {"past", "update", "write"}, {"present"}), "mode", std::string("circular"));
+    const fx::onnx::Model m = g.output("present").load(dir / "tensor_scatter.onnx");
+    const fx::Tensor past = fx::arange(0.0, 16.0).reshape({2, 4, 2}).to(fx::DType::f64);
+    const fx::Tensor update = (fx::arange(0.0, 8.0) + 100).reshape({2, 2, 2}).to(fx::DType::f64);
+    const auto y = m(std::vector<fx::Tensor>{past, update})[0].to_vector<double>();
+    EXPECT_EQ(y, (std::vector<double>{0, 1, 100, 101, 102, 103, 6, 7, 106, 107, 10, 11, 12, 13, 104, 105}));
+    const fx::Tensor w = fx::randn({2, 4, 2}, {.dtype = fx::DType::f64});
+    EXPECT_TRUE(fx::testing::gradcheck(
+        {.eps = 1e-6, .atol = 1e-6, .rtol = 1e-5},
+        [&](const fx::Tensor& a, const fx::Tensor& b) { return fx::sum(m(std::vector<fx::Tensor>{a, b})[0] * w); },
+        past, update));
 }
 
 TEST(OnnxImportQuant, RefusalsNameTheNodeAndWhatIsMissing) {
