@@ -160,8 +160,7 @@ Tensor as_factor(const Tensor& s, int rows_rank) {
     return f;
 }
 
-Ts matmul_integer(const Node& n, const Ts& in) {
-    (void)n;
+Ts matmul_integer(const Node&, const Ts& in) {
     return {matmul(centred(in.at(0), in, 2, 1), centred(in.at(1), in, 3, 0)).to(DType::i32)};
 }
 
