@@ -48,8 +48,7 @@ public:
         return *this;
     }
     // A scalar where `values` has one element and `scalar` holds, else 1-d.
-    GraphWriter& initializer(const std::string& name, int type, const std::vector<double>& values,
-                             bool scalar = true) {
+    GraphWriter& initializer(const std::string& name, int type, const std::vector<double>& values, bool scalar = true) {
         auto* t = m_.mutable_graph()->add_initializer();
         t->set_name(name);
         t->set_data_type(type);
@@ -187,10 +186,10 @@ TEST(OnnxImportQuant, MomentumStepMatchesValuesByHand) {
         ASSERT_EQ(got.size(), want.size());
         for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6) << i;
     };
-    near(standard[1], {0.55, 0.25});  // 0.9 v + 0.1 g
-    near(standard[0], {0.945, 1.975});  // x - 0.1 v'
+    near(standard[1], {0.55, 0.25});      // 0.9 v + 0.1 g
+    near(standard[0], {0.945, 1.975});    // x - 0.1 v'
     near(nesterov[0], {0.8505, 2.1775});  // x - 0.1 (g + 0.9 v')
-    near(first[1], {1.45, -1.55});  // 0.9 v + g
+    near(first[1], {1.45, -1.55});        // 0.9 v + g
 }
 
 // A cache of 2 batch entries x 4 positions x 2 features; a 2-position update written at 1 (entry 0)
@@ -209,7 +208,9 @@ TEST(OnnxImportQuant, TensorScatterWritesAtEachEntrysIndexAndDifferentiates) {
     const fx::Tensor w = fx::randn({2, 4, 2}, {.dtype = fx::DType::f64});
     EXPECT_TRUE(fx::testing::gradcheck(
         {.eps = 1e-6, .atol = 1e-6, .rtol = 1e-5},
-        [&](const fx::Tensor& a, const fx::Tensor& b) { return fx::sum(m(std::vector<fx::Tensor>{a, b})[0] * w); },
+        [&](const fx::Tensor& a, const fx::Tensor& b) {
+            return fx::sum(m(std::vector<fx::Tensor>{a, b})[0] * w);
+        },
         past, update));
 }
 
@@ -220,7 +221,9 @@ TEST(OnnxImportQuant, RefusalsNameTheNodeAndWhatIsMissing) {
     set(g.node("Momentum", {"R", "T", "X", "G", "V"}, {"X2", "V2"}, "ai.onnx.preview.training"), "mode",
         std::string("heavy"));
     const fx::onnx::Model m = g.output("X2").load(dir / "heavy.onnx");
-    EXPECT_EQ(message_of([&] { m({f32({1}), f32({1}), f32({1})}); }),
+    EXPECT_EQ(message_of([&] {
+                  m({f32({1}), f32({1}), f32({1})});
+              }),
               "fx::onnx: node 'n1' (Momentum, opset 21): mode='heavy' (it is standard or nesterov)");
 
     GraphWriter q;

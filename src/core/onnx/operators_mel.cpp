@@ -32,16 +32,19 @@ Ts mel_weight_matrix(const Node& n, const Ts& in) {
     const double step = (high - low) / double(bins + 2);
     std::vector<std::int64_t> edge(std::size_t(bins + 2));
     for (std::size_t k = 0; k < edge.size(); ++k)
-        edge[k] = std::int64_t(std::floor(double(dft_length + 1) * hertz_of(double(k) * step + low) / double(sample_rate)));
+        edge[k] =
+            std::int64_t(std::floor(double(dft_length + 1) * hertz_of(double(k) * step + low) / double(sample_rate)));
     std::vector<double> w(std::size_t(rows * bins), 0.0);
     const auto at = [&](std::int64_t row, std::int64_t col) -> double& {
         if (row < 0 || row >= rows) n.unsupported("an edge frequency past the DFT's bins");
         return w[std::size_t(row * bins + col)];
     };
     for (std::int64_t i = 0; i < bins; ++i) {
-        const std::int64_t left = edge[std::size_t(i)], centre = edge[std::size_t(i + 1)], right = edge[std::size_t(i + 2)];
+        const std::int64_t left = edge[std::size_t(i)], centre = edge[std::size_t(i + 1)],
+                           right = edge[std::size_t(i + 2)];
         if (centre == left) at(centre, i) = 1;
-        for (std::int64_t j = left; centre > left && j <= centre; ++j) at(j, i) = double(j - left) / double(centre - left);
+        for (std::int64_t j = left; centre > left && j <= centre; ++j)
+            at(j, i) = double(j - left) / double(centre - left);
         for (std::int64_t j = centre; j < right; ++j) at(j, i) = double(right - j) / double(right - centre);
     }
     return {tensor(w, {rows, bins}).to(dtype)};

@@ -2,13 +2,14 @@
 // (per tensor, per axis and blocked), DynamicQuantizeLinear, and the integer products MatMulInteger,
 // ConvInteger, QLinearMatMul and QLinearConv.
 //
-// Integer products run as fluxion's matmul and convolution on the widened values in f32: for 8-bit
-// operands each product is below 2^15 and the node suite's sums stay far below 2^24, so f32 holds
-// them exactly. Rounding to an integer type (half to even, then saturated) runs on the host: fluxion
-// has no rounding op; those operators call values_read_on_host.
+// Integer products run as fluxion's matmul and convolution on the widened values: in f64 where the
+// device has it (exact for any sum of 8-bit products below 2^53 / 255^2 terms), else in f32, exact
+// up to 258 terms and refused past them. Rounding to an integer type (half to even, then saturated) runs on the host:
+// fluxion has no rounding op; those operators call values_read_on_host.
 #include <cmath>
 
 #include "core/onnx/import.hpp"
+#include "fluxion/device.hpp"
 #include "fluxion/ops.hpp"
 
 namespace fluxion::onnx::detail {
@@ -66,8 +67,8 @@ Tensor spread(const Node& n, const Tensor& s, const Shape& x, int axis, std::int
 
 // round(v) half to even, plus the zero point, saturated to `r`; in the dtype fluxion holds the
 // type in, on `device`.
-Tensor round_to(const std::vector<double>& v, const std::vector<double>& zp, const Shape& shape, Range r,
-                int type, const Device& device) {
+Tensor round_to(const std::vector<double>& v, const std::vector<double>& zp, const Shape& shape, Range r, int type,
+                const Device& device) {
     std::vector<std::int64_t> q(v.size());
     for (std::size_t i = 0; i < v.size(); ++i)
         q[i] = std::int64_t(std::clamp(std::nearbyint(v[i]) + (zp.empty() ? 0.0 : zp[i]), r.low, r.high));
@@ -131,13 +132,23 @@ Ts dynamic_quantize_linear(const Node& n, const Ts& in) {
     return {y, full({}, scale).to(x.device()), full({}, zp).to(DType::u8).to(x.device())};
 }
 
-// An operand minus its zero point, in f32. A zero point of one value per row (for the left operand
-// of a product) or per output channel (for a convolution's weights, `rows_rank` dimensions after the
-// first) broadcasts along that dimension.
-Tensor centred(const Tensor& a, const Ts& in, std::size_t zp_at, int rows_rank) {
-    Tensor x = a.to(DType::f32);
+// The type in which `terms` products of centred 8-bit operands (each at most 255 * 255) sum exactly
+// on a's device with `op`: f64 where the device has it, else f32 while the sum stays below 2^24.
+DType product_type(const Node& n, const Tensor& a, Op op, std::int64_t terms) {
+    if (supports(a.device(), op, DType::f64)) return DType::f64;
+    if (terms * 255 * 255 > (std::int64_t(1) << 24))
+        n.unsupported("a sum of " + std::to_string(terms) + " integer products on " + a.device().str() +
+                      ", which has no f64 and whose f32 holds such sums exactly only up to 258 of them");
+    return DType::f32;
+}
+
+// An operand minus its zero point, in `dtype`. A zero point of one value per row (for the left
+// operand of a product) or per output channel (for a convolution's weights, `rows_rank` dimensions
+// after the first) broadcasts along that dimension.
+Tensor centred(const Tensor& a, const Ts& in, std::size_t zp_at, int rows_rank, DType dtype) {
+    Tensor x = a.to(dtype);
     if (in.size() <= zp_at || !in[zp_at].defined()) return x;
-    Tensor zp = in[zp_at].to(DType::f32);
+    Tensor zp = in[zp_at].to(dtype);
     if (zp.numel() == 1) return x - zp.reshape({});
     if (rows_rank > 0) {
         Shape s(std::size_t(rows_rank) + 1, 1);
@@ -160,25 +171,40 @@ Tensor as_factor(const Tensor& s, int rows_rank) {
     return f;
 }
 
-Ts matmul_integer(const Node&, const Ts& in) {
-    return {matmul(centred(in.at(0), in, 2, 1), centred(in.at(1), in, 3, 0)).to(DType::i32)};
+// a @ b of centred operands, exact (see product_type).
+Tensor integer_matmul(const Node& n, const Tensor& a, const Ts& a_args, const Tensor& b, const Ts& b_args) {
+    const DType t = product_type(n, a, Op::gemm, a.ndim() == 0 ? 1 : a.shape(int(a.ndim()) - 1));
+    return matmul(centred(a, a_args, 2, 1, t), centred(b, b_args, 2, 0, t));
 }
 
-// The integer convolution through the Conv operator (same attributes), on the centred operands.
-Tensor integer_conv(const Node& n, const Tensor& x, const Tensor& w, const Tensor& bias) {
-    Ts args = {x, w};
-    if (bias.defined()) args.push_back(bias.to(DType::f32));
+// The integer convolution through the Conv operator (same attributes) on centred operands, exact
+// (see product_type); the bias, where given, is in the products' units.
+Tensor integer_conv(const Node& n, const Tensor& x, const Ts& x_args, const Tensor& w, const Ts& w_args,
+                    const Tensor& bias) {
+    const DType t = product_type(n, x, Op::conv2d, w.shape(0) == 0 ? 0 : w.numel() / w.shape(0));
+    Ts args = {centred(x, x_args, 2, 0, t), centred(w, w_args, 2, int(w.ndim()) - 1, t)};
+    if (bias.defined()) args.push_back(bias.to(t));
     return find_operator("Conv")(n, args).at(0);
 }
 
+// Inputs a, b, a_zero_point, b_zero_point.
+Ts matmul_integer(const Node& n, const Ts& in) {
+    const Tensor none;
+    const Ts a_args = {in.at(0), none, in.size() > 2 ? in[2] : none},
+             b_args = {in.at(1), none, in.size() > 3 ? in[3] : none};
+    return {integer_matmul(n, in[0], a_args, in[1], b_args).to(DType::i32)};
+}
+
+// Inputs x, w, x_zero_point, w_zero_point.
 Ts conv_integer(const Node& n, const Ts& in) {
-    const Tensor x = centred(in.at(0), in, 2, 0);
-    const Tensor w = centred(in.at(1), in, 3, in.at(1).ndim() - 1);
-    return {integer_conv(n, x, w, Tensor()).to(DType::i32)};
+    const Tensor none;
+    const Ts x_args = {in.at(0), none, in.size() > 2 ? in[2] : none},
+             w_args = {in.at(1), none, in.size() > 3 ? in[3] : none};
+    return {integer_conv(n, in[0], x_args, in[1], w_args, none).to(DType::i32)};
 }
 
 // acc * scales / y_scale (input ys), plus y's zero point (input ys + 1), rounded and saturated to
-// its type (without one, to input 0's type); on acc's device. acc is exact (integers in f32); the
+// its type (without one, to input 0's type); on acc's device. acc is exact (see product_type); the
 // factor is the scales' product over y_scale in their own type, as the spec's.
 Tensor requantize(const Node& n, const Tensor& acc, const Tensor& scales, const Ts& in, std::size_t ys) {
     values_read_on_host(n, "its accumulated products (to round them to integers)");
@@ -203,15 +229,14 @@ Tensor requantize(const Node& n, const Tensor& acc, const Tensor& scales, const 
 // a: 0..2, b: 3..5, y: 6..7.
 Ts qlinear_matmul(const Node& n, const Ts& in) {
     const Ts a_args = {in.at(0), in.at(1), in.at(2)}, b_args = {in.at(3), in.at(4), in.at(5)};
-    const Tensor acc = matmul(centred(in[0], a_args, 2, 1), centred(in[3], b_args, 2, 0));
+    const Tensor acc = integer_matmul(n, in[0], a_args, in[3], b_args);
     return {requantize(n, acc, as_factor(in[1], 1) * as_factor(in[4], 0), in, 6)};
 }
 
 // x: 0..2, w: 3..5, y: 6..7, then an int32 bias (in units of x_scale * w_scale).
 Ts qlinear_conv(const Node& n, const Ts& in) {
     const Ts x_args = {in.at(0), in.at(1), in.at(2)}, w_args = {in.at(3), in.at(4), in.at(5)};
-    const Tensor x = centred(in[0], x_args, 2, 0), w = centred(in[3], w_args, 2, in[3].ndim() - 1);
-    const Tensor acc = integer_conv(n, x, w, in.size() > 8 ? in[8] : Tensor());
+    const Tensor acc = integer_conv(n, in[0], x_args, in[3], w_args, in.size() > 8 ? in[8] : Tensor());
     Tensor factor = as_factor(in[1], 0) * as_factor(in[4], 0);
     if (factor.numel() > 1) {  // one weight scale per output channel
         Shape s(std::size_t(acc.ndim()), 1);

@@ -71,8 +71,7 @@ Ts adam(const Node& n, const Ts& in) {
     const double norm = n.f("norm_coefficient", 0), norm_post = n.f("norm_coefficient_post", 0);
     const std::int64_t t = step_count(n, in);
     // The bias correction of both moments, folded into the rate (none on the first step, T = 0).
-    const double correction =
-        t > 0 ? std::sqrt(1 - std::pow(beta, double(t))) / (1 - std::pow(alpha, double(t))) : 1.0;
+    const double correction = t > 0 ? std::sqrt(1 - std::pow(beta, double(t))) / (1 - std::pow(alpha, double(t))) : 1.0;
     Ts x_new(k), v_new(k), h_new(k);
     for (std::size_t i = 0; i < k; ++i) {
         const Tensor &x = in[2 + i], &g = in[2 + k + i], &v = in[2 + 2 * k + i], &h = in[2 + 3 * k + i];
