@@ -1,7 +1,8 @@
 // test_onnx_import_quant.cpp — fx::onnx::load's quantization operators and the optimisers of
 // ai.onnx.preview.training, on graphs written here with ONNX's protocol buffers: a QuantizeLinear ->
 // DequantizeLinear round trip against values by hand (ties to even, saturation), QLinearMatMul
-// against a float reference, Momentum's step against values by hand, TensorScatter's values and
+// against a float reference, MatMulInteger past f32's exact range, Momentum's step against values
+// by hand, TensorScatter's values and
 // gradients (against finite differences), and the refusals' messages.
 // ONNX's own node suite (test_onnx_backend) checks them against ONNX's reference outputs.
 #include <gtest/gtest.h>
@@ -166,6 +167,27 @@ TEST(OnnxImportQuant, QLinearMatMulMatchesAFloatReference) {
             want.push_back(int(std::clamp(std::nearbyint(real / ys) + yzp, 0.0, 255.0)));
         }
     EXPECT_EQ(y.to_vector<int>(), want);
+}
+
+// A long sum of large 8-bit products (past f32's 2^24), exact as int64 arithmetic gives it.
+TEST(OnnxImportQuant, MatMulIntegerIsExactPastF32) {
+    ScratchDir dir;
+    GraphWriter g;
+    g.input("A", P::UINT8).input("B", P::UINT8).initializer("azp", P::UINT8, {0}).initializer("bzp", P::UINT8, {1});
+    g.node("MatMulInteger", {"A", "B", "azp", "bzp"}, {"Y"});
+    const fx::onnx::Model m = g.output("Y").load(dir / "matmul_integer.onnx");
+    const std::int64_t k = 1001;
+    std::vector<std::int64_t> a(static_cast<std::size_t>(k)), b(static_cast<std::size_t>(2 * k));
+    for (std::int64_t i = 0; i < k; ++i) a[std::size_t(i)] = 255 - i % 3;
+    for (std::int64_t i = 0; i < 2 * k; ++i) b[std::size_t(i)] = 255 - i % 7;
+    const auto y =
+        m(std::vector<fx::Tensor>{fx::tensor(a, {1, k}).to(fx::DType::u8), fx::tensor(b, {k, 2}).to(fx::DType::u8)})[0];
+    EXPECT_EQ(y.dtype(), fx::DType::i32);
+    std::vector<std::int64_t> want(2, 0);
+    for (std::int64_t i = 0; i < k; ++i)
+        for (std::size_t j = 0; j < 2; ++j) want[j] += a[std::size_t(i)] * (b[std::size_t(2 * i) + j] - 1);
+    EXPECT_GT(want[0], std::int64_t(1) << 24);
+    EXPECT_EQ(y.to_vector<std::int64_t>(), want);
 }
 
 // One Momentum step by hand (alpha 0.9, beta 0.1, rate 0.1): standard and Nesterov, and the first
