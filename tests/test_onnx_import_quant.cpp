@@ -2,9 +2,8 @@
 // ai.onnx.preview.training, on graphs written here with ONNX's protocol buffers: a QuantizeLinear ->
 // DequantizeLinear round trip against values by hand (ties to even, saturation), QLinearMatMul
 // against a float reference, MatMulInteger past f32's exact range, Momentum's step against values
-// by hand, TensorScatter's values and
-// gradients (against finite differences), and the refusals' messages.
-// ONNX's own node suite (test_onnx_backend) checks them against ONNX's reference outputs.
+// by hand, TensorScatter's values and gradients (against finite differences), and the refusals'
+// messages. ONNX's own node suite (test_onnx_backend) checks them against ONNX's reference outputs.
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
