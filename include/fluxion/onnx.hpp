@@ -75,8 +75,11 @@
 // LpNormalization, RotaryEmbedding, SwiGLU, LinearAttention and CausalConvWithState; control flow:
 // If, Loop and Scan (their graphs run as models of their own, reading the enclosing graph's values
 // by name; If's condition and Loop's trip count and condition are read on the host, so fx::compile
-// refuses a model whose branch or count depends on data); of
-// ai.onnx.preview, FlexAttention (its score_mod and prob_mod graphs run as models of their own).
+// refuses a model whose branch or count depends on data); the quantization family (QuantizeLinear,
+// DequantizeLinear, DynamicQuantizeLinear, MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv;
+// 8- and 16-bit integers, rounding on the host), TensorScatter, MelWeightMatrix; of
+// ai.onnx.preview, FlexAttention (its score_mod and prob_mod graphs run as models of their own), and
+// of ai.onnx.preview.training, Adagrad, Momentum and Adam.
 // ONNX's own backend suite: README.md. An
 // operator or attribute it does not implement throws fx::Error naming the operator, the node and
 // the opset (at load for operators, at the first run for attributes); a file that is not a

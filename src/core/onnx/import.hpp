@@ -82,6 +82,10 @@ void add_normalization_operators(std::map<std::string, Operator>& table);
 void add_transformer_operators(std::map<std::string, Operator>& table);
 void add_linear_attention_operators(std::map<std::string, Operator>& table);
 void add_control_operators(std::map<std::string, Operator>& table);
+void add_quantization_operators(std::map<std::string, Operator>& table);
+void add_mel_operators(std::map<std::string, Operator>& table);
+void add_tensor_scatter_operators(std::map<std::string, Operator>& table);
+void add_training_operators(std::map<std::string, Operator>& table);  // ai.onnx.preview.training's
 
 struct Step {
     Node node;

@@ -189,6 +189,10 @@ Operator find_operator(const std::string& op) {
         add_transformer_operators(t);
         add_linear_attention_operators(t);
         add_control_operators(t);
+        add_quantization_operators(t);
+        add_mel_operators(t);
+        add_tensor_scatter_operators(t);
+        add_training_operators(t);
         return t;
     }();
     const auto it = table.find(op);
@@ -316,12 +320,14 @@ Model subgraph(const ::onnx::GraphProto& g, std::int64_t opset, const std::strin
                     for (const auto& x : outer_names(a.g())) names.insert(x);
             node.read_outer({names.begin(), names.end()});
         }
-        // Of the preview domain, FlexAttention, under its domain's name (it is no default-domain operator).
-        const bool preview = n.domain() == "ai.onnx.preview";
-        const std::string op = preview ? "ai.onnx.preview." + n.op_type() : n.op_type();
+        // Of the preview domains, FlexAttention and the training optimisers, under their domain's name
+        // (they are no default-domain operators).
+        const bool preview = n.domain() == "ai.onnx.preview" || n.domain() == "ai.onnx.preview.training";
+        const std::string op = preview ? n.domain() + "." + n.op_type() : n.op_type();
         if ((!n.domain().empty() && n.domain() != "ai.onnx" && !preview) || (preview && !detail::find_operator(op)))
             throw Error("fx::onnx::load: " + file + ": " + node.label() + " is in the domain '" + n.domain() +
-                        "', and fluxion implements only ONNX's default domain (and ai.onnx.preview's FlexAttention)");
+                        "', and fluxion implements only ONNX's default domain (and ai.onnx.preview's FlexAttention) "
+                        "and ai.onnx.preview.training's Adagrad, Momentum and Adam");
         for (const auto& x : node.proto().input()) {
             if (x.empty()) continue;
             if (!defined.count(x))
