@@ -75,6 +75,8 @@ void add_modulo_operators(std::map<std::string, Operator>& table);
 void add_normalization_operators(std::map<std::string, Operator>& table);
 void add_transformer_operators(std::map<std::string, Operator>& table);
 void add_linear_attention_operators(std::map<std::string, Operator>& table);
+void add_detection_operators(std::map<std::string, Operator>& table);
+void add_misc_operators(std::map<std::string, Operator>& table);
 
 struct Step {
     Node node;

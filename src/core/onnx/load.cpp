@@ -182,6 +182,8 @@ Operator find_operator(const std::string& op) {
         add_normalization_operators(t);
         add_transformer_operators(t);
         add_linear_attention_operators(t);
+        add_detection_operators(t);
+        add_misc_operators(t);
         return t;
     }();
     const auto it = table.find(op);

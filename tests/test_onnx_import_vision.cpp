@@ -1,0 +1,174 @@
+// test_onnx_import_vision.cpp — fx::onnx::load's detection and host operators
+// (src/core/onnx/operators_{detection,misc}.cpp): RoiAlign's and Col2Im's and
+// MeanVarianceNormalization's gradients through an imported graph against finite differences,
+// NonMaxSuppression, Unique and Det on small hand-checked cases, and the messages of refusals. Their
+// forward values are ONNX's node suite's (test_onnx_backend).
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <fstream>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fluxion/fluxion.hpp"
+#include "gradcheck.hpp"
+#include "test_io_support.hpp"
+
+namespace fx = fluxion;
+using fx::testing::gradcheck;
+using io_test::ScratchDir;
+
+namespace {
+
+using P = ::onnx::TensorProto;
+
+struct Attribute {
+    std::string name;
+    std::int64_t i = 0;
+    std::string s = {};  // a string attribute where not empty
+};
+
+// A graph of one node `op` (opset 22) on the named inputs of the given element types, giving `outputs`.
+void write_node(const std::filesystem::path& path, const std::string& op,
+                const std::vector<std::pair<std::string, int>>& inputs, const std::vector<std::string>& outputs,
+                const std::vector<Attribute>& attributes = {}) {
+    ::onnx::ModelProto m;
+    m.set_ir_version(8);
+    auto* opset = m.add_opset_import();
+    opset->set_domain("");
+    opset->set_version(22);
+    auto* g = m.mutable_graph();
+    g->set_name("one");
+    auto* n = g->add_node();
+    n->set_op_type(op);
+    n->set_name("the_node");
+    for (const auto& [name, type] : inputs) {
+        auto* x = g->add_input();
+        x->set_name(name);
+        x->mutable_type()->mutable_tensor_type()->set_elem_type(type);
+        n->add_input(name);
+    }
+    for (const auto& name : outputs) {
+        n->add_output(name);
+        g->add_output()->set_name(name);
+    }
+    for (const auto& a : attributes) {
+        auto* p = n->add_attribute();
+        p->set_name(a.name);
+        if (a.s.empty()) {
+            p->set_type(::onnx::AttributeProto::INT);
+            p->set_i(a.i);
+        } else {
+            p->set_type(::onnx::AttributeProto::STRING);
+            p->set_s(a.s);
+        }
+    }
+    std::ofstream out(path, std::ios::binary);
+    ASSERT_TRUE(m.SerializeToOstream(&out));
+}
+
+std::string message_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const fx::Error& e) {
+        return e.what();
+    }
+    return "no error";
+}
+
+fx::Tensor ints(std::vector<std::int64_t> v, const fx::Shape& shape) { return fx::tensor(v, shape); }
+
+}  // namespace
+
+TEST(OnnxImportVision, RoiAlignGradientInXAgainstFiniteDifferences) {
+    ScratchDir dir;
+    // Two regions of two images, one reaching past the image's border.
+    const fx::Tensor rois = fx::tensor(std::vector<float>{0.5f, 0.3f, 3.2f, 2.7f, 1.1f, -0.6f, 5.4f, 3.3f}, {2, 4});
+    const fx::Tensor batch = ints({1, 0}, {2});
+    for (const std::string mode : {"avg", "max"}) {
+        write_node(dir / "r.onnx", "RoiAlign", {{"X", P::FLOAT}, {"rois", P::FLOAT}, {"batch_indices", P::INT64}}, {"Y"},
+                   {{"mode", 0, mode}, {"output_height", 2}, {"output_width", 3}, {"sampling_ratio", 0}});
+        const fx::onnx::Model m = fx::onnx::load(dir / "r.onnx");
+        const fx::Tensor scale = fx::randn({2, 3, 2, 3});
+        EXPECT_TRUE(gradcheck([&](const fx::Tensor& x) { return fx::sum(m({x, rois, batch})[0] * scale.to(x.dtype())); },
+                              fx::randn({2, 3, 5, 6})))
+            << mode;
+    }
+    // A constant image averages to its constant wherever the samples fall inside.
+    write_node(dir / "c.onnx", "RoiAlign", {{"X", P::FLOAT}, {"rois", P::FLOAT}, {"batch_indices", P::INT64}}, {"Y"},
+               {{"output_height", 2}, {"output_width", 2}});
+    const fx::Tensor y = fx::onnx::load(dir / "c.onnx")({fx::full({1, 1, 4, 4}, 3.0), fx::zeros({0, 4}), fx::tensor(std::vector<std::int64_t>{}, {0})})[0];
+    EXPECT_EQ(y.shape(), (fx::Shape{0, 1, 2, 2}));
+    const fx::Tensor inside = fx::tensor(std::vector<float>{1, 1, 3, 3}, {1, 4});
+    for (float v : fx::onnx::load(dir / "c.onnx")({fx::full({1, 1, 4, 4}, 3.0), inside, ints({0}, {1})})[0].to_vector<float>())
+        EXPECT_NEAR(v, 3.0f, 1e-6);
+}
+
+TEST(OnnxImportVision, Col2ImAndMeanVarianceNormalizationGradients) {
+    ScratchDir dir;
+    write_node(dir / "c.onnx", "Col2Im", {{"x", P::FLOAT}, {"image", P::INT64}, {"block", P::INT64}}, {"y"});
+    const fx::onnx::Model col2im = fx::onnx::load(dir / "c.onnx");
+    // A 3×3 image of 2×2 blocks: 4 blocks, the centre pixel in all four.
+    const fx::Tensor image = ints({3, 3}, {2}), block = ints({2, 2}, {2});
+    const fx::Tensor y = col2im({fx::ones({1, 4, 4}), image, block})[0];
+    EXPECT_EQ(y.shape(), (fx::Shape{1, 1, 3, 3}));
+    EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{1, 2, 1, 2, 4, 2, 1, 2, 1}));
+    const fx::Tensor scale = fx::randn({2, 2, 3, 3});
+    EXPECT_TRUE(gradcheck([&](const fx::Tensor& x) { return fx::sum(col2im({x, image, block})[0] * scale.to(x.dtype())); },
+                          fx::randn({2, 8, 4})));
+
+    write_node(dir / "m.onnx", "MeanVarianceNormalization", {{"x", P::FLOAT}}, {"y"});
+    const fx::onnx::Model mvn = fx::onnx::load(dir / "m.onnx");
+    const fx::Tensor s2 = fx::randn({2, 3, 2, 2});
+    EXPECT_TRUE(gradcheck([&](const fx::Tensor& x) { return fx::sum(mvn(x) * s2.to(x.dtype())); }, fx::randn({2, 3, 2, 2})));
+}
+
+TEST(OnnxImportVision, NonMaxSuppressionKeepsTheBestOfOverlappingBoxes) {
+    ScratchDir dir;
+    write_node(dir / "n.onnx", "NonMaxSuppression",
+               {{"boxes", P::FLOAT}, {"scores", P::FLOAT}, {"most", P::INT64}, {"iou", P::FLOAT}, {"score", P::FLOAT}},
+               {"selected"});
+    const fx::onnx::Model m = fx::onnx::load(dir / "n.onnx");
+    // Boxes 0 and 1 overlap with IoU 64/117 ≈ 0.55 (corners given in either order); box 2 is apart.
+    const fx::Tensor boxes = fx::tensor(std::vector<float>{0, 0, 10, 10, 11, 11, 2, 2, 20, 20, 25, 25}, {1, 3, 4});
+    const fx::Tensor scores = fx::tensor(std::vector<float>{0.8f, 0.9f, 0.7f}, {1, 1, 3});
+    auto run = [&](std::int64_t most, float iou, float score) {
+        return m({boxes, scores, ints({most}, {1}), fx::tensor(std::vector<float>{iou}, {1}),
+                  fx::tensor(std::vector<float>{score}, {1})})[0];
+    };
+    const fx::Tensor all = run(10, 0.5f, 0.0f);
+    EXPECT_EQ(all.shape(), (fx::Shape{2, 3}));
+    EXPECT_EQ(all.to_vector<std::int64_t>(), (std::vector<std::int64_t>{0, 0, 1, 0, 0, 2}));
+    EXPECT_EQ(run(10, 0.7f, 0.0f).to_vector<std::int64_t>(), (std::vector<std::int64_t>{0, 0, 1, 0, 0, 0, 0, 0, 2}));
+    EXPECT_EQ(run(1, 0.5f, 0.0f).to_vector<std::int64_t>(), (std::vector<std::int64_t>{0, 0, 1}));
+    EXPECT_EQ(run(10, 0.5f, 0.75f).to_vector<std::int64_t>(), (std::vector<std::int64_t>{0, 0, 1}));
+}
+
+TEST(OnnxImportVision, UniqueAndDetOnSmallCases) {
+    ScratchDir dir;
+    write_node(dir / "u.onnx", "Unique", {{"x", P::FLOAT}}, {"y", "indices", "inverse", "counts"}, {{"sorted", 0}});
+    const auto u = fx::onnx::load(dir / "u.onnx")(std::vector<fx::Tensor>{fx::tensor(std::vector<float>{2, 1, 1, 3, 4, 3}, {6})});
+    EXPECT_EQ(u[0].to_vector<float>(), (std::vector<float>{2, 1, 3, 4}));
+    EXPECT_EQ(u[1].to_vector<std::int64_t>(), (std::vector<std::int64_t>{0, 1, 3, 4}));
+    EXPECT_EQ(u[2].to_vector<std::int64_t>(), (std::vector<std::int64_t>{0, 1, 1, 2, 3, 2}));
+    EXPECT_EQ(u[3].to_vector<std::int64_t>(), (std::vector<std::int64_t>{1, 2, 2, 1}));
+    write_node(dir / "d.onnx", "Det", {{"x", P::FLOAT}}, {"y"});
+    const fx::Tensor d = fx::onnx::load(dir / "d.onnx")(fx::tensor(std::vector<float>{1, 2, 3, 4, 0, 1, 1, 0}, {2, 2, 2}));
+    EXPECT_EQ(d.to_vector<float>(), (std::vector<float>{-2, -1}));
+}
+
+TEST(OnnxImportVision, RefusalsNameTheNodeAndWhat) {
+    ScratchDir dir;
+    write_node(dir / "r.onnx", "RoiAlign", {{"X", P::FLOAT}, {"rois", P::FLOAT}, {"batch_indices", P::INT64}}, {"Y"},
+               {{"mode", 0, "median"}});
+    const fx::onnx::Model m = fx::onnx::load(dir / "r.onnx");
+    const std::string e = message_of([&] { m({fx::zeros({1, 1, 4, 4}), fx::zeros({1, 4}), ints({0}, {1})}); });
+    EXPECT_NE(e.find("node 'the_node' (RoiAlign, opset 22)"), std::string::npos) << e;
+    EXPECT_NE(e.find("mode=median"), std::string::npos) << e;
+    // BitCast between widths is refused.
+    write_node(dir / "b.onnx", "BitCast", {{"x", P::FLOAT}}, {"y"}, {{"to", P::INT64}});
+    const std::string b = message_of([&] { fx::onnx::load(dir / "b.onnx")(fx::zeros({2})); });
+    EXPECT_NE(b.find("BitCast takes types of one width, not 32 and 64 bits"), std::string::npos) << b;
+}
