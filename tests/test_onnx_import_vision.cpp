@@ -1,5 +1,5 @@
 // test_onnx_import_vision.cpp — fx::onnx::load's detection and host operators
-// (src/core/onnx/operators_{detection,misc}.cpp): RoiAlign's and Col2Im's and
+// (src/core/onnx/operators_{detection,misc}.cpp): RoiAlign's, DeformConv's, Col2Im's and
 // MeanVarianceNormalization's gradients through an imported graph against finite differences,
 // NonMaxSuppression, Unique and Det on small hand-checked cases, and the messages of refusals. Their
 // forward values are ONNX's node suite's (test_onnx_backend).
@@ -123,6 +123,28 @@ TEST(OnnxImportVision, Col2ImAndMeanVarianceNormalizationGradients) {
     const fx::onnx::Model mvn = fx::onnx::load(dir / "m.onnx");
     const fx::Tensor s2 = fx::randn({2, 3, 2, 2});
     EXPECT_TRUE(gradcheck([&](const fx::Tensor& x) { return fx::sum(mvn(x) * s2.to(x.dtype())); }, fx::randn({2, 3, 2, 2})));
+}
+
+TEST(OnnxImportVision, DeformConvGradientsInEveryInput) {
+    ScratchDir dir;
+    write_node(dir / "d.onnx", "DeformConv",
+               {{"X", P::FLOAT}, {"W", P::FLOAT}, {"offset", P::FLOAT}, {"B", P::FLOAT}, {"mask", P::FLOAT}}, {"Y"},
+               {{"group", 2}, {"offset_group", 2}});
+    const fx::onnx::Model m = fx::onnx::load(dir / "d.onnx");
+    // Offsets of a quarter-pixel's fractions keep every sample away from the pixel grid's kinks.
+    const fx::Tensor offset = fx::rand({1, 2 * 4 * 2, 3, 3}) * 0.5 + 0.25, scale = fx::randn({1, 4, 3, 3});
+    EXPECT_TRUE(gradcheck(
+        [&](const fx::Tensor& x, const fx::Tensor& w, const fx::Tensor& o, const fx::Tensor& b, const fx::Tensor& k) {
+            return fx::sum(m({x, w, o, b, k})[0] * scale.to(x.dtype()));
+        },
+        fx::randn({1, 4, 4, 4}), fx::randn({4, 2, 2, 2}), offset, fx::randn({4}), fx::rand({1, 8, 3, 3})));
+    // With zero offsets and no mask it is Conv.
+    write_node(dir / "z.onnx", "DeformConv", {{"X", P::FLOAT}, {"W", P::FLOAT}, {"offset", P::FLOAT}}, {"Y"});
+    const fx::Tensor x = fx::randn({1, 2, 4, 4}), w = fx::randn({3, 2, 2, 2});
+    const auto got = fx::onnx::load(dir / "z.onnx")({x, w, fx::zeros({1, 8, 3, 3})})[0].to_vector<float>();
+    const auto want = fx::conv2d(x, w).to_vector<float>();
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << i;
 }
 
 TEST(OnnxImportVision, NonMaxSuppressionKeepsTheBestOfOverlappingBoxes) {

@@ -1,7 +1,8 @@
 // operators_detection.cpp — ONNX's detection and patch operators: NonMaxSuppression (a greedy choice
 // among boxes, made on the host), RoiAlign (bilinear taps chosen on the host from the regions, their
 // weights and gathers through fluxion's ops, so that it differentiates in the image) and Col2Im (a
-// one-hot matrix product, differentiable in its columns).
+// one-hot matrix product, differentiable in its columns) and DeformConv (bilinear taps as RoiAlign's,
+// differentiable in all its inputs).
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -218,12 +219,81 @@ Ts col2im(const Node& n, const Ts& in) {
     return {matmul(x.reshape({N, C, K * L}), on_like(onehot, {K * L, P}, x)).reshape(out)};
 }
 
+
+// ---- DeformConv ----
+
+// A 2-d convolution whose every kernel tap samples X at its place moved by `offset` (bilinearly,
+// zeros outside), scaled by `mask`: the samples' corners are chosen on the host from the offsets,
+// their weights computed from the offsets with fluxion's ops (so that it differentiates in X, W,
+// offset, B and mask), and the sampled columns times W as a matrix product per group.
+Ts deform_conv(const Node& n, const Ts& in) {
+    const Tensor &x = in[0], &w = in[1], &offset = in[2];
+    const Tensor bias = in.size() > 3 ? in[3] : Tensor(), mask = in.size() > 4 ? in[4] : Tensor();
+    if (x.ndim() != 4 || w.ndim() != 4) n.unsupported("an input of rank " + std::to_string(x.ndim()) + " (only 2-d)");
+    const I N = x.shape(0), C = x.shape(1), H = x.shape(2), W = x.shape(3), OC = w.shape(0), kH = w.shape(2),
+            kW = w.shape(3), K = kH * kW;
+    const I group = n.i("group", 1), G = n.i("offset_group", 1);
+    const auto strides = n.ints("strides", {1, 1}), dilations = n.ints("dilations", {1, 1});
+    const auto pads = n.ints("pads", {0, 0, 0, 0});
+    if (strides.size() != 2 || dilations.size() != 2 || pads.size() != 4)
+        n.unsupported("strides, dilations or pads of a length other than 2-d's");
+    if (group < 1 || G < 1 || C % group != 0 || C % G != 0 || OC % group != 0 || w.shape(1) != C / group ||
+        offset.ndim() != 4 || offset.shape(0) != N || offset.shape(1) != G * K * 2 ||
+        (mask.defined() && mask.numel() > 0 && mask.numel() != N * G * K * offset.shape(2) * offset.shape(3)))
+        throw ShapeError("fx::onnx: " + n.label() + ": X " + to_string(x.shape()) + ", W " + to_string(w.shape()) +
+                         " and offset " + to_string(offset.shape()) + " do not fit group " + std::to_string(group) +
+                         " and offset_group " + std::to_string(G));
+    const I oH = offset.shape(2), oW = offset.shape(3), P = oH * oW;
+    values_read_on_host(n, "its offsets (to choose its taps)");
+    // Each tap's place before its offset, {K, P} for y and x.
+    std::vector<double> base_y(std::size_t(K * P)), base_x(std::size_t(K * P));
+    for (I k = 0; k < K; ++k)
+        for (I p = 0; p < P; ++p) {
+            base_y[std::size_t(k * P + p)] = double((p / oW) * strides[0] - pads[0] + (k / kW) * dilations[0]);
+            base_x[std::size_t(k * P + p)] = double((p % oW) * strides[1] - pads[1] + (k % kW) * dilations[1]);
+        }
+    const Tensor off = offset.reshape({N, G, K, 2, P});
+    const Tensor y = off.select(3, 0) + on_like(base_y, {K, P}, offset);  // {N, G, K, P}
+    const Tensor xx = off.select(3, 1) + on_like(base_x, {K, P}, offset);
+    const auto hy = y.detach().contiguous().to(Device{}).to(DType::f64).to_vector<double>();
+    const auto hx = xx.detach().contiguous().to(Device{}).to(DType::f64).to_vector<double>();
+    const std::size_t points = hy.size();  // N·G·K·P
+    std::vector<double> y0(points), x0(points), inside(points * 4, 0.0);
+    std::vector<I> pixel(points * 4, 0);
+    for (std::size_t i = 0; i < points; ++i) {
+        y0[i] = std::floor(hy[i]), x0[i] = std::floor(hx[i]);
+        for (int c = 0; c < 4; ++c) {
+            const I py = I(y0[i]) + c / 2, px = I(x0[i]) + c % 2;
+            if (py < 0 || py >= H || px < 0 || px >= W) continue;
+            inside[i * 4 + std::size_t(c)] = 1.0, pixel[i * 4 + std::size_t(c)] = py * W + px;
+        }
+    }
+    const Tensor ly = y - on_like(y0, {N, G, K, P}, offset), lx = xx - on_like(x0, {N, G, K, P}, offset);
+    Tensor weights = stack({(1.0 - ly) * (1.0 - lx), (1.0 - ly) * lx, ly * (1.0 - lx), ly * lx}, -1) *
+                     on_like(inside, {N, G, K, P, 4}, offset);
+    if (mask.defined() && mask.numel() > 0) weights = weights * mask.reshape({N, G, K, P, 1});
+    // The columns {N, C, K, P}: each channel's samples, by its offset group's weights.
+    const I per = C / G;
+    std::vector<I> flat(std::size_t(N * C) * std::size_t(K * P * 4));
+    for (I b = 0; b < N; ++b)
+        for (I c = 0; c < C; ++c) {
+            const std::size_t from = std::size_t((b * G + c / per) * K * P * 4), to = std::size_t((b * C + c) * K * P * 4);
+            for (std::size_t t = 0; t < std::size_t(K * P * 4); ++t) flat[to + t] = (b * C + c) * H * W + pixel[from + t];
+        }
+    const Tensor samples = gather_flat(x, flat, {N, G, per, K, P, 4}) * weights.reshape({N, G, 1, K, P, 4}).to(x.dtype());
+    const Tensor columns = sum(samples, -1).reshape({N, group, (C / group) * K, P});
+    Tensor out = matmul(w.reshape({group, OC / group, (C / group) * K}), columns).reshape({N, OC, oH, oW});
+    if (bias.defined() && bias.numel() > 0) out = out + bias.reshape({1, OC, 1, 1});
+    return {out};
+}
+
 }  // namespace
 
 void add_detection_operators(std::map<std::string, Operator>& t) {
     t["NonMaxSuppression"] = non_max_suppression;
     t["RoiAlign"] = roi_align;
     t["Col2Im"] = col2im;
+    t["DeformConv"] = deform_conv;
 }
 
 }  // namespace fluxion::onnx::detail
