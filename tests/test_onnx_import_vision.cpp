@@ -1,6 +1,7 @@
 // test_onnx_import_vision.cpp — fx::onnx::load's detection and host operators
 // (src/core/onnx/operators_{detection,misc}.cpp): RoiAlign's, DeformConv's, Col2Im's and
-// MeanVarianceNormalization's gradients through an imported graph against finite differences,
+// MeanVarianceNormalization's gradients through an imported graph against finite differences (and
+// on every other device against the CPU's),
 // NonMaxSuppression, Unique and Det on small hand-checked cases, and the messages of refusals. Their
 // forward values are ONNX's node suite's (test_onnx_backend).
 #include <gtest/gtest.h>
@@ -14,6 +15,7 @@
 
 #include "fluxion/fluxion.hpp"
 #include "gradcheck.hpp"
+#include "other_devices.hpp"
 #include "test_io_support.hpp"
 
 namespace fx = fluxion;
@@ -145,6 +147,44 @@ TEST(OnnxImportVision, DeformConvGradientsInEveryInput) {
     const auto want = fx::conv2d(x, w).to_vector<float>();
     ASSERT_EQ(got.size(), want.size());
     for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << i;
+}
+
+// The differentiable ones on every other device (Vulkan on lavapipe here): the outputs and the
+// gradients in every input the CPU's.
+TEST(OnnxImportVision, RoiAlignAndDeformConvGradientsOnOtherDevices) {
+    ScratchDir dir;
+    write_node(dir / "r.onnx", "RoiAlign", {{"X", P::FLOAT}, {"rois", P::FLOAT}, {"batch_indices", P::INT64}}, {"Y"},
+               {{"mode", 0, "avg"}, {"output_height", 2}, {"output_width", 3}});
+    write_node(dir / "d.onnx", "DeformConv",
+               {{"X", P::FLOAT}, {"W", P::FLOAT}, {"offset", P::FLOAT}, {"B", P::FLOAT}, {"mask", P::FLOAT}}, {"Y"},
+               {{"group", 2}, {"offset_group", 2}});
+    const fx::onnx::Model roi = fx::onnx::load(dir / "r.onnx"), deform = fx::onnx::load(dir / "d.onnx");
+    const fx::Tensor rois = fx::tensor(std::vector<float>{0.5f, 0.3f, 3.2f, 2.7f, 1.1f, -0.6f, 5.4f, 3.3f}, {2, 4});
+    const fx::Tensor batch = ints({1, 0}, {2}), image = fx::randn({2, 3, 5, 6}), s1 = fx::randn({2, 3, 2, 3});
+    const std::vector<fx::Tensor> in = {fx::randn({1, 4, 4, 4}), fx::randn({4, 2, 2, 2}),
+                                        fx::rand({1, 16, 3, 3}) * 0.5 + 0.25, fx::randn({4}), fx::rand({1, 8, 3, 3})};
+    const fx::Tensor s2 = fx::randn({1, 4, 3, 3});
+    auto both = [&](const fx::Device& d) {
+        const auto [gi] = fx::gradient([&](const fx::Tensor& x) { return fx::sum(roi({x, rois.to(d), batch.to(d)})[0] * s1.to(d)); },
+                                       image.to(d));
+        const auto [g0, g1, g2, g3, g4] = fx::gradient(
+            [&](const fx::Tensor& a, const fx::Tensor& b, const fx::Tensor& c, const fx::Tensor& e, const fx::Tensor& f) {
+                return fx::sum(deform({a, b, c, e, f})[0] * s2.to(d));
+            },
+            in[0].to(d), in[1].to(d), in[2].to(d), in[3].to(d), in[4].to(d));
+        return std::vector<fx::Tensor>{gi, g0, g1, g2, g3, g4};
+    };
+    const auto want = both(fx::Device{});
+    for (const auto& d : fx::testing::other_devices()) {
+        SCOPED_TRACE(d.str());
+        const auto got = both(d);
+        for (std::size_t i = 0; i < got.size(); ++i) {
+            EXPECT_EQ(got[i].device(), d) << "gradient " << i;
+            const auto a = got[i].to(fx::Device{}).to_vector<float>(), b = want[i].to_vector<float>();
+            ASSERT_EQ(a.size(), b.size());
+            for (std::size_t k = 0; k < a.size(); ++k) EXPECT_NEAR(a[k], b[k], 1e-4 * std::max(1.0f, std::abs(b[k]))) << i;
+        }
+    }
 }
 
 TEST(OnnxImportVision, NonMaxSuppressionKeepsTheBestOfOverlappingBoxes) {
