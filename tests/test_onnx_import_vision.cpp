@@ -90,21 +90,26 @@ TEST(OnnxImportVision, RoiAlignGradientInXAgainstFiniteDifferences) {
     const fx::Tensor rois = fx::tensor(std::vector<float>{0.5f, 0.3f, 3.2f, 2.7f, 1.1f, -0.6f, 5.4f, 3.3f}, {2, 4});
     const fx::Tensor batch = ints({1, 0}, {2});
     for (const std::string mode : {"avg", "max"}) {
-        write_node(dir / "r.onnx", "RoiAlign", {{"X", P::FLOAT}, {"rois", P::FLOAT}, {"batch_indices", P::INT64}}, {"Y"},
-                   {{"mode", 0, mode}, {"output_height", 2}, {"output_width", 3}, {"sampling_ratio", 0}});
+        write_node(dir / "r.onnx", "RoiAlign", {{"X", P::FLOAT}, {"rois", P::FLOAT}, {"batch_indices", P::INT64}},
+                   {"Y"}, {{"mode", 0, mode}, {"output_height", 2}, {"output_width", 3}, {"sampling_ratio", 0}});
         const fx::onnx::Model m = fx::onnx::load(dir / "r.onnx");
         const fx::Tensor scale = fx::randn({2, 3, 2, 3});
-        EXPECT_TRUE(gradcheck([&](const fx::Tensor& x) { return fx::sum(m({x, rois, batch})[0] * scale.to(x.dtype())); },
-                              fx::randn({2, 3, 5, 6})))
+        EXPECT_TRUE(gradcheck(
+            [&](const fx::Tensor& x) {
+                return fx::sum(m({x, rois, batch})[0] * scale.to(x.dtype()));
+            },
+            fx::randn({2, 3, 5, 6})))
             << mode;
     }
     // A constant image averages to its constant wherever the samples fall inside.
     write_node(dir / "c.onnx", "RoiAlign", {{"X", P::FLOAT}, {"rois", P::FLOAT}, {"batch_indices", P::INT64}}, {"Y"},
                {{"output_height", 2}, {"output_width", 2}});
-    const fx::Tensor y = fx::onnx::load(dir / "c.onnx")({fx::full({1, 1, 4, 4}, 3.0), fx::zeros({0, 4}), fx::tensor(std::vector<std::int64_t>{}, {0})})[0];
+    const fx::Tensor y = fx::onnx::load(dir / "c.onnx")(
+        {fx::full({1, 1, 4, 4}, 3.0), fx::zeros({0, 4}), fx::tensor(std::vector<std::int64_t>{}, {0})})[0];
     EXPECT_EQ(y.shape(), (fx::Shape{0, 1, 2, 2}));
     const fx::Tensor inside = fx::tensor(std::vector<float>{1, 1, 3, 3}, {1, 4});
-    for (float v : fx::onnx::load(dir / "c.onnx")({fx::full({1, 1, 4, 4}, 3.0), inside, ints({0}, {1})})[0].to_vector<float>())
+    for (float v :
+         fx::onnx::load(dir / "c.onnx")({fx::full({1, 1, 4, 4}, 3.0), inside, ints({0}, {1})})[0].to_vector<float>())
         EXPECT_NEAR(v, 3.0f, 1e-6);
 }
 
@@ -118,13 +123,17 @@ TEST(OnnxImportVision, Col2ImAndMeanVarianceNormalizationGradients) {
     EXPECT_EQ(y.shape(), (fx::Shape{1, 1, 3, 3}));
     EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{1, 2, 1, 2, 4, 2, 1, 2, 1}));
     const fx::Tensor scale = fx::randn({2, 2, 3, 3});
-    EXPECT_TRUE(gradcheck([&](const fx::Tensor& x) { return fx::sum(col2im({x, image, block})[0] * scale.to(x.dtype())); },
-                          fx::randn({2, 8, 4})));
+    EXPECT_TRUE(gradcheck(
+        [&](const fx::Tensor& x) {
+            return fx::sum(col2im({x, image, block})[0] * scale.to(x.dtype()));
+        },
+        fx::randn({2, 8, 4})));
 
     write_node(dir / "m.onnx", "MeanVarianceNormalization", {{"x", P::FLOAT}}, {"y"});
     const fx::onnx::Model mvn = fx::onnx::load(dir / "m.onnx");
     const fx::Tensor s2 = fx::randn({2, 3, 2, 2});
-    EXPECT_TRUE(gradcheck([&](const fx::Tensor& x) { return fx::sum(mvn(x) * s2.to(x.dtype())); }, fx::randn({2, 3, 2, 2})));
+    EXPECT_TRUE(
+        gradcheck([&](const fx::Tensor& x) { return fx::sum(mvn(x) * s2.to(x.dtype())); }, fx::randn({2, 3, 2, 2})));
 }
 
 TEST(OnnxImportVision, DeformConvGradientsInEveryInput) {
@@ -165,10 +174,14 @@ TEST(OnnxImportVision, RoiAlignAndDeformConvGradientsOnOtherDevices) {
                                         fx::rand({1, 16, 3, 3}) * 0.5 + 0.25, fx::randn({4}), fx::rand({1, 8, 3, 3})};
     const fx::Tensor s2 = fx::randn({1, 4, 3, 3});
     auto both = [&](const fx::Device& d) {
-        const auto [gi] = fx::gradient([&](const fx::Tensor& x) { return fx::sum(roi({x, rois.to(d), batch.to(d)})[0] * s1.to(d)); },
-                                       image.to(d));
+        const auto [gi] = fx::gradient(
+            [&](const fx::Tensor& x) {
+                return fx::sum(roi({x, rois.to(d), batch.to(d)})[0] * s1.to(d));
+            },
+            image.to(d));
         const auto [g0, g1, g2, g3, g4] = fx::gradient(
-            [&](const fx::Tensor& a, const fx::Tensor& b, const fx::Tensor& c, const fx::Tensor& e, const fx::Tensor& f) {
+            [&](const fx::Tensor& a, const fx::Tensor& b, const fx::Tensor& c, const fx::Tensor& e,
+                const fx::Tensor& f) {
                 return fx::sum(deform({a, b, c, e, f})[0] * s2.to(d));
             },
             in[0].to(d), in[1].to(d), in[2].to(d), in[3].to(d), in[4].to(d));
@@ -182,7 +195,8 @@ TEST(OnnxImportVision, RoiAlignAndDeformConvGradientsOnOtherDevices) {
             EXPECT_EQ(got[i].device(), d) << "gradient " << i;
             const auto a = got[i].to(fx::Device{}).to_vector<float>(), b = want[i].to_vector<float>();
             ASSERT_EQ(a.size(), b.size());
-            for (std::size_t k = 0; k < a.size(); ++k) EXPECT_NEAR(a[k], b[k], 1e-4 * std::max(1.0f, std::abs(b[k]))) << i;
+            for (std::size_t k = 0; k < a.size(); ++k)
+                EXPECT_NEAR(a[k], b[k], 1e-4 * std::max(1.0f, std::abs(b[k]))) << i;
         }
     }
 }
@@ -211,13 +225,15 @@ TEST(OnnxImportVision, NonMaxSuppressionKeepsTheBestOfOverlappingBoxes) {
 TEST(OnnxImportVision, UniqueAndDetOnSmallCases) {
     ScratchDir dir;
     write_node(dir / "u.onnx", "Unique", {{"x", P::FLOAT}}, {"y", "indices", "inverse", "counts"}, {{"sorted", 0}});
-    const auto u = fx::onnx::load(dir / "u.onnx")(std::vector<fx::Tensor>{fx::tensor(std::vector<float>{2, 1, 1, 3, 4, 3}, {6})});
+    const auto u =
+        fx::onnx::load(dir / "u.onnx")(std::vector<fx::Tensor>{fx::tensor(std::vector<float>{2, 1, 1, 3, 4, 3}, {6})});
     EXPECT_EQ(u[0].to_vector<float>(), (std::vector<float>{2, 1, 3, 4}));
     EXPECT_EQ(u[1].to_vector<std::int64_t>(), (std::vector<std::int64_t>{0, 1, 3, 4}));
     EXPECT_EQ(u[2].to_vector<std::int64_t>(), (std::vector<std::int64_t>{0, 1, 1, 2, 3, 2}));
     EXPECT_EQ(u[3].to_vector<std::int64_t>(), (std::vector<std::int64_t>{1, 2, 2, 1}));
     write_node(dir / "d.onnx", "Det", {{"x", P::FLOAT}}, {"y"});
-    const fx::Tensor d = fx::onnx::load(dir / "d.onnx")(fx::tensor(std::vector<float>{1, 2, 3, 4, 0, 1, 1, 0}, {2, 2, 2}));
+    const fx::Tensor d =
+        fx::onnx::load(dir / "d.onnx")(fx::tensor(std::vector<float>{1, 2, 3, 4, 0, 1, 1, 0}, {2, 2, 2}));
     EXPECT_EQ(d.to_vector<float>(), (std::vector<float>{-2, -1}));
 }
 

@@ -73,7 +73,8 @@ Ts non_max_suppression(const Node& n, const Ts& in) {
             for (I i : order) {
                 if (I(kept.size()) >= most) break;
                 const Box candidate = box_at(b, std::size_t(bi * count + i), center == 1);
-                if (std::any_of(kept.begin(), kept.end(), [&](const Box& k) { return iou(k, candidate) > iou_threshold; }))
+                if (std::any_of(kept.begin(), kept.end(),
+                                [&](const Box& k) { return iou(k, candidate) > iou_threshold; }))
                     continue;
                 kept.push_back(candidate);
                 selected.insert(selected.end(), {bi, c, i});
@@ -91,7 +92,8 @@ Ts roi_align(const Node& n, const Ts& in) {
     const Tensor &x = in[0], &rois = in[1], &batch_of = in[2];
     const std::string mode = n.s("mode", "avg");
     if (mode != "avg" && mode != "max") n.unsupported("mode=" + mode);
-    const std::string transform = n.s("coordinate_transformation_mode", n.opset() < 16 ? "output_half_pixel" : "half_pixel");
+    const std::string transform =
+        n.s("coordinate_transformation_mode", n.opset() < 16 ? "output_half_pixel" : "half_pixel");
     if (transform != "half_pixel" && transform != "output_half_pixel")
         n.unsupported("coordinate_transformation_mode=" + transform);
     const I oh = n.i("output_height", 1), ow = n.i("output_width", 1), ratio = n.i("sampling_ratio", 0);
@@ -140,8 +142,10 @@ Ts roi_align(const Node& n, const Ts& in) {
         for (I bin = 0; bin < bins; ++bin) {
             const std::size_t first = std::size_t(((i * bins + bin) * samples) * 4);
             for (I k = 0; k < grid; ++k) {
-                double y = g.y0 + double(bin / ow) * g.bin_h + (double(k / g.grid_w) + 0.5) * g.bin_h / double(g.grid_h);
-                double xx = g.x0 + double(bin % ow) * g.bin_w + (double(k % g.grid_w) + 0.5) * g.bin_w / double(g.grid_w);
+                double y =
+                    g.y0 + double(bin / ow) * g.bin_h + (double(k / g.grid_w) + 0.5) * g.bin_h / double(g.grid_h);
+                double xx =
+                    g.x0 + double(bin % ow) * g.bin_w + (double(k % g.grid_w) + 0.5) * g.bin_w / double(g.grid_w);
                 if (y < -1.0 || y > double(H) || xx < -1.0 || xx > double(W)) continue;  // reads nothing
                 y = std::max(y, 0.0), xx = std::max(xx, 0.0);
                 I y_lo = I(y), x_lo = I(xx), y_hi = y_lo + 1, x_hi = x_lo + 1;
@@ -151,7 +155,8 @@ Ts roi_align(const Node& n, const Ts& in) {
                 const std::size_t at = first + std::size_t(k) * 4;
                 const I ps[4] = {y_lo * W + x_lo, y_lo * W + x_hi, y_hi * W + x_lo, y_hi * W + x_hi};
                 const double ws[4] = {(1 - ly) * (1 - lx), (1 - ly) * lx, ly * (1 - lx), ly * lx};
-                for (int t = 0; t < 4; ++t) pixel[at + std::size_t(t)] = ps[t], weight[at + std::size_t(t)] = ws[t] * share;
+                for (int t = 0; t < 4; ++t)
+                    pixel[at + std::size_t(t)] = ps[t], weight[at + std::size_t(t)] = ws[t] * share;
             }
             if (mode == "max")
                 for (I k = std::max<I>(grid, 1); k < samples; ++k)
@@ -219,7 +224,6 @@ Ts col2im(const Node& n, const Ts& in) {
     return {matmul(x.reshape({N, C, K * L}), on_like(onehot, {K * L, P}, x)).reshape(out)};
 }
 
-
 // ---- DeformConv ----
 
 // A 2-d convolution whose every kernel tap samples X at its place moved by `offset` (bilinearly,
@@ -277,10 +281,13 @@ Ts deform_conv(const Node& n, const Ts& in) {
     std::vector<I> flat(std::size_t(N * C) * std::size_t(K * P * 4));
     for (I b = 0; b < N; ++b)
         for (I c = 0; c < C; ++c) {
-            const std::size_t from = std::size_t((b * G + c / per) * K * P * 4), to = std::size_t((b * C + c) * K * P * 4);
-            for (std::size_t t = 0; t < std::size_t(K * P * 4); ++t) flat[to + t] = (b * C + c) * H * W + pixel[from + t];
+            const std::size_t from = std::size_t((b * G + c / per) * K * P * 4),
+                              to = std::size_t((b * C + c) * K * P * 4);
+            for (std::size_t t = 0; t < std::size_t(K * P * 4); ++t)
+                flat[to + t] = (b * C + c) * H * W + pixel[from + t];
         }
-    const Tensor samples = gather_flat(x, flat, {N, G, per, K, P, 4}) * weights.reshape({N, G, 1, K, P, 4}).to(x.dtype());
+    const Tensor samples =
+        gather_flat(x, flat, {N, G, per, K, P, 4}) * weights.reshape({N, G, 1, K, P, 4}).to(x.dtype());
     const Tensor columns = sum(samples, -1).reshape({N, group, (C / group) * K, P});
     Tensor out = matmul(w.reshape({group, OC / group, (C / group) * K}), columns).reshape({N, OC, oH, oW});
     if (bias.defined() && bias.numel() > 0) out = out + bias.reshape({1, OC, 1, 1});

@@ -69,8 +69,8 @@ Ts unique(const Node& n, const Ts& in) {
     const auto v = host_doubles(rows);
     const std::size_t size = count == 0 ? 0 : v.size() / std::size_t(count);
     auto row_less = [&](I a, I b) {
-        return std::lexicographical_compare(v.begin() + a * I(size), v.begin() + (a + 1) * I(size), v.begin() + b * I(size),
-                                            v.begin() + (b + 1) * I(size));
+        return std::lexicographical_compare(v.begin() + a * I(size), v.begin() + (a + 1) * I(size),
+                                            v.begin() + b * I(size), v.begin() + (b + 1) * I(size));
     };
     auto row_equal = [&](I a, I b) {
         return std::equal(v.begin() + a * I(size), v.begin() + (a + 1) * I(size), v.begin() + b * I(size));
@@ -90,7 +90,8 @@ Ts unique(const Node& n, const Ts& in) {
     if (!sorted) {
         std::vector<I> by_first(first.size());
         std::iota(by_first.begin(), by_first.end(), I(0));
-        std::sort(by_first.begin(), by_first.end(), [&](I a, I b) { return first[std::size_t(a)] < first[std::size_t(b)]; });
+        std::sort(by_first.begin(), by_first.end(),
+                  [&](I a, I b) { return first[std::size_t(a)] < first[std::size_t(b)]; });
         for (std::size_t p = 0; p < by_first.size(); ++p) rank[std::size_t(by_first[p])] = I(p);
     }
     const std::size_t k = first.size();
@@ -154,7 +155,8 @@ bool bits_of(int type, Bits& b) {
         case P::FLOAT: b = {32, true, true}; return true;
         case P::DOUBLE: b = {64, true, true}; return true;
         case P::INT8: b = {8, false, true}; return true;
-        case P::UINT8: case P::BOOL: b = {8, false, false}; return true;
+        case P::UINT8:
+        case P::BOOL: b = {8, false, false}; return true;
         case P::INT16: b = {16, false, true}; return true;
         case P::UINT16: b = {16, false, false}; return true;
         case P::INT32: b = {32, false, true}; return true;
@@ -190,8 +192,8 @@ Ts bit_cast(const Node& n, const Ts& in) {
         n.unsupported("a bit cast from ONNX type " + std::to_string(from) + " to " + std::to_string(to) +
                       " (16-bit floats and 64-bit unsigned integers are not reinterpreted)");
     if (a.width != b.width)
-        throw DTypeError("fx::onnx: " + n.label() + ": BitCast takes types of one width, not " + std::to_string(a.width) +
-                         " and " + std::to_string(b.width) + " bits");
+        throw DTypeError("fx::onnx: " + n.label() + ": BitCast takes types of one width, not " +
+                         std::to_string(a.width) + " and " + std::to_string(b.width) + " bits");
     values_read_on_host(n, "its input's bits (to reinterpret them)");
     const DType out_type = dtype_of_onnx(to, n.label());
     const std::uint64_t mask = a.width == 64 ? ~std::uint64_t(0) : (std::uint64_t(1) << a.width) - 1;
@@ -229,8 +231,9 @@ Ts bit_cast(const Node& n, const Ts& in) {
             ints.push_back(I(u));
         }
     }
-    const Tensor y = !b.floating ? tensor(ints, x.shape()).to(out_type)
-                     : b.width == 32 ? tensor(singles, x.shape()) : tensor(doubles, x.shape());
+    const Tensor y = !b.floating     ? tensor(ints, x.shape()).to(out_type)
+                     : b.width == 32 ? tensor(singles, x.shape())
+                                     : tensor(doubles, x.shape());
     return {y.to(x.device())};
 }
 
