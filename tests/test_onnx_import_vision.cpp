@@ -249,4 +249,12 @@ TEST(OnnxImportVision, RefusalsNameTheNodeAndWhat) {
     write_node(dir / "b.onnx", "BitCast", {{"x", P::FLOAT}}, {"y"}, {{"to", P::INT64}});
     const std::string b = message_of([&] { fx::onnx::load(dir / "b.onnx")(fx::zeros({2})); });
     EXPECT_NE(b.find("BitCast takes types of one width, not 32 and 64 bits"), std::string::npos) << b;
+    // NonZero's output follows its input's values: fx::compile refuses it by name rather than replaying.
+    write_node(dir / "z.onnx", "NonZero", {{"x", P::FLOAT}}, {"y"});
+    const fx::onnx::Model nonzero = fx::onnx::load(dir / "z.onnx");
+    auto compiled = fx::compile(nonzero);
+    const std::string z = message_of([&] { (void)compiled(fx::tensor(std::vector<float>{0, 1, 0, 2}, {4})); });
+    EXPECT_NE(z.find("(NonZero, opset 22) reads its input (to find its non-zero elements) on the host"),
+              std::string::npos)
+        << z;
 }
