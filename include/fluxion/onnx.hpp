@@ -69,7 +69,9 @@
 // Mod; NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (every reduction, weights,
 // ignore_index, log_prob), CumSum, CumProd, Einsum, and the indexing family (GatherElements,
 // GatherND, ScatterElements, Scatter, ScatterND with every reduction, TopK, OneHot, Hardmax, Trilu,
-// EyeLike, Compress, ReverseSequence, DepthToSpace, SpaceToDepth, CenterCropPad); and the
+// EyeLike, Compress, ReverseSequence, DepthToSpace, SpaceToDepth, CenterCropPad); RoiAlign, DeformConv,
+// Col2Im and MeanVarianceNormalization, and on the host NonMaxSuppression, NonZero, Unique, Det and
+// BitCast; and the
 // transformer's: Attention (3-d and 4-d, grouped queries, masks, is_causal, windows, softcap, the
 // past/present cache, every qk_matmul_output_mode), RMSNormalization, GroupNormalization,
 // LpNormalization, RotaryEmbedding, SwiGLU, LinearAttention and CausalConvWithState; control flow:

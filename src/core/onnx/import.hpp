@@ -86,6 +86,8 @@ void add_quantization_operators(std::map<std::string, Operator>& table);
 void add_mel_operators(std::map<std::string, Operator>& table);
 void add_tensor_scatter_operators(std::map<std::string, Operator>& table);
 void add_training_operators(std::map<std::string, Operator>& table);  // ai.onnx.preview.training's
+void add_detection_operators(std::map<std::string, Operator>& table);
+void add_misc_operators(std::map<std::string, Operator>& table);
 
 struct Step {
     Node node;

@@ -193,6 +193,8 @@ Operator find_operator(const std::string& op) {
         add_mel_operators(t);
         add_tensor_scatter_operators(t);
         add_training_operators(t);
+        add_detection_operators(t);
+        add_misc_operators(t);
         return t;
     }();
     const auto it = table.find(op);
