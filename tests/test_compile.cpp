@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "allocation_counting.hpp"
@@ -59,6 +60,13 @@ TEST(Compile, BatchNormAndDropoutInTestModeTrainLikeEagerSteps) {
     auto data = class_batches(100, {32, 20}, 10);
     EXPECT_LE(eager_vs_compiled(model, class_loss, data), kTolerance);
 }
+
+// A compiled forward refers to its model: compiling a temporary (fx::compile(fx::onnx::load(f)))
+// would leave it referring to a model that is gone, so it does not compile.
+template <class M> concept CompilesFrom = requires { fx::compile(std::declval<M>()); };
+static_assert(CompilesFrom<const fx::Dense&>);
+static_assert(!CompilesFrom<fx::Dense>, "a temporary model is refused");
+static_assert(!CompilesFrom<const fx::Dense&&>);
 
 TEST(Compile, ForwardMatchesTheModel) {
     fx::seed(4);

@@ -202,9 +202,11 @@ CompiledStep<std::decay_t<LossFn>, Model, Rule> compile(LossFn&& lossfn, Model& 
     return {std::forward<LossFn>(lossfn), model, opt, options};
 }
 
-// Inference: model(x).
+// Inference: model(x). The compiled function refers to `model` (its later training shows), so the
+// model must outlive it: a temporary is refused at compile time.
 template <class Model> CompiledForward<Model> compile(const Model& model, CompileOptions options = {}) {
     return {model, options};
 }
+template <class Model> void compile(const Model&& model, CompileOptions options = {}) = delete;
 
 }  // namespace fluxion
