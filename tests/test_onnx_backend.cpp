@@ -8,7 +8,10 @@
 // (kMeasured) fails, so that a regression fails `make test`. FLUXION_ONNX_SUITE_VERBOSE=1 lists every
 // case that does not pass, with its reason. Skipped, with the reason, where the wheel is missing.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <onnx/onnx_pb.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -233,17 +236,23 @@ void report(const std::string& suite, const Counts& c) {
 
 // The node suite's folder, written once into the build folder (minutes: numpy computes every
 // reference output) by tests/reference/onnx_node_data.py; the wheel's own generate-data writes only
-// the model suites.
+// the model suites. ctest runs the tests that read it in parallel processes: the first takes a lock
+// and writes it, the others wait for it.
 fs::path node_data() {
     const fs::path dir = fs::path(FLUXION_BINARY_DIR) / "onnx_node_data";
+    const int lock = ::open((dir.string() + ".lock").c_str(), O_CREAT | O_RDWR, 0644);
+    if (lock < 0 || ::flock(lock, LOCK_EX) != 0) return {};
+    fs::path result = dir;
     if (!fs::exists(dir)) {
         const fs::path tmp = dir.string() + ".tmp";
         fs::remove_all(tmp);
         const std::string script = std::string(FLUXION_SOURCE_DIR) + "/tests/reference/onnx_node_data.py";
-        if (std::system(("python3 '" + script + "' '" + tmp.string() + "' >/dev/null 2>&1").c_str()) != 0) return {};
-        fs::rename(tmp, dir);
+        if (std::system(("python3 '" + script + "' '" + tmp.string() + "' >/dev/null 2>&1").c_str()) == 0)
+            fs::rename(tmp, dir);
+        else result.clear();
     }
-    return dir;
+    ::close(lock);  // releases the lock
+    return result;
 }
 
 }  // namespace
