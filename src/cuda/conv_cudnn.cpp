@@ -1,9 +1,9 @@
 // conv_cudnn.cpp — convolutions through cuDNN's legacy API. For each shape, pass and dtype the
 // descriptors are made and an algorithm is chosen once and cached: by cuDNN's heuristics (the first
-// usable result) for f32 and f64, by timing every algorithm on the first call's data for f16 and
-// bf16, where the heuristics' first choice was measured 100× slower than the best on an H100 (the
-// weight gradient of LeNet-5's first convolution in bf16). The workspace comes from the caching
-// allocator for the duration of the call.
+// usable result) for f32 and f64, by timing the algorithms that round once (rounds_once, below) on
+// the first call's data for f16 and bf16, where the heuristics' first choice was slow on an H100
+// (590 us for the bf16 weight gradient of LeNet-5's first convolution). The workspace comes from the
+// caching allocator for the duration of the call.
 // f16 and bf16 tensors are convolved with f32 compute (cuDNN's pseudo-half configurations: f32
 // accumulation, one rounding of the result, tensor cores allowed); a shape cuDNN refuses in them
 // goes to im2col + GEMM, which accumulates in f32 as well.
@@ -86,14 +86,27 @@ std::size_t workspace_limit(int device) {
     return (free + stats.reserved - stats.allocated) / 2;
 }
 
-// The first result cuDNN ranks usable: it succeeded, fits the workspace limit, and uses only FMA
-// instructions (no TF32 tensor cores) when asked to.
-template <class Perf> bool choose(const Perf* results, int count, bool fma_only, std::size_t limit, Plan& plan,
-                                  cudnnMathType_t& math) {
+// Whether an algorithm rounds a half-type result once, from f32 sums: the matrix-product ones do.
+// Those that add partial sums with atomics into the output (backward ALGO_0, ALGO_3) round every
+// addition to the half type, and FFT and Winograd may carry their transforms in it. On the H100 the
+// fastest timed algorithm gave f16/bf16 input gradients 8-40 units in the last place from the CPU's,
+// where the heuristics' first choice had matched them within one.
+bool rounds_once(cudnnConvolutionFwdAlgo_t a) {
+    return a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM || a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM ||
+           a == CUDNN_CONVOLUTION_FWD_ALGO_GEMM;
+}
+bool rounds_once(cudnnConvolutionBwdDataAlgo_t a) { return a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_1; }
+bool rounds_once(cudnnConvolutionBwdFilterAlgo_t a) { return a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1; }
+
+// The first result cuDNN ranks usable: it succeeded, fits the workspace limit, uses only FMA
+// instructions (no TF32 tensor cores) when asked to, and for a half type rounds once.
+template <class Perf> bool choose(const Perf* results, int count, bool fma_only, bool half, std::size_t limit,
+                                  Plan& plan, cudnnMathType_t& math) {
     for (int i = 0; i < count; ++i) {
         const Perf& r = results[i];
         if (r.status != CUDNN_STATUS_SUCCESS || r.memory > limit) continue;
         if (fma_only && r.mathType != CUDNN_FMA_MATH) continue;
+        if (half && !rounds_once(r.algo)) continue;
         plan.algorithm = static_cast<int>(r.algo);
         plan.workspace = r.memory;
         math = r.mathType;
@@ -127,6 +140,7 @@ Plan make_plan(const CudnnApi& api, cudnnHandle_t handle, int device, Pass pass,
     Plan plan;
     const cudnnDataType_t type = data_type(t);
     const cudnnDataType_t compute = t == DType::f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+    const bool half = t == DType::f16 || t == DType::bf16;
     auto i = [](std::int64_t v) { return static_cast<int>(v); };
     FLUXION_CUDNN_CHECK(api.create_tensor_descriptor(&plan.x));
     FLUXION_CUDNN_CHECK(api.create_tensor_descriptor(&plan.y));
@@ -168,7 +182,7 @@ Plan make_plan(const CudnnApi& api, cudnnHandle_t handle, int device, Pass pass,
             if (!found)
                 FLUXION_CUDNN_CHECK(api.get_forward_algorithm(handle, plan.x, plan.w, plan.conv, plan.y,
                                                               CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, results));
-            plan.usable = choose(results, count, fma_only, found ? trial_bytes : limit, plan, math);
+            plan.usable = choose(results, count, fma_only, half, found ? trial_bytes : limit, plan, math);
             break;
         }
         case Pass::backward_data: {
@@ -185,7 +199,7 @@ Plan make_plan(const CudnnApi& api, cudnnHandle_t handle, int device, Pass pass,
                 FLUXION_CUDNN_CHECK(api.get_backward_data_algorithm(handle, plan.w, plan.y, plan.conv, plan.x,
                                                                     CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count,
                                                                     results));
-            plan.usable = choose(results, count, fma_only, found ? trial_bytes : limit, plan, math);
+            plan.usable = choose(results, count, fma_only, half, found ? trial_bytes : limit, plan, math);
             break;
         }
         case Pass::backward_filter: {
@@ -202,7 +216,7 @@ Plan make_plan(const CudnnApi& api, cudnnHandle_t handle, int device, Pass pass,
                 FLUXION_CUDNN_CHECK(api.get_backward_filter_algorithm(handle, plan.x, plan.y, plan.conv, plan.w,
                                                                       CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count,
                                                                       results));
-            plan.usable = choose(results, count, fma_only, found ? trial_bytes : limit, plan, math);
+            plan.usable = choose(results, count, fma_only, half, found ? trial_bytes : limit, plan, math);
             break;
         }
     }
