@@ -123,14 +123,50 @@ float t_exp(float x) {
     return ldexp(ldexp(e, ki / 2), ki - ki / 2);
 }
 float t_expm1(float x) { return abs(x) < 1e-3 ? x + 0.5 * x * x + x * x * x / 6.0 : t_exp(x) - 1.0; }
-float t_log(float x) { return log(x); }
-// `precise`: the correction x / (u - 1) is 1 only in exact arithmetic, and a driver that folds
-// (1 + x) - 1 into x (lavapipe's did) loses it: log1p of 1e-6 was then log(1 + 1e-6) rounded, 5%
-// off (test_half's logsigmoid in f16 and bf16 against the CPU, one rounding apart at most).
+// Vulkan bounds GLSL's log near 1 only absolutely (2^-21 on [0.5, 2]), so the logarithm of a number
+// near 1 may be off by much of its value: NVIDIA's, on an H100, put log1p(1.1e-6) 10% off through
+// log(1 + x). Here x = m 2^e with m in [sqrt(1/2), sqrt(2)), and log m from Cephes's logf minimax
+// polynomial in f = m - 1, ln 2 split in two as in t_exp: about one unit in the last place.
+float t_log(float x) {
+    if (isnan(x) || x < 0.0) return T_NAN;
+    if (x == 0.0) return -T_INF;
+    if (isinf(x)) return x;
+    float scale = 0.0;
+    if (x < 1.17549435e-38) {  // subnormal: made normal first
+        x *= 16777216.0;
+        scale = -24.0;
+    }
+    int e;
+    float m = frexp(x, e);  // x = m 2^e, m in [0.5, 1)
+    if (m < 0.707106781186547524) {
+        e -= 1;
+        m = m + m;
+    }
+    const float f = m - 1.0;  // exact
+    const float z = f * f;
+    float p = 7.0376836292e-2;
+    p = p * f - 1.1514610310e-1;
+    p = p * f + 1.1676998740e-1;
+    p = p * f - 1.2420140846e-1;
+    p = p * f + 1.4249322787e-1;
+    p = p * f - 1.6668057665e-1;
+    p = p * f + 2.0000714765e-1;
+    p = p * f - 2.4999993993e-1;
+    p = p * f + 3.3333331174e-1;
+    const float k = float(e) + scale;
+    precise const float y = f * z * p + k * -2.12194440e-4 - 0.5 * z;
+    precise const float r = f + y;
+    return r + k * 0.693359375;
+}
+// log(1 + x): for |x| < 1/32 its series (six terms: 2^-30 relative error), else the logarithm of
+// u = 1 + x times x / (u - 1), which corrects u's rounding (Kahan's; `precise`, since a driver that
+// folds (1 + x) - 1 into x, as lavapipe's did, loses the correction).
 float t_log1p(float x) {
+    if (abs(x) < 0.03125)
+        return x * (1.0 + x * (-0.5 + x * (1.0 / 3.0 + x * (-0.25 + x * (0.2 + x * (-1.0 / 6.0))))));
     precise const float u = 1.0 + x;
     precise const float d = u - 1.0;
-    return u == 1.0 ? x : log(u) * (x / d);
+    return isinf(u) ? t_log(u) : t_log(u) * (x / d);
 }
 // Vulkan bounds the error of GLSL's sin and cos only on [-pi, pi], and loosely (2^-11); NVIDIA's
 // drivers reduce larger arguments coarsely (sin(226.2) off by 3e-5, seen on an H100). So the

@@ -30,7 +30,27 @@ C_T unary_integer(int op, C_T x) {
 #define FX_FUNCTION C_T
 #include "elementwise_formulas.def"
 
+#if !C_F64
+// NVIDIA's compiler turns `x < 0 ? 0 : x` into max(x, 0), which makes NaN 0 and -0 +0 (seen on an
+// H100, where the CPU and lavapipe keep both); relu and relu6 decide on the bits instead, which it
+// cannot fold so. negative: -inf and the negative numbers, not -0 or NaN; above(x, c): x > c >= 0.
+bool negative(float x) {
+    const uint u = floatBitsToUint(x);
+    return u > 0x80000000u && u <= 0xff800000u;
+}
+bool above(float x, float c) {
+    const uint u = floatBitsToUint(x);
+    return u > floatBitsToUint(c) && u <= 0x7f800000u;
+}
+#define FX_UNARY(name, code, reads, api, value, gradient) const int UNARY_##name = code;
+#include "elementwise_formulas.def"
+#endif
+
 C_T unary_value(int op, C_T x, C_T a, C_T b) {
+#if !C_F64
+    if (op == UNARY_relu) return negative(x) ? 0.0 : x;
+    if (op == UNARY_relu6) return negative(x) ? 0.0 : (above(x, 6.0) ? 6.0 : x);
+#endif
     switch (op) {
 #define FX_UNARY(name, code, reads, api, value, gradient) \
     case code: return value;
