@@ -15,7 +15,8 @@
 #             compiled): nsys's kernel and API summaries, else ncu's per-kernel durations
 #   fluxion   bench_models alone on the cases FLUXION_BENCH_FILTER matches (default every CUDA case)
 #   cpu       bench_models' CPU cases at 1, 2, 4, 8 and 16 threads
-# A part's budget can be changed with BUDGET_<part>=seconds. Without a GPU (the fresh-machine check)
+# A part's budget can be changed with BUDGET_<part>=seconds; TESTS="test_a test_b" runs only those
+# programs in the parts cuda and vulkan (a rerun of what failed). Without a GPU (the fresh-machine check)
 # CUDA reports "no driver" and every part still runs; the summary says what ran where.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -31,11 +32,11 @@ SUMMARY=()
 say() { SUMMARY+=("$*"); }
 
 # --- the bundle, unpacked into this tree; its programs' compiled-in root linked to it -------------
+# The bundle's own xz (Debian's, beside it) where the machine has none: a bare Debian root has
+# liblzma but not the xz command.
+XZ=$(command -v xz || echo "$(dirname "$BUNDLE")/xz")
 if [ ! -x "$BUILD/bin/fashion_mnist" ] || [ "$BUNDLE" -nt "$BUILD/bundle-root" ]; then
   [ -f "$BUNDLE" ] || { echo "gpu-check: no $BUNDLE and no $BUILD (make gpu-bundle)" >&2; exit 1; }
-  # The bundle's own xz (Debian's, beside it) where the machine has none: a bare Debian root has
-  # liblzma but not the xz command.
-  XZ=$(command -v xz || echo "$(dirname "$BUNDLE")/xz")
   "$XZ" -dc "$BUNDLE" | tar -xf - || { echo "gpu-check: cannot unpack $BUNDLE" >&2; exit 1; }
   touch "$BUILD/bundle-root"
 fi
@@ -97,7 +98,16 @@ CROSS=(test_kernel_contract test_backends test_ops test_ops_strided test_ops_zer
        test_half test_half_models test_layers_attention test_layers_recurrent test_mixed_precision_compiled
        test_compile_devices test_fused_kernels test_io_devices test_threads_stress)
 
+unpack_data() {  # the bundle's Fashion-MNIST is recompressed with xz (Makefile): unpacked for the example
+  [ -f "$DATA/train-images-idx3-ubyte.xz" ] || return 0
+  local raw=/tmp/fashion-data f
+  mkdir -p $raw
+  for f in "$DATA"/*-ubyte.xz; do [ -f "$raw/$(basename "$f" .xz)" ] || "$XZ" -dc "$f" > "$raw/$(basename "$f" .xz)"; done
+  DATA=$raw
+}
+
 part_probe() {
+  unpack_data
   echo "## date"; date -u; uname -a
   echo "## nvidia-smi"; nvidia-smi 2>&1 | head -25
   nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total,clocks.max.sm --format=csv 2>&1
@@ -120,6 +130,7 @@ part_cuda() {  # every test program; Vulkan hidden so that CUDA is the only othe
   local all=()
   for f in "$BIN"/test_*; do  # the collectives' test runs under mpirun (tests/distributed), not here
     [ "$(basename "$f")" = test_distributed_collectives ] || all+=("$(basename "$f")"); done
+  [ -z "${TESTS:-}" ] || read -ra all <<< "$TESTS"
   run_tests "VK_DRIVER_FILES=/nonexistent.json" "${all[@]}"
 }
 
@@ -130,7 +141,9 @@ part_nocudnn() {  # CUDA's own convolutions, the path taken where cuDNN is missi
 
 part_vulkan() {  # the cross-backend programs on NVIDIA's Vulkan driver, CUDA hidden
   [ -n "$NV_ICD" ] || echo "no NVIDIA ICD found: Vulkan runs on whatever the loader finds"
-  run_tests "CUDA_VISIBLE_DEVICES= VK_DRIVER_FILES=${NV_ICD:-/nonexistent.json}" "${CROSS[@]}" test_vulkan
+  local programs=("${CROSS[@]}" test_vulkan)
+  [ -z "${TESTS:-}" ] || read -ra programs <<< "$TESTS"
+  run_tests "CUDA_VISIBLE_DEVICES= VK_DRIVER_FILES=${NV_ICD:-/nonexistent.json}" "${programs[@]}"
 }
 
 part_sanitizer() {  # memcheck over the cross-backend cases of MEMCHECK's programs, then racecheck
@@ -150,6 +163,7 @@ part_sanitizer() {  # memcheck over the cross-backend cases of MEMCHECK's progra
 }
 
 part_fashion() {
+  unpack_data
   [ -f "$DATA/train-images-idx3-ubyte.gz" ] || [ -f "$DATA/train-images-idx3-ubyte" ] || { echo "no data in $DATA"; return 1; }
   VK_DRIVER_FILES=/nonexistent.json FLUXION_DATA=$DATA timeout -k 5 "$(deadline_left)" \
     "$BIN/fashion_mnist" --device "${FASHION_DEVICE:-CUDA}" --out /tmp/fashion 2>&1
