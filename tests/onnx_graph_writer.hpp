@@ -60,12 +60,30 @@ public:
         for (bool v : values) t->add_int32_data(v);
         return *this;
     }
+    // Values of any element type, given as doubles: ONNX keeps FLOAT in float_data, INT64 in
+    // int64_data, and the narrower integers and BOOL in int32_data.
+    GraphWriter& initializer(const std::string& name, int type, const std::vector<double>& values,
+                             fluxion::Shape shape = {}) {
+        auto* t = add_initializer(name, type, shape, values.size());
+        for (double v : values) add_value(t, type, v);
+        return *this;
+    }
+    // A 0-d initialiser of any element type.
+    GraphWriter& scalar(const std::string& name, int type, double value) {
+        auto* t = m_.mutable_graph()->add_initializer();
+        t->set_name(name);
+        t->set_data_type(type);
+        add_value(t, type, value);
+        return *this;
+    }
     ::onnx::NodeProto& node(const std::string& op, const std::vector<std::string>& in,
                             const std::vector<std::string>& out, const std::string& domain = "") {
         auto* n = m_.mutable_graph()->add_node();
         n->set_op_type(op);
         n->set_domain(domain);
-        n->set_name("n" + std::to_string(m_.graph().node_size()));
+        std::string name = "n";  // not "n" + ...: GCC 12 then warns of a memcpy overlap that is not there
+        name += std::to_string(m_.graph().node_size());
+        n->set_name(name);
         for (const auto& s : in) n->add_input(s);
         for (const auto& s : out) n->add_output(s);
         return *n;
@@ -85,6 +103,11 @@ public:
     }
 
 private:
+    static void add_value(::onnx::TensorProto* t, int type, double v) {
+        if (type == ::onnx::TensorProto::FLOAT) t->add_float_data(float(v));
+        else if (type == ::onnx::TensorProto::INT64) t->add_int64_data(std::int64_t(v));
+        else t->add_int32_data(std::int32_t(v));
+    }
     ::onnx::TensorProto* add_initializer(const std::string& name, int type, const fluxion::Shape& shape,
                                          std::size_t count) {
         auto* t = m_.mutable_graph()->add_initializer();

@@ -14,6 +14,7 @@
 
 #include "fluxion/fluxion.hpp"
 #include "gradcheck.hpp"
+#include "onnx_graph_writer.hpp"
 #include "test_io_support.hpp"
 
 namespace fx = fluxion;
@@ -78,14 +79,7 @@ fx::onnx::Model load(const ScratchDir& dir, const std::string& file, const std::
     return fx::onnx::load(dir / file);
 }
 
-std::string message_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const fx::Error& e) {
-        return e.what();
-    }
-    return "no error";
-}
+using fx_test::message_of;
 
 fx::Tensor weighted_sum(const std::vector<fx::Tensor>& ys) {
     fx::Tensor total;

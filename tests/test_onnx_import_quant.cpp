@@ -17,6 +17,7 @@
 
 #include "fluxion/fluxion.hpp"
 #include "gradcheck.hpp"
+#include "onnx_graph_writer.hpp"
 #include "test_io_support.hpp"
 
 namespace fx = fluxion;
@@ -28,83 +29,14 @@ const bool plugin_path_set = [] { return ::setenv("FLUXION_PLUGIN_PATH", FLUXION
 
 using P = ::onnx::TensorProto;
 
-// A graph written node by node: inputs, scalar or 1-d initialisers of any type, nodes, outputs.
-class GraphWriter {
-public:
-    GraphWriter() {
-        m_.set_ir_version(8);
-        auto* o = m_.add_opset_import();
-        o->set_domain("");
-        o->set_version(21);
-        o = m_.add_opset_import();
-        o->set_domain("ai.onnx.preview.training");
-        o->set_version(1);
-        m_.mutable_graph()->set_name("quant");
-    }
-    GraphWriter& input(const std::string& name, int type = P::FLOAT) {
-        auto* v = m_.mutable_graph()->add_input();
-        v->set_name(name);
-        v->mutable_type()->mutable_tensor_type()->set_elem_type(type);
-        return *this;
-    }
-    // A scalar where `values` has one element and `scalar` holds, else 1-d.
-    GraphWriter& initializer(const std::string& name, int type, const std::vector<double>& values, bool scalar = true) {
-        auto* t = m_.mutable_graph()->add_initializer();
-        t->set_name(name);
-        t->set_data_type(type);
-        if (!(scalar && values.size() == 1)) t->add_dims(std::int64_t(values.size()));
-        for (double v : values) {
-            if (type == P::FLOAT) t->add_float_data(float(v));
-            else if (type == P::INT64) t->add_int64_data(std::int64_t(v));
-            else t->add_int32_data(std::int32_t(v));  // uint8, int8, int16, uint16
-        }
-        return *this;
-    }
-    ::onnx::NodeProto& node(const std::string& op, const std::vector<std::string>& in,
-                            const std::vector<std::string>& out, const std::string& domain = "") {
-        auto* n = m_.mutable_graph()->add_node();
-        n->set_op_type(op);
-        n->set_domain(domain);
-        n->set_name("n" + std::to_string(m_.graph().node_size()));
-        for (const auto& s : in) n->add_input(s);
-        for (const auto& s : out) n->add_output(s);
-        return *n;
-    }
-    GraphWriter& output(const std::string& name) {
-        m_.mutable_graph()->add_output()->set_name(name);
-        return *this;
-    }
-    fx::onnx::Model load(const std::filesystem::path& path) const {
-        std::ofstream out(path, std::ios::binary);
-        EXPECT_TRUE(m_.SerializeToOstream(&out));
-        out.close();
-        return fx::onnx::load(path);
-    }
+using fx_test::message_of;
+using fx_test::set;
 
-private:
-    ::onnx::ModelProto m_;
-};
-
-void set(::onnx::NodeProto& n, const std::string& name, std::int64_t v) {
-    auto* a = n.add_attribute();
-    a->set_name(name), a->set_type(::onnx::AttributeProto::INT), a->set_i(v);
-}
-void set(::onnx::NodeProto& n, const std::string& name, float v) {
-    auto* a = n.add_attribute();
-    a->set_name(name), a->set_type(::onnx::AttributeProto::FLOAT), a->set_f(v);
-}
-void set(::onnx::NodeProto& n, const std::string& name, const std::string& v) {
-    auto* a = n.add_attribute();
-    a->set_name(name), a->set_type(::onnx::AttributeProto::STRING), a->set_s(v);
-}
-
-std::string message_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const fx::Error& e) {
-        return e.what();
-    }
-    return "no error";
+// The operators of opset 21 and of ai.onnx.preview.training.
+fx_test::GraphWriter writer() {
+    fx_test::GraphWriter g(21);
+    g.domain("ai.onnx.preview.training");
+    return g;
 }
 
 fx::Tensor f32(const std::vector<float>& v) { return fx::tensor(v, {std::int64_t(v.size())}); }
@@ -115,8 +47,8 @@ fx::Tensor f32(const std::vector<float>& v) { return fx::tensor(v, {std::int64_t
 // point 10 shifts them, and dequantizing gives back the rounded, saturated values.
 TEST(OnnxImportQuant, QuantizeDequantizeRoundTripRoundsHalfToEvenAndSaturates) {
     ScratchDir dir;
-    GraphWriter g;
-    g.input("X").initializer("scale", P::FLOAT, {2.0}).initializer("zp", P::UINT8, {10});
+    fx_test::GraphWriter g = writer();
+    g.input("X").scalar("scale", P::FLOAT, 2.0).scalar("zp", P::UINT8, 10);
     g.node("QuantizeLinear", {"X", "scale", "zp"}, {"Q"});
     g.node("DequantizeLinear", {"Q", "scale", "zp"}, {"Y"});
     const fx::onnx::Model m = g.output("Q").output("Y").load(dir / "round_trip.onnx");
@@ -132,8 +64,8 @@ TEST(OnnxImportQuant, QuantizeDequantizeRoundTripRoundsHalfToEvenAndSaturates) {
 // int8 per axis: each column has its own scale and zero point, saturated to [-128, 127].
 TEST(OnnxImportQuant, QuantizeLinearPerAxisInt8) {
     ScratchDir dir;
-    GraphWriter g;
-    g.input("X").initializer("scale", P::FLOAT, {1.0, 0.5}, false).initializer("zp", P::INT8, {0, -100}, false);
+    fx_test::GraphWriter g = writer();
+    g.input("X").initializer("scale", P::FLOAT, {1.0, 0.5}).initializer("zp", P::INT8, {0, -100});
     set(g.node("QuantizeLinear", {"X", "scale", "zp"}, {"Q"}), "axis", std::int64_t(1));
     const fx::onnx::Model m = g.output("Q").load(dir / "per_axis.onnx");
     const auto q = m(fx::tensor(std::vector<float>{-200.5f, 3.5f, 126.5f, -20.25f}, {2, 2}));
@@ -147,11 +79,11 @@ TEST(OnnxImportQuant, QLinearMatMulMatchesAFloatReference) {
     ScratchDir dir;
     const float as = 0.1f, bs = 0.05f, ys = 0.2f;
     const int azp = 3, bzp = -2, yzp = 100;
-    GraphWriter g;
+    fx_test::GraphWriter g = writer();
     g.input("A", P::UINT8).input("B", P::INT8);
-    g.initializer("as", P::FLOAT, {as}).initializer("azp", P::UINT8, {double(azp)});
-    g.initializer("bs", P::FLOAT, {bs}).initializer("bzp", P::INT8, {double(bzp)});
-    g.initializer("ys", P::FLOAT, {ys}).initializer("yzp", P::UINT8, {double(yzp)});
+    g.scalar("as", P::FLOAT, as).scalar("azp", P::UINT8, double(azp));
+    g.scalar("bs", P::FLOAT, bs).scalar("bzp", P::INT8, double(bzp));
+    g.scalar("ys", P::FLOAT, ys).scalar("yzp", P::UINT8, double(yzp));
     g.node("QLinearMatMul", {"A", "as", "azp", "B", "bs", "bzp", "ys", "yzp"}, {"Y"});
     const fx::onnx::Model m = g.output("Y").load(dir / "qlinear_matmul.onnx");
     const std::vector<int> a = {0, 7, 200, 13, 255, 40}, b = {-128, 5, 17, 127, -60, 33};  // 2x3, 3x2
@@ -171,8 +103,8 @@ TEST(OnnxImportQuant, QLinearMatMulMatchesAFloatReference) {
 // A long sum of large 8-bit products (past f32's 2^24), exact as int64 arithmetic gives it.
 TEST(OnnxImportQuant, MatMulIntegerIsExactPastF32) {
     ScratchDir dir;
-    GraphWriter g;
-    g.input("A", P::UINT8).input("B", P::UINT8).initializer("azp", P::UINT8, {0}).initializer("bzp", P::UINT8, {1});
+    fx_test::GraphWriter g = writer();
+    g.input("A", P::UINT8).input("B", P::UINT8).scalar("azp", P::UINT8, 0).scalar("bzp", P::UINT8, 1);
     g.node("MatMulInteger", {"A", "B", "azp", "bzp"}, {"Y"});
     const fx::onnx::Model m = g.output("Y").load(dir / "matmul_integer.onnx");
     const std::int64_t k = 1001;
@@ -194,8 +126,8 @@ TEST(OnnxImportQuant, MatMulIntegerIsExactPastF32) {
 TEST(OnnxImportQuant, MomentumStepMatchesValuesByHand) {
     ScratchDir dir;
     const auto step = [&](const std::string& mode, std::int64_t t) {
-        GraphWriter g;
-        g.input("X").input("G").input("V").initializer("R", P::FLOAT, {0.1}).initializer("T", P::INT64, {double(t)});
+        fx_test::GraphWriter g = writer();
+        g.input("X").input("G").input("V").scalar("R", P::FLOAT, 0.1).scalar("T", P::INT64, double(t));
         auto& n = g.node("Momentum", {"R", "T", "X", "G", "V"}, {"X2", "V2"}, "ai.onnx.preview.training");
         set(n, "alpha", 0.9f), set(n, "beta", 0.1f), set(n, "norm_coefficient", 0.0f), set(n, "mode", mode);
         const fx::onnx::Model m = g.output("X2").output("V2").load(dir / ("momentum_" + mode + ".onnx"));
@@ -218,8 +150,8 @@ TEST(OnnxImportQuant, MomentumStepMatchesValuesByHand) {
 // the update where it is written.
 TEST(OnnxImportQuant, TensorScatterWritesAtEachEntrysIndexAndDifferentiates) {
     ScratchDir dir;
-    GraphWriter g;
-    g.input("past").input("update").initializer("write", P::INT64, {1, 3}, false);
+    fx_test::GraphWriter g = writer();
+    g.input("past").input("update").initializer("write", P::INT64, {1, 3});
     set(g.node("TensorScatter", {"past", "update", "write"}, {"present"}), "mode", std::string("circular"));
     const fx::onnx::Model m = g.output("present").load(dir / "tensor_scatter.onnx");
     const fx::Tensor past = fx::arange(0.0, 16.0).reshape({2, 4, 2}).to(fx::DType::f64);
@@ -237,8 +169,8 @@ TEST(OnnxImportQuant, TensorScatterWritesAtEachEntrysIndexAndDifferentiates) {
 
 TEST(OnnxImportQuant, RefusalsNameTheNodeAndWhatIsMissing) {
     ScratchDir dir;
-    GraphWriter g;
-    g.input("X").input("G").input("V").initializer("R", P::FLOAT, {0.1}).initializer("T", P::INT64, {1});
+    fx_test::GraphWriter g = writer();
+    g.input("X").input("G").input("V").scalar("R", P::FLOAT, 0.1).scalar("T", P::INT64, 1);
     set(g.node("Momentum", {"R", "T", "X", "G", "V"}, {"X2", "V2"}, "ai.onnx.preview.training"), "mode",
         std::string("heavy"));
     const fx::onnx::Model m = g.output("X2").load(dir / "heavy.onnx");
@@ -247,8 +179,8 @@ TEST(OnnxImportQuant, RefusalsNameTheNodeAndWhatIsMissing) {
               }),
               "fx::onnx: node 'n1' (Momentum, opset 21): mode='heavy' (it is standard or nesterov)");
 
-    GraphWriter q;
-    q.input("X").initializer("scale", P::FLOAT, {1.0});
+    fx_test::GraphWriter q = writer();
+    q.input("X").scalar("scale", P::FLOAT, 1.0);
     set(q.node("QuantizeLinear", {"X", "scale"}, {"Q"}), "output_dtype", std::int64_t(P::UINT64));
     const fx::onnx::Model mq = q.output("Q").load(dir / "int4.onnx");
     EXPECT_NE(message_of([&] { mq(f32({1})); }).find("UINT64, which fluxion has no type for"), std::string::npos);

@@ -16,6 +16,7 @@
 #include "fluxion/fluxion.hpp"
 #include "gradcheck.hpp"
 #include "other_devices.hpp"
+#include "onnx_graph_writer.hpp"
 #include "test_io_support.hpp"
 
 namespace fx = fluxion;
@@ -36,49 +37,23 @@ struct Attribute {
 void write_node(const std::filesystem::path& path, const std::string& op,
                 const std::vector<std::pair<std::string, int>>& inputs, const std::vector<std::string>& outputs,
                 const std::vector<Attribute>& attributes = {}) {
-    ::onnx::ModelProto m;
-    m.set_ir_version(8);
-    auto* opset = m.add_opset_import();
-    opset->set_domain("");
-    opset->set_version(22);
-    auto* g = m.mutable_graph();
-    g->set_name("one");
-    auto* n = g->add_node();
-    n->set_op_type(op);
-    n->set_name("the_node");
+    fx_test::GraphWriter g(22);
+    std::vector<std::string> names;
     for (const auto& [name, type] : inputs) {
-        auto* x = g->add_input();
-        x->set_name(name);
-        x->mutable_type()->mutable_tensor_type()->set_elem_type(type);
-        n->add_input(name);
+        g.input(name, type);
+        names.push_back(name);
     }
-    for (const auto& name : outputs) {
-        n->add_output(name);
-        g->add_output()->set_name(name);
-    }
+    auto& n = g.node(op, names, outputs);
+    n.set_name("the_node");  // named in the refusals' messages
     for (const auto& a : attributes) {
-        auto* p = n->add_attribute();
-        p->set_name(a.name);
-        if (a.s.empty()) {
-            p->set_type(::onnx::AttributeProto::INT);
-            p->set_i(a.i);
-        } else {
-            p->set_type(::onnx::AttributeProto::STRING);
-            p->set_s(a.s);
-        }
+        if (a.s.empty()) fx_test::set(n, a.name, a.i);
+        else fx_test::set(n, a.name, a.s);
     }
-    std::ofstream out(path, std::ios::binary);
-    ASSERT_TRUE(m.SerializeToOstream(&out));
+    for (const auto& name : outputs) g.output(name);
+    g.write(path);
 }
 
-std::string message_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const fx::Error& e) {
-        return e.what();
-    }
-    return "no error";
-}
+using fx_test::message_of;
 
 fx::Tensor ints(std::vector<std::int64_t> v, const fx::Shape& shape) { return fx::tensor(v, shape); }
 
