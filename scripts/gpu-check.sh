@@ -14,6 +14,8 @@
 #   profile   where CUDA's time goes in PROFILE_CASES (default the LSTM and encoder steps, eager and
 #             compiled): nsys's kernel and API summaries, else ncu's per-kernel durations
 #   fluxion   bench_models alone on the cases FLUXION_BENCH_FILTER matches (default every CUDA case)
+#   convs     the convolution steps on CUDA with cuDNN's choices printed (FLUXION_CUDNN_VERBOSE), then
+#             the same steps with cuDNN off (im2col + GEMM)
 #   cpu       bench_models' CPU cases at 1, 2, 4, 8 and 16 threads
 # A part's budget can be changed with BUDGET_<part>=seconds; TESTS="test_a test_b" runs only those
 # programs in the parts cuda and vulkan (a rerun of what failed). Without a GPU (the fresh-machine check)
@@ -27,7 +29,7 @@ BUNDLE=${BUNDLE:-gpu-bundle/fluxion-gpu.tar.xz}
 BUILD=build/release
 PARTS=("$@")
 [ ${#PARTS[@]} -gt 0 ] || PARTS=(probe cuda vulkan sanitizer fashion bench cpu)
-declare -A BUDGET=([probe]=40 [cuda]=150 [nocudnn]=60 [vulkan]=100 [sanitizer]=60 [fashion]=45 [bench]=120 [profile]=150 [fluxion]=90 [cpu]=60)
+declare -A BUDGET=([probe]=40 [cuda]=150 [nocudnn]=60 [vulkan]=100 [sanitizer]=60 [fashion]=45 [bench]=120 [profile]=150 [fluxion]=90 [convs]=60 [cpu]=60)
 SUMMARY=()
 say() { SUMMARY+=("$*"); }
 
@@ -201,7 +203,18 @@ part_profile() {
 
 part_fluxion() {  # quick figures after a change, without the references
   VK_DRIVER_FILES=/nonexistent.json timeout -k 5 $(( $(deadline_left) - 2 )) "$BIN/bench_models" \
-    --benchmark_filter="${FLUXION_BENCH_FILTER:-CUDA}" --benchmark_min_time=0.2 2>&1 | grep -E '^[a-z]'
+    --benchmark_filter="${FLUXION_BENCH_FILTER:-CUDA}" --benchmark_min_time=0.2 --benchmark_min_warmup_time=0.1 2>&1 | grep -E '^[a-z]'
+}
+
+part_convs() {  # why the bf16 convolutions are slow (BENCHMARKS.md, "GPU — 2026-11-27")
+  local filter='(lenet5|convnet)(_bf16)?_train(_compiled)?/CUDA' left
+  left=$(( $(deadline_left) / 2 - 2 ))
+  echo "## cuDNN, its choices"
+  VK_DRIVER_FILES=/nonexistent.json FLUXION_CUDNN_VERBOSE=1 timeout -k 5 $left "$BIN/bench_models" \
+    --benchmark_filter="$filter" --benchmark_min_time=0.2 --benchmark_min_warmup_time=0.1 2>&1 | grep -E '^[a-z]|cuDNN' | sort | uniq -c | sort -rn | cut -c1-600
+  echo "## im2col + GEMM (FLUXION_CUDA_DISABLE_CUDNN=1)"
+  VK_DRIVER_FILES=/nonexistent.json FLUXION_CUDA_DISABLE_CUDNN=1 timeout -k 5 $(( $(deadline_left) - 2 )) \
+    "$BIN/bench_models" --benchmark_filter="$filter" --benchmark_min_time=0.2 --benchmark_min_warmup_time=0.1 2>&1 | grep -E '^[a-z]'
 }
 
 part_cpu() {  # how each CPU case scales with threads, fluxion alone (the bench part has PyTorch beside)

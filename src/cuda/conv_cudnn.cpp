@@ -11,8 +11,11 @@
 #include <array>
 #include <cstdio>
 #include <climits>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
+#include <string>
 
 #include "cuda/allocator.hpp"
 #include "cuda/capture.hpp"
@@ -100,6 +103,40 @@ bool rounds_once(cudnnConvolutionBwdFilterAlgo_t a) { return a == CUDNN_CONVOLUT
 
 // The first result cuDNN ranks usable: it succeeded, fits the workspace limit, uses only FMA
 // instructions (no TF32 tensor cores) when asked to, and for a half type rounds once.
+// FLUXION_CUDNN_VERBOSE=1: each plan's candidates on stderr, as cuDNN ranked them (timed or not),
+// and the one chosen; what a GPU run reads to see why a convolution is slow.
+bool verbose() {
+    static const bool on = [] {
+        const char* v = std::getenv("FLUXION_CUDNN_VERBOSE");
+        return v && std::strcmp(v, "0") != 0;
+    }();
+    return on;
+}
+const char* math_name(cudnnMathType_t m) {
+    return m == CUDNN_FMA_MATH                            ? "fma"
+           : m == CUDNN_TENSOR_OP_MATH                    ? "tensor ops"
+           : m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION ? "tensor ops, converting"
+                                                          : "default";
+}
+template <class Perf> void report(const char* pass, DType t, const Conv2dShape& s, bool timed, const Perf* results,
+                                  int count, const Plan& plan) {
+    char shape[128];
+    std::snprintf(shape, sizeof shape, " n %lld c %lld %lldx%lld k %lld %lldx%lld groups %lld", (long long)s.n,
+                  (long long)s.c, (long long)s.h, (long long)s.w, (long long)s.k, (long long)s.r, (long long)s.s,
+                  (long long)s.groups);
+    std::string line = std::string("[ fluxion cuDNN: ") + pass + " " + fluxion::name(t) + shape +
+                       (timed ? ", timed:" : ", heuristics:");
+    for (int i = 0; i < count; ++i) {
+        char one[96];
+        std::snprintf(one, sizeof one, " algo %d (%s, %s) %.3f ms%s", int(results[i].algo),
+                      math_name(results[i].mathType), results[i].status == CUDNN_STATUS_SUCCESS ? "ok" : "failed",
+                      double(results[i].time), i + 1 < count ? ";" : "");
+        line += one;
+    }
+    line += plan.usable ? "; chose algo " + std::to_string(plan.algorithm) : std::string("; none: im2col + GEMM");
+    std::fprintf(stderr, "%s\n", line.c_str());
+}
+
 template <class Perf> bool choose(const Perf* results, int count, bool fma_only, bool half, std::size_t limit,
                                   Plan& plan, cudnnMathType_t& math) {
     for (int i = 0; i < count; ++i) {
@@ -156,7 +193,9 @@ Plan make_plan(const CudnnApi& api, cudnnHandle_t handle, int device, Pass pass,
                                                           i(s.stride_w), i(s.dil_h), i(s.dil_w),
                                                           CUDNN_CROSS_CORRELATION, compute));
     FLUXION_CUDNN_CHECK(api.set_convolution_group_count(plan.conv, i(s.groups)));
-    FLUXION_CUDNN_CHECK(api.set_convolution_math_type(plan.conv, fma_only ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH));
+    // Half types on tensor cores, as PyTorch sets them; f32 on them (TF32) only when allowed.
+    FLUXION_CUDNN_CHECK(api.set_convolution_math_type(
+        plan.conv, half ? CUDNN_TENSOR_OP_MATH : (fma_only ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH)));
 
     cudnnMathType_t math = CUDNN_FMA_MATH;
     int count = 0;
@@ -183,6 +222,7 @@ Plan make_plan(const CudnnApi& api, cudnnHandle_t handle, int device, Pass pass,
                 FLUXION_CUDNN_CHECK(api.get_forward_algorithm(handle, plan.x, plan.w, plan.conv, plan.y,
                                                               CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, results));
             plan.usable = choose(results, count, fma_only, half, found ? trial_bytes : limit, plan, math);
+            if (verbose()) report("forward", t, s, found, results, count, plan);
             break;
         }
         case Pass::backward_data: {
@@ -200,6 +240,7 @@ Plan make_plan(const CudnnApi& api, cudnnHandle_t handle, int device, Pass pass,
                                                                     CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count,
                                                                     results));
             plan.usable = choose(results, count, fma_only, half, found ? trial_bytes : limit, plan, math);
+            if (verbose()) report("backward data", t, s, found, results, count, plan);
             break;
         }
         case Pass::backward_filter: {
@@ -217,6 +258,7 @@ Plan make_plan(const CudnnApi& api, cudnnHandle_t handle, int device, Pass pass,
                                                                       CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count,
                                                                       results));
             plan.usable = choose(results, count, fma_only, half, found ? trial_bytes : limit, plan, math);
+            if (verbose()) report("backward filter", t, s, found, results, count, plan);
             break;
         }
     }
