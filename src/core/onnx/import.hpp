@@ -57,6 +57,11 @@ private:
 // An operator: the node's outputs from its inputs (an absent optional input is an empty tensor).
 using Operator = std::vector<Tensor> (*)(const Node& node, const std::vector<Tensor>& inputs);
 
+// The operator of a function of one tensor without attributes (Neg, Tan, ...).
+template <Tensor (*F)(const Tensor&)> std::vector<Tensor> unary(const Node&, const std::vector<Tensor>& in) {
+    return {F(in[0])};
+}
+
 // The operator for `op` of the default domain, or nullptr.
 Operator find_operator(const std::string& op);
 // Whether `op` reads its inputs after the first on the host (shapes, axes, bounds): those are

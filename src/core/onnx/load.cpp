@@ -122,8 +122,12 @@ Node::Node(::onnx::NodeProto proto, std::int64_t opset, std::size_t index)
     : proto_(std::move(proto)), opset_(opset), index_(index) {}
 
 std::string Node::label() const {
-    const std::string name = proto_.name().empty() ? "#" + std::to_string(index_) : "'" + proto_.name() + "'";
-    return "node " + name + " (" + op() + ", opset " + std::to_string(opset_) + ")";
+    // Appended piece by piece: GCC 12 warns of a memcpy overlap in "#" + std::to_string(...) that
+    // is not there.
+    std::string label = "node ";
+    if (proto_.name().empty()) (label += '#') += std::to_string(index_);
+    else ((label += '\'') += proto_.name()) += '\'';
+    return label + " (" + op() + ", opset " + std::to_string(opset_) + ")";
 }
 
 std::size_t Node::outputs() const {

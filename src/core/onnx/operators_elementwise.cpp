@@ -48,7 +48,6 @@ Ts div(const Node& n, const Ts& in) {
 }
 Tensor pow_of(const Tensor& a, const Tensor& b) { return as_type_of(pow(a, b), a); }
 
-template <Tensor (*F)(const Tensor&)> Ts unary(const Node&, const Ts& in) { return {F(in[0])}; }
 Tensor neg(const Tensor& x) { return -x; }
 Tensor reciprocal(const Tensor& x) { return 1.0 / x; }
 

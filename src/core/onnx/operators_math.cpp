@@ -56,7 +56,6 @@ Tensor asinh_of(const Tensor& x) {
 Tensor acosh_of(const Tensor& x) { return log(x + sqrt((x - 1.0) * (x + 1.0))); }
 Tensor atanh_of(const Tensor& x) { return 0.5 * log((1.0 + x) / (1.0 - x)); }
 
-template <Tensor (*F)(const Tensor&)> Ts unary(const Node&, const Ts& in) { return {F(in[0])}; }
 template <double (*F)(double)> Ts rounding(const Node& n, const Ts& in) {
     if (is_floating(in[0].dtype())) values_read_on_host(n, "its input (to round it)");
     return {on_host(in[0], F)};
