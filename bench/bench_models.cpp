@@ -124,6 +124,10 @@ void compiled_steps(benchmark::State& state, Model model, const fx::Tensor& x, c
                             model, opt);
     benchmark::DoNotOptimize(step(x, y));  // the recording, outside the timed replays
     for (auto _ : state) benchmark::DoNotOptimize(step(x, y));
+    // Whether a GPU replays the step as one submission (else call by call), and how many calls.
+    const fx::CompileStats stats = step.stats(x, y);
+    state.counters["recorded"] = stats.recorded;
+    state.counters["kernels"] = double(stats.kernels);
 }
 
 auto crossentropy_on(const fx::Tensor& labels, std::int64_t classes) {
