@@ -1,6 +1,6 @@
 // capture.hpp — fx::compile's recorded submissions on CUDA: a phase of a compiled step captured from
 // the device's stream into a CUDA graph once, then launched whole at every replay (backend.hpp,
-// "recorded submissions"). Compiled here; not yet run on a GPU.
+// "recorded submissions").
 //
 // While a thread captures, the kernels it launches on the device's stream go into the graph. What
 // the graph must redo on the host before each launch (re-reading the source of an upload,

@@ -41,15 +41,15 @@ constexpr backend::Backend kTable{
     .pool2d_backward = pool2d_backward,
     .softmax = softmax,
     .softmax_backward = softmax_backward,
-    .lstm_cell = lstm_cell,  // f32 and f64 (recurrent.cu; not yet run on a GPU)
+    .lstm_cell = lstm_cell,  // f32 and f64 (recurrent.cu)
     .lstm_cell_backward = lstm_cell_backward,
     .optimiser_step = optimiser_step,
-    // Fused entries (fused.cu; not yet run on a GPU).
+    // Fused entries (fused.cu).
     .elementwise_chain = elementwise_chain,
     .conv2d_epilogue = conv2d_epilogue,
     .pool2d_backward_activation = pool2d_backward_activation,
     .optimiser_steps = optimiser_steps,
-    // Compiled steps replay each phase as one CUDA graph (capture.hpp; not yet run on a GPU).
+    // Compiled steps replay each phase as one CUDA graph (capture.hpp).
     .capture_begin = capture_begin,
     .capture_end = capture_end,
     .capture_run = capture_run,
