@@ -14,6 +14,7 @@
 #include <fstream>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fluxion/fluxion.hpp"
@@ -142,6 +143,44 @@ inline void set(::onnx::NodeProto& n, const std::string& name, const ::onnx::Gra
     auto* a = n.add_attribute();
     a->set_name(name), a->set_type(::onnx::AttributeProto::GRAPH);
     *a->mutable_g() = g;
+}
+
+// An attribute of write_node's node: an integer, or a string where `s` is not empty.
+struct Attribute {
+    std::string name;
+    std::int64_t i = 0;
+    std::string s = {};
+};
+
+// A graph of one node `op`, named "the_node" (opset 22), on the named inputs of the given element
+// types, giving `outputs`.
+inline void write_node(const std::filesystem::path& path, const std::string& op,
+                       const std::vector<std::pair<std::string, int>>& inputs, const std::vector<std::string>& outputs,
+                       const std::vector<Attribute>& attributes = {}) {
+    GraphWriter g(22);
+    std::vector<std::string> names;
+    for (const auto& [name, type] : inputs) g.input(name, type), names.push_back(name);
+    auto& n = g.node(op, names, outputs);
+    n.set_name("the_node");  // named in the refusals' messages
+    for (const auto& y : outputs) g.output(y);
+    for (const auto& a : attributes) {
+        if (a.s.empty()) set(n, a.name, a.i);
+        else set(n, a.name, a.s);
+    }
+    g.write(path);
+}
+
+// A scalar of every output, each weighted by a fixed pattern, so that no gradient through an
+// imported graph is symmetric by luck.
+inline fluxion::Tensor weighted_sum(const std::vector<fluxion::Tensor>& ys) {
+    fluxion::Tensor total;
+    for (const auto& y : ys) {
+        const fluxion::Tensor w =
+            fluxion::sin(fluxion::arange(0, double(y.numel()), 1, {.dtype = y.dtype()}) * 0.7 + 0.3).reshape(y.shape());
+        const fluxion::Tensor s = fluxion::sum(y * w);
+        total = total.defined() ? total + s : s;
+    }
+    return total;
 }
 
 // The message of the fx::Error that f throws, or "no error".

@@ -93,17 +93,7 @@ fx::onnx::Model load(const OneNode& spec) {
 
 using fx_test::message_of;
 
-// A scalar of every output: each weighted by a fixed pattern, so that no gradient is symmetric by luck.
-fx::Tensor weighted_sum(const std::vector<fx::Tensor>& ys) {
-    fx::Tensor total;
-    for (const auto& y : ys) {
-        const fx::Tensor w =
-            fx::sin(fx::arange(0, double(y.numel()), 1, {.dtype = y.dtype()}) * 0.7 + 0.3).reshape(y.shape());
-        const fx::Tensor s = fx::sum(y * w);
-        total = total.defined() ? total + s : s;
-    }
-    return total;
-}
+using fx_test::weighted_sum;
 
 double largest_difference(const fx::Tensor& a, const fx::Tensor& b) {
     EXPECT_EQ(a.shape(), b.shape());

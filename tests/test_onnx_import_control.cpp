@@ -81,16 +81,7 @@ fx::onnx::Model load(const ScratchDir& dir, const std::string& file, const std::
 
 using fx_test::message_of;
 
-fx::Tensor weighted_sum(const std::vector<fx::Tensor>& ys) {
-    fx::Tensor total;
-    for (const auto& y : ys) {
-        const fx::Tensor w =
-            fx::sin(fx::arange(0, double(y.numel()), 1, {.dtype = y.dtype()}) * 0.7 + 0.3).reshape(y.shape());
-        const fx::Tensor s = fx::sum(y * w);
-        total = total.defined() ? total + s : s;
-    }
-    return total;
-}
+using fx_test::weighted_sum;
 
 double largest_difference(const fx::Tensor& a, const fx::Tensor& b) {
     return fx::max(fx::abs(a.to(fx::DType::f64) - b.to(fx::DType::f64))).item<double>();

@@ -24,29 +24,8 @@ namespace {
 
 using P = ::onnx::TensorProto;
 
-struct Attribute {
-    std::string name;
-    std::int64_t i = 0;
-    std::string s = {};  // a string attribute where not empty
-};
-
-// A graph of one node `op` (opset 22) on the named inputs of the given element types, giving `outputs`.
-void write_node(const std::filesystem::path& path, const std::string& op,
-                const std::vector<std::pair<std::string, int>>& inputs, const std::vector<std::string>& outputs,
-                const std::vector<Attribute>& attributes = {}) {
-    fx_test::GraphWriter g(22);
-    std::vector<std::string> names;
-    for (const auto& [name, type] : inputs) g.input(name, type), names.push_back(name);
-    auto& n = g.node(op, names, outputs);
-    n.set_name("the_node");
-    for (const auto& y : outputs) g.output(y);
-    for (const auto& a : attributes) {
-        if (a.s.empty()) fx_test::set(n, a.name, a.i);
-        else fx_test::set(n, a.name, a.s);
-    }
-    g.write(path);
-}
-
+using fx_test::Attribute;
+using fx_test::write_node;
 using fx_test::message_of;
 
 const fx::Tensor labels = fx::tensor(std::vector<std::int64_t>{0, 2, 1, 3, 1, 2}, {2, 3});  // {N, d}; 1 is ignored

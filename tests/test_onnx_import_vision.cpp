@@ -27,32 +27,8 @@ namespace {
 
 using P = ::onnx::TensorProto;
 
-struct Attribute {
-    std::string name;
-    std::int64_t i = 0;
-    std::string s = {};  // a string attribute where not empty
-};
-
-// A graph of one node `op` (opset 22) on the named inputs of the given element types, giving `outputs`.
-void write_node(const std::filesystem::path& path, const std::string& op,
-                const std::vector<std::pair<std::string, int>>& inputs, const std::vector<std::string>& outputs,
-                const std::vector<Attribute>& attributes = {}) {
-    fx_test::GraphWriter g(22);
-    std::vector<std::string> names;
-    for (const auto& [name, type] : inputs) {
-        g.input(name, type);
-        names.push_back(name);
-    }
-    auto& n = g.node(op, names, outputs);
-    n.set_name("the_node");  // named in the refusals' messages
-    for (const auto& a : attributes) {
-        if (a.s.empty()) fx_test::set(n, a.name, a.i);
-        else fx_test::set(n, a.name, a.s);
-    }
-    for (const auto& name : outputs) g.output(name);
-    g.write(path);
-}
-
+using fx_test::Attribute;
+using fx_test::write_node;
 using fx_test::message_of;
 
 fx::Tensor ints(std::vector<std::int64_t> v, const fx::Shape& shape) { return fx::tensor(v, shape); }

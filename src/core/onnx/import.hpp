@@ -136,5 +136,7 @@ Tensor pad_axis(const Tensor& x, int axis, std::int64_t before, std::int64_t aft
 // x's elements at `flat` (indices into x in row-major order, computed on the host), shaped `shape`
 // (differentiable in x).
 Tensor gather_flat(const Tensor& x, const std::vector<std::int64_t>& flat, const Shape& shape);
+// Values computed on the host, shaped `shape`, in like's element type on like's device.
+Tensor on_like(const std::vector<double>& values, const Shape& shape, const Tensor& like);
 
 }  // namespace fluxion::onnx::detail

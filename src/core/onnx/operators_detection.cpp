@@ -16,10 +16,6 @@ namespace {
 using Ts = std::vector<Tensor>;
 using I = std::int64_t;
 
-Tensor on_like(const std::vector<double>& values, const Shape& shape, const Tensor& like) {
-    return tensor(values, shape).to(like.dtype()).to(like.device());
-}
-
 // ---- NonMaxSuppression ----
 
 struct Box {

@@ -14,10 +14,6 @@ namespace {
 using Ts = std::vector<Tensor>;
 using I = std::int64_t;
 
-Tensor on_like(const std::vector<double>& values, const Shape& shape, const Tensor& like) {
-    return tensor(values, shape).to(like.dtype()).to(like.device());
-}
-
 // grid = theta · (x, y[, z], 1) at every position of an evenly spaced grid over [-1, 1], in
 // {N, [D,] H, W, r} with (x, y[, z]) along (W, H[, D]).
 Ts affine_grid(const Node& n, const Ts& in) {

@@ -23,6 +23,10 @@ Shape broadcast_shape(const Shape& a, const Shape& b) {
     return out;
 }
 
+Tensor on_like(const std::vector<double>& values, const Shape& shape, const Tensor& like) {
+    return tensor(values, shape).to(like.dtype()).to(like.device());
+}
+
 Tensor pad_axis(const Tensor& x, int axis, std::int64_t before, std::int64_t after, double value) {
     Tensor y = x;
     if (before < 0 || after < 0) {  // negative pads crop
