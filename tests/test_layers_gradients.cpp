@@ -66,6 +66,20 @@ TEST(Gradients, BatchNormTrainingAndTesting) {
     EXPECT_TRUE(layer_gradcheck(bn, fx::randn({2, 3})));
 }
 
+// The recorded op's other forms: without weight and bias (only x's gradient), and with x a constant
+// (only the weight's and bias's).
+TEST(Gradients, BatchNormWithoutAffineAndWithAConstantInput) {
+    fx::seed(15);
+    fx::BatchNorm plain(3, fx::tanh, {.affine = false, .track_stats = false});
+    EXPECT_TRUE(layer_gradcheck(plain, fx::randn({4, 3, 2, 3})));
+    fx::BatchNorm bn(3, fx::tanh);
+    bn.weight = fx::randn({3});
+    bn.bias = fx::randn({3});
+    fx::trainmode(bn);
+    const Tensor x = fx::randn({5, 3, 2, 2}).to(fx::DType::f64);  // gradcheck takes its arguments to f64
+    EXPECT_TRUE(gradcheck([&x](const fx::BatchNorm& l) { return weighted(l(x)); }, bn));
+}
+
 TEST(Gradients, LayerNorm) {
     fx::seed(6);
     fx::LayerNorm ln(fx::Shape{2, 3});

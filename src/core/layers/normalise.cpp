@@ -1,5 +1,6 @@
 // normalise.cpp — BatchNorm, LayerNorm, GroupNorm and InstanceNorm written with differentiable ops;
-// running statistics are updated in place outside the tape.
+// the normalisation by batch or by row statistics is one recorded op each, with a closed-form
+// backward pass; running statistics are updated in place outside the tape.
 #include "fluxion/layers/normalise.hpp"
 
 #include <sstream>
@@ -40,6 +41,67 @@ Tensor normalised(const Tensor& x, std::int64_t features, double epsilon) {
                               const Tensor gx = (rows - mean(rows, 1, true) - xhat * mean(rows * xhat, 1, true)) * rstd;
                               return std::vector<Tensor>{gx.reshape(shape)};
                           });
+}
+
+// Sum of x over every axis in `axes` (ascending), keeping them.
+Tensor sum_over(Tensor x, const std::vector<int>& axes) {
+    for (auto it = axes.rbegin(); it != axes.rend(); ++it) x = sum(x, *it, true);
+    return x;
+}
+
+// BatchNorm's training pass, x̂ · weight + bias with x̂ = (x - mean) / sqrt(var + epsilon) and the
+// statistics over `axes` (every axis but the channel axis), as one recorded op whose backward pass
+// is the closed form, with sums and means per channel over `count` values:
+//   gx = weight / sqrt(var + epsilon) · (g - mean(g) - x̂ mean(g x̂)),  gweight = Σ g x̂,  gbias = Σ g
+// About 6 passes over x forward and 8 backward, where the autodiff of the composition took 7 and
+// about 15, three of them divisions (PyTorch's kernels also multiply by 1 / sqrt(var + epsilon)).
+// `weight` and `bias` are broadcast to x's rank, or both undefined. Sets `mu` and `var` (untracked)
+// for the running statistics.
+Tensor batch_normalised(const Tensor& x, const std::vector<int>& axes, const Tensor& weight, const Tensor& bias,
+                        double epsilon, Tensor& mu, Tensor& var) {
+    const bool affine = weight.defined();
+    const std::vector<Tensor> inputs = affine ? std::vector<Tensor>{x, weight, bias} : std::vector<Tensor>{x};
+    const bool tracked = detail::any_tracked(inputs);
+    Tensor xhat, rstd, y;
+    {
+        NoGrad no_grad;
+        mu = mean_over(x, axes);
+        const Tensor centred = x - mu;
+        var = mean_over(square(centred), axes);
+        rstd = pow(var + epsilon, -0.5);
+        if (tracked) {  // the backward pass reads x̂
+            xhat = centred * rstd;
+            y = affine ? xhat * weight + bias : xhat;
+        } else {
+            y = affine ? centred * (rstd * weight) + bias : centred * rstd;
+        }
+    }
+    if (!tracked) return y;
+    const double count = double(x.numel() / mu.numel());
+    return detail::record("batch_norm", inputs, y,
+                          [xhat, rstd, weight, axes, count](const Tensor& g, const std::vector<bool>& needs) {
+                              const Tensor sg = sum_over(g, axes), sgx = sum_over(g * xhat, axes);
+                              std::vector<Tensor> grads(needs.size());
+                              if (needs[0]) {
+                                  const Tensor scale = weight.defined() ? rstd * weight : rstd;
+                                  grads[0] = (g - sg * (1 / count) - xhat * (sgx * (1 / count))) * scale;
+                              }
+                              if (needs.size() == 3) grads[1] = sgx, grads[2] = sg;
+                              return grads;
+                          });
+}
+
+// x normalised with running statistics as PyTorch's inference kernel does it: x · scale + shift, with
+// scale = weight / sqrt(var + epsilon) and shift = bias - mean · scale per channel, two passes over x
+// where (x - mean) / sqrt(var + epsilon) · weight + bias takes four, one of them a division. The
+// statistics, weight and bias are broadcast to x's rank; weight and bias are both defined or both not.
+Tensor running_normalised(const Tensor& x, const Tensor& mean, const Tensor& var, const Tensor& weight,
+                          const Tensor& bias, double epsilon) {
+    Tensor scale = pow(var + epsilon, -0.5);
+    if (weight.defined()) scale = scale * weight;
+    Tensor shift = -(mean * scale);
+    if (bias.defined()) shift = shift + bias;
+    return x * scale + shift;
 }
 
 // Checks x is {C}, {N, C}, {C, H, W} or {N, C, H, W} with `channels` channels and returns its
@@ -116,12 +178,12 @@ Tensor BatchNorm::operator()(const Tensor& x) const {
         throw ShapeError(describe() + ": training needs more than one value per channel, got input " +
                          to_string(x.shape()) + "; use a batch, or testmode(model) for single samples");
     return detail::in_context(*this, [&] {
+        const Tensor w = weight.defined() ? weight.reshape(stat_shape) : Tensor();
+        const Tensor b = weight.defined() ? bias.reshape(stat_shape) : Tensor();
         Tensor y;
         if (batch_stats) {
-            Tensor mu = mean_over(x, axes);
-            Tensor centred = x - mu;
-            Tensor var = mean_over(square(centred), axes);
-            y = centred / sqrt(var + epsilon);
+            Tensor mu, var;
+            y = batch_normalised(x, axes, w, b, epsilon, mu, var);
             if (running_mean.defined() && training(mode)) {
                 NoGrad no_grad;
                 Tensor rm = running_mean, rv = running_var;  // handles on the layer's storage
@@ -130,9 +192,8 @@ Tensor BatchNorm::operator()(const Tensor& x) const {
                 rv.copy_((rv * (1 - momentum) + unbiased * momentum).to(rv.dtype()));
             }
         } else {
-            y = (x - running_mean.reshape(stat_shape)) / sqrt(running_var.reshape(stat_shape) + epsilon);
+            y = running_normalised(x, running_mean.reshape(stat_shape), running_var.reshape(stat_shape), w, b, epsilon);
         }
-        if (weight.defined()) y = y * weight.reshape(stat_shape) + bias.reshape(stat_shape);
         return activation(y);
     });
 }
@@ -252,10 +313,13 @@ Tensor InstanceNorm::operator()(const Tensor& x) const {
                 rm.copy_((rm * (1 - momentum) + mean(mu.reshape({samples, channels_}), 0) * momentum).to(rm.dtype()));
                 rv.copy_((rv * (1 - momentum) + mean(unbiased, 0) * momentum).to(rv.dtype()));
             }
+            if (weight.defined()) y = y * per_channel(weight, x, axis) + per_channel(bias, x, axis);
         } else {
-            y = (x - per_channel(running_mean, x, axis)) / sqrt(per_channel(running_var, x, axis) + epsilon);
+            const Tensor w = weight.defined() ? per_channel(weight, x, axis) : Tensor();
+            const Tensor b = weight.defined() ? per_channel(bias, x, axis) : Tensor();
+            y = running_normalised(x, per_channel(running_mean, x, axis), per_channel(running_var, x, axis), w, b,
+                                   epsilon);
         }
-        if (weight.defined()) y = y * per_channel(weight, x, axis) + per_channel(bias, x, axis);
         return activation(y);
     });
 }
