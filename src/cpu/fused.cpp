@@ -43,10 +43,11 @@ void conv2d_epilogue(int device, DType t, const Conv2dShape* sp, const void* x, 
     if (t == DType::f32 && direct_conv2d(ConvPass::forward, s, fx, fw, fy, b32, relu)) {
         added = true;
         activated = relu;
-    } else if (t == DType::f32 && onednn_conv2d(ConvPass::forward, s, fx, fw, fy, b32)) {
-        // Not oneDNN's relu post-op: it turns NaN into 0 where the eager relu keeps it, which
-        // would hide a diverged step from the loss.
-        added = true;
+    } else if (t == DType::f32 && onednn_conv2d(ConvPass::forward, s, fx, fw, fy, nullptr)) {
+        // Neither oneDNN's bias nor its relu post-op. Its AVX2 kernels add the bias in another order
+        // than the sum's last rounding (1 to 2 units in the last place from the eager calls, AMD Zen 3;
+        // its AVX-512 kernels matched), and its relu turns NaN into 0 where the eager relu keeps it,
+        // which would hide a diverged step from the loss. The bias is added below, value for value.
     } else {
         conv2d(device, t, &s, x, w, y);
     }
