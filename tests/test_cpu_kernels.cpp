@@ -21,6 +21,8 @@
 #include "core/backend.hpp"
 #include "core/ops/unary_registry.hpp"
 #include "cpu/fused.hpp"
+#include "cpu/kernels.hpp"
+#include "cpu/onednn.hpp"
 #include "cpu/openblas.hpp"
 #include "cpu/pool_max2x2.hpp"
 #include "fluxion/error.hpp"
@@ -1008,6 +1010,26 @@ TEST(CpuGemm, FluxionSgemmNamesTheLibrary) {
         while (std::fgets(buffer, sizeof buffer, child)) output += buffer;
         EXPECT_EQ(::pclose(child), 0) << value << ":\n" << output;
         EXPECT_NE(output.find("[  PASSED  ] 1 test"), std::string::npos) << value << ":\n" << output;
+    }
+}
+
+// oneDNN's AVX2 sgemm reads an untransposed B in place for products of few rows; B's rows a
+// multiple of 512 floats apart are then 4K-aliased and the product half as fast (the wide MLP's
+// gy·W2, 256×1024×1024), so those go to OpenBLAS; the same product with B transposed, with more
+// rows, or with B 1,000 wide stays in oneDNN, and with AVX-512 nothing changes (gemm.cpp).
+TEST(CpuGemm, FewRowsTimesAnAliasedUntransposedBRunInOpenBlasWithAvx2) {
+    if (be::cpu::sgemm_choice() != be::cpu::SgemmChoice::by_size) GTEST_SKIP() << "FLUXION_SGEMM names a library, or no oneDNN";
+    const bool avx2 = !be::cpu::onednn_avx512();
+    EXPECT_EQ(be::cpu::sgemm_in_onednn(false, 256, 1024, 1024, 1024), !avx2);
+    EXPECT_EQ(be::cpu::sgemm_in_onednn(false, 64, 2048, 512, 2048), !avx2);
+    EXPECT_EQ(be::cpu::sgemm_in_onednn(false, 128, 1024, 1024, 1536), !avx2);
+    EXPECT_TRUE(be::cpu::sgemm_in_onednn(true, 256, 1024, 1024, 1024));
+    EXPECT_TRUE(be::cpu::sgemm_in_onednn(false, 384, 1024, 1024, 1024));
+    EXPECT_TRUE(be::cpu::sgemm_in_onednn(false, 256, 1000, 1024, 1000));
+    EXPECT_FALSE(be::cpu::sgemm_in_onednn(false, 16, 16, 16, 16));  // below 2^18 multiply-adds
+    if (avx2) {
+        const std::string text = fluxion::info();
+        EXPECT_NE(text.find("but for up to 256 rows times an untransposed B"), std::string::npos) << text;
     }
 }
 

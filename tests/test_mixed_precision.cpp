@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "fluxion/fluxion.hpp"
 
@@ -110,6 +111,33 @@ TEST(MixedPrecision, F16LossScalingRecoversFromAnOverflow) {
     std::ostringstream printed;
     printed << mp;
     EXPECT_EQ(printed.str(), "MixedPrecision(f16, loss scale 512, 1 of 60 steps skipped)");
+}
+
+// One element that is not finite in one weight's gradient skips the step, whichever it is: a NaN,
+// +inf or -inf among finite values (bf16: no loss scale, so nothing else would catch it). The next
+// step trains as usual.
+TEST(MixedPrecision, OneNonFiniteGradientElementSkipsTheStep) {
+    const auto [x, target] = problem();
+    for (const float bad : {NAN, INFINITY, -INFINITY}) {
+        fx::seed(12);
+        auto mp = fx::MixedPrecision(fx::Adam{.eta = 0.01}, small_model(), DType::bf16);
+        std::vector<float> mask(32, 0.0f);
+        mask[5] = bad;
+        const Tensor poison = fx::tensor(mask).reshape({2, 16}).to(DType::bf16);
+        const auto before = values(mp.model());
+        mp.step(
+            [&](const auto& m, const Tensor& xb, const Tensor& yb) {
+                return lossfn(m, xb, yb) + fx::sum(std::get<2>(m.layers).weight * poison);
+            },
+            x, target);
+        EXPECT_EQ(mp.skipped_steps(), 1) << bad;
+        const auto after = values(mp.model());
+        for (const auto& [path, v] : before)
+            if (path.find("running") == std::string::npos) EXPECT_EQ(after.at(path), v) << bad << " " << path;
+        mp.step(lossfn, x, target);
+        EXPECT_EQ(mp.skipped_steps(), 1) << bad;
+        EXPECT_NE(values(mp.model()).at("layers.2.weight"), before.at("layers.2.weight")) << bad;
+    }
 }
 
 TEST(MixedPrecision, TheScaleGrowsAfterARunOfFiniteSteps) {

@@ -82,7 +82,9 @@ private:
     using Grads = decltype(f32(std::declval<const M&>()));
     // The forward and backward passes of a step, in the compute type: the loss (unscaled), the
     // gradients widened to f32 and unscaled, and a one-element tensor that is 0 when every gradient
-    // is finite and NaN otherwise (0 times an infinity is NaN: exact, with no sum that could overflow).
+    // is finite and NaN otherwise: a gradient's max and min carry any NaN in it (every backend's
+    // kernel contract) and its infinities, and 0 times either is NaN. Exact, with no sum that could
+    // overflow, and two reads of each gradient where sum(g * 0) also wrote a copy of it.
     struct Pass {
         Tensor loss;
         Grads grads;
@@ -101,7 +103,8 @@ private:
         Pass pass{loss, f32(grads), Tensor()};
         if (scale_ != 1) pass.grads = fmap([&](const Tensor& g) { return g / scale_; }, pass.grads);
         for_each_tensor(pass.grads, [&](const Tensor& g) {
-            Tensor zero = sum(g * 0.0);
+            if (g.numel() == 0) return;
+            Tensor zero = max(g) * 0.0 + min(g) * 0.0;
             pass.nonfinite = pass.nonfinite.defined() ? pass.nonfinite + zero : zero;
         });
         if (!pass.nonfinite.defined()) pass.nonfinite = zeros({}, {.device = loss.device()});

@@ -164,7 +164,12 @@ std::string cpu_description() {
            "), OpenMP wait policy " + (wait ? wait : "unset (libgomp's default, spinning a while)") + "\n";
     const cpu::SgemmChoice sgemm = cpu::sgemm_choice();
     out += std::string("matrix products: ") +
-           (sgemm == cpu::SgemmChoice::by_size  ? "f32 from 2^18 multiply-adds in oneDNN's sgemm, the rest in "
+           (sgemm == cpu::SgemmChoice::by_size
+                ? std::string("f32 from 2^18 multiply-adds in oneDNN's sgemm") +
+                      (cpu::onednn_avx512() ? ""
+                                            : " (but for up to 256 rows times an untransposed B with rows a multiple "
+                                              "of 512 apart)") +
+                      ", the rest in "
             : sgemm == cpu::SgemmChoice::onednn ? "f32 in oneDNN's sgemm (FLUXION_SGEMM=onednn), f64 in "
                                                 : "") +
            "OpenBLAS, kernel " + blas.core + " (" + blas.chosen + ")\n";

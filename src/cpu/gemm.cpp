@@ -16,6 +16,7 @@
 
 #include "cpu/dispatch.hpp"
 #include "cpu/kernels.hpp"
+#include "cpu/onednn.hpp"
 #include "cpu/openblas.hpp"
 #include "cpu/parallel.hpp"
 
@@ -43,6 +44,28 @@ SgemmChoice sgemm_choice() {
         return SgemmChoice::onednn;
     }();
     return choice;
+}
+
+// oneDNN's AVX2 sgemm multiplies products of few rows by a cache-line-aligned B (every fluxion
+// tensor is) without packing B: it reads B's rows in place, and when they lie a multiple of 512
+// floats (2 KiB) apart, the rows a kernel step reads fall into the same few cache sets (4K
+// aliasing). Measured on an AMD EPYC Zen 3 (BENCHMARKS.md, "Kernel choices"): 256×1024×1024 with B
+// untransposed ran at 55-67 GFLOP/s against OpenBLAS's 108-137, and at 134-150 in oneDNN from 384
+// rows on, with B 1,000 wide, or with B 16 bytes off a cache line (then oneDNN packs it). The wide
+// MLP's input gradient gy·W2 is such a product. Those go to OpenBLAS, which always packs. Not
+// measured with AVX-512, whose kernels are left as they were.
+constexpr int64_t kAliasedRowsMax = 256;
+constexpr int64_t kAliasedStride = 512;
+
+bool sgemm_in_onednn(bool trans_b, int64_t m, int64_t n, int64_t k, int64_t ldb) {
+    switch (sgemm_choice()) {
+    case SgemmChoice::openblas: return false;
+    case SgemmChoice::onednn: return true;
+    case SgemmChoice::by_size: break;
+    }
+    if (double(m) * double(n) * double(k) < kOnednnMinMacs) return false;
+    const bool aliased = !trans_b && m <= kAliasedRowsMax && ldb % kAliasedStride == 0;
+    return !(aliased && !onednn_avx512());
 }
 
 namespace {
@@ -112,9 +135,7 @@ template <class T> void blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t
     const auto tb = trans_b ? CblasTrans : CblasNoTrans;
 #if FLUXION_HAVE_ONEDNN
     if constexpr (std::is_same_v<T, float>) {
-        const SgemmChoice choice = sgemm_choice();
-        if (choice == SgemmChoice::onednn ||
-            (choice == SgemmChoice::by_size && double(m) * double(n) * double(k) >= kOnednnMinMacs)) {
+        if (sgemm_in_onednn(trans_b, m, n, k, ldb)) {
             // Row-major, as cblas with CblasRowMajor; single-threaded inside fluxion's parallel regions.
             const dnnl_status_t status =
                 dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
@@ -149,6 +170,7 @@ void gemm(int device, DType t, bool trans_a, bool trans_b, int64_t m, int64_t n,
         check_leading(ldb, trans_b ? k : n, "ldb");
     }
     if (m > 0 && n > 0) check_leading(ldc, n, "ldc");
+    if (t == DType::f32) sgemm_choice();  // a wrong FLUXION_SGEMM throws here, not inside a parallel region
     dispatch_float(t, "gemm", [&](auto tag) {
         using T = decltype(tag);
         const T* pa = static_cast<const T*>(a);

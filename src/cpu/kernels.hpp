@@ -56,6 +56,11 @@ inline Span inside(int64_t offset, int64_t stride, int64_t size, int64_t count) 
 enum class SgemmChoice { openblas, onednn, by_size };
 SgemmChoice sgemm_choice();
 
+// True where an f32 product of m×n×k, B read with rows ldb apart, runs in oneDNN's sgemm rather than
+// OpenBLAS: as sgemm_choice() says, and by size, except where oneDNN's AVX2 kernel reads B in place at
+// a 4K-aliased stride (gemm.cpp).
+bool sgemm_in_onednn(bool trans_b, int64_t m, int64_t n, int64_t k, int64_t ldb);
+
 // Row-major C = alpha op(A) op(B) + beta C through OpenBLAS or oneDNN, for float and double.
 template <class T>
 void blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,

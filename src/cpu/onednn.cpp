@@ -37,6 +37,15 @@ bool onednn_bf16_native() {
     return native;
 }
 
+bool onednn_avx512() {
+    static const bool avx512 = [] {
+        const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+        const auto want = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
+        return (isa & want) == want;
+    }();
+    return avx512;
+}
+
 bool onednn_amx() {
     static const bool amx = [] {
         const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
@@ -54,6 +63,8 @@ bool onednn_bf16_preferred() {
 #else
 
 bool onednn_bf16_native() { return false; }
+
+bool onednn_avx512() { return false; }
 
 bool onednn_amx() { return false; }
 

@@ -16,6 +16,9 @@ namespace fluxion::backend::cpu {
 // path (widen.cpp) runs them.
 bool onednn_bf16_native();
 
+// True when oneDNN runs its AVX-512 kernels on this CPU (false without oneDNN).
+bool onednn_avx512();
+
 // True when oneDNN runs AMX's tile instructions on this CPU (the OS enables them, as well as the CPU).
 bool onednn_amx();
 
