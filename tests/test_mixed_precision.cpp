@@ -132,8 +132,11 @@ TEST(MixedPrecision, OneNonFiniteGradientElementSkipsTheStep) {
             x, target);
         EXPECT_EQ(mp.skipped_steps(), 1) << bad;
         const auto after = values(mp.model());
-        for (const auto& [path, v] : before)
-            if (path.find("running") == std::string::npos) EXPECT_EQ(after.at(path), v) << bad << " " << path;
+        for (const auto& [path, v] : before) {
+            if (path.find("running") == std::string::npos) {
+                EXPECT_EQ(after.at(path), v) << bad << " " << path;
+            }
+        }
         mp.step(lossfn, x, target);
         EXPECT_EQ(mp.skipped_steps(), 1) << bad;
         EXPECT_NE(values(mp.model()).at("layers.2.weight"), before.at("layers.2.weight")) << bad;
