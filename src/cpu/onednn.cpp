@@ -10,6 +10,13 @@ namespace fluxion::backend::cpu {
 
 namespace {
 std::atomic<std::uint64_t> bf16_runs{0};
+
+// Whether oneDNN runs kernels of `want` or beyond on this CPU. The ISA values are nested bit masks:
+// a CPU with AMX has every bit of avx512_core_bf16, which has every bit of avx512_core.
+bool onednn_runs(dnnl::cpu_isa want) {
+    const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+    return (isa & static_cast<unsigned>(want)) == static_cast<unsigned>(want);
+}
 }  // namespace
 
 void count_onednn_bf16_run() { bf16_runs.fetch_add(1, std::memory_order_relaxed); }
@@ -27,31 +34,18 @@ void onednn_execute(const dnnl::primitive& p, const dnnl::stream& stream, std::i
         "could not execute a primitive");
 }
 
-// The ISA values are nested bit masks: a CPU with AMX has every bit of avx512_core_bf16.
 bool onednn_bf16_native() {
-    static const bool native = [] {
-        const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-        const auto bf16 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
-        return (isa & bf16) == bf16;
-    }();
+    static const bool native = onednn_runs(dnnl::cpu_isa::avx512_core_bf16);
     return native;
 }
 
 bool onednn_avx512() {
-    static const bool avx512 = [] {
-        const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-        const auto want = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
-        return (isa & want) == want;
-    }();
+    static const bool avx512 = onednn_runs(dnnl::cpu_isa::avx512_core);
     return avx512;
 }
 
 bool onednn_amx() {
-    static const bool amx = [] {
-        const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-        const auto want = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_amx);
-        return (isa & want) == want;
-    }();
+    static const bool amx = onednn_runs(dnnl::cpu_isa::avx512_core_amx);
     return amx;
 }
 
