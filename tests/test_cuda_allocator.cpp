@@ -1,12 +1,14 @@
 // test_cuda_allocator.cpp — the CUDA plugin's caching allocator (src/cuda/allocator.hpp): freed
 // blocks are reused, the statistics add up, reuse is ordered after earlier work, and running out of
 // memory throws fluxion::OutOfMemory and leaves the device usable. Also the staged host copies.
-// Every test skips, saying why, where the plugin is not built or no GPU is usable.
+// And that loading the plugin maps cuBLAS only where a GPU is usable. The allocator's tests skip,
+// saying why, where the plugin is not built or no GPU is usable.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -48,6 +50,26 @@ CudaPlugin load_plugin() {
 const CudaPlugin& plugin() {
     static const CudaPlugin p = load_plugin();
     return p;
+}
+
+bool mapped(const std::string& library) {
+    std::ifstream maps("/proc/self/maps");
+    std::string line;
+    while (std::getline(maps, line))
+        if (line.find(library) != std::string::npos) return true;
+    return false;
+}
+
+// cuBLAS (and cuDNN) are loaded once a GPU is found, never by merely loading the plugin, which every
+// fluxion process does: on a machine without a GPU they cost each process 0.15 s and 200 MiB.
+TEST(CudaPlugin, MapsCublasOnlyWhereAGpuIsUsable) {
+    if (!plugin().table) GTEST_SKIP() << plugin().unusable;
+    EXPECT_FALSE(mapped("libcudnn")) << "cuDNN is loaded by the first convolution only";
+    if (plugin().unusable.empty()) {
+        EXPECT_TRUE(mapped("libcublas.so")) << "a usable GPU needs cuBLAS";
+    } else if (plugin().unusable.find("cuBLAS") == std::string::npos) {  // not unusable for want of cuBLAS
+        EXPECT_FALSE(mapped("libcublas")) << "the plugin is not usable (" << plugin().unusable << ") but mapped cuBLAS";
+    }
 }
 
 struct Stats {

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "cuda/cublas_api.hpp"
 #include "cuda/dtype.hpp"
 #include "fluxion/error.hpp"
 
@@ -26,8 +27,9 @@ void throw_cuda_error(cudaError_t status, const char* call, const char* file, in
 }
 
 void throw_cublas_error(cublasStatus_t status, const char* call, const char* file, int line) {
-    throw Error("cuBLAS: " + where(call, file, line) + " failed: " + cublasGetStatusString(status) + " (" +
-                cublasGetStatusName(status) + ")");
+    const CublasApi& api = cublas();  // loaded: a cuBLAS call has failed
+    throw Error("cuBLAS: " + where(call, file, line) + " failed: " + api.status_string(status) + " (" +
+                api.status_name(status) + ")");
 }
 
 void throw_unsupported(const char* op, DType t, const char* supported) {

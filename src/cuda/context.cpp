@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "cuda/check.hpp"
+#include "cuda/cublas_api.hpp"
 #include "fluxion/error.hpp"
 
 namespace fluxion::cuda {
@@ -72,6 +73,8 @@ Probe run_probe() {
     }
     // Usable when one GPU is; each older one is refused by name when it is asked for.
     if (!any_usable) return {0, too_old(p, 0), {}, {}};
+    // cuBLAS only now that a GPU is there to use it (cublas_api.hpp).
+    if (const std::string& why = load_cublas(); !why.empty()) return {0, why, {}, {}};
     return p;
 }
 
@@ -79,15 +82,15 @@ Context* create_context(int device) {
     auto* ctx = new Context{.device = device};
     FLUXION_CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
     FLUXION_CUDA_CHECK(cudaDeviceGetAttribute(&ctx->sm_count, cudaDevAttrMultiProcessorCount, device));
-    FLUXION_CUBLAS_CHECK(cublasCreate(&ctx->blas));
-    FLUXION_CUBLAS_CHECK(cublasSetStream(ctx->blas, ctx->stream));
+    FLUXION_CUBLAS_CHECK(cublas().create(&ctx->blas));
+    FLUXION_CUBLAS_CHECK(cublas().set_stream(ctx->blas, ctx->stream));
     // f16 and bf16 GEMMs sum split-K partial products in f32 too, not in their output type, so that C
     // is rounded once as on the CPU (no effect on f32 and f64).
-    FLUXION_CUBLAS_CHECK(cublasSetMathMode(
+    FLUXION_CUBLAS_CHECK(cublas().set_math_mode(
         ctx->blas, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
     void* workspace = nullptr;
     FLUXION_CUDA_CHECK(cudaMalloc(&workspace, kBlasWorkspaceBytes));
-    FLUXION_CUBLAS_CHECK(cublasSetWorkspace(ctx->blas, workspace, kBlasWorkspaceBytes));
+    FLUXION_CUBLAS_CHECK(cublas().set_workspace(ctx->blas, workspace, kBlasWorkspaceBytes));
     return ctx;
 }
 

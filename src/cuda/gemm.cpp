@@ -4,6 +4,7 @@
 #include "cuda/check.hpp"
 #include "cuda/conv.hpp"
 #include "cuda/context.hpp"
+#include "cuda/cublas_api.hpp"
 #include "cuda/dtype.hpp"
 #include "cuda/kernels.hpp"
 #include "cuda/scale.hpp"
@@ -52,7 +53,7 @@ void gemm_into(int device, DType t, DType c_type, bool trans_a, bool trans_b, st
     const cublasComputeType_t compute =
         f64 ? CUBLAS_COMPUTE_64F
             : (t == DType::f32 && tf32_allowed() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F);
-    FLUXION_CUBLAS_CHECK(cublasGemmStridedBatchedEx_64(
+    FLUXION_CUBLAS_CHECK(cublas().gemm_strided_batched(
         ctx.blas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, alpha_ptr, b,
         type, ldb, stride_b, a, type, lda, stride_a, beta_ptr, c, data_type(c_type), ldc, stride_c, batch, compute,
         CUBLAS_GEMM_DEFAULT));
