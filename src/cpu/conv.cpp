@@ -45,7 +45,7 @@ void check(const char* kernel, const Conv2dShape& s) {
 template <class T>
 void im2col(const Conv2dShape& s, const T* x, int64_t b0, int64_t nb, T* col) {
     const int64_t ohw = s.oh * s.ow, cols = nb * ohw, rows = s.c * s.r * s.s;
-    parallel_for(rows * nb, rows * cols > kParallelMin, [&](int64_t first, int64_t last) {
+    parallel_for(rows * nb, team_for(rows * cols), [&](int64_t first, int64_t last) {
         for (int64_t task = first; task < last; ++task) {
             const int64_t row = task / nb, b = task % nb;
             const int64_t ci = row / (s.r * s.s), kr = row / s.s % s.r, ks = row % s.s;
@@ -79,7 +79,7 @@ void im2col(const Conv2dShape& s, const T* x, int64_t b0, int64_t nb, T* col) {
 template <class T>
 void col2im(const Conv2dShape& s, const T* col, int64_t b0, int64_t nb, T* gx) {
     const int64_t ohw = s.oh * s.ow, cols = nb * ohw;
-    parallel_for(nb * s.c, s.c * s.r * s.s * cols > kParallelMin, [&](int64_t first, int64_t last) {
+    parallel_for(nb * s.c, team_for(s.c * s.r * s.s * cols), [&](int64_t first, int64_t last) {
         for (int64_t task = first; task < last; ++task) {
             const int64_t b = task / s.c, ci = task % s.c;
             T* plane = gx + ((b0 + b) * s.c + ci) * s.h * s.w;
@@ -105,7 +105,7 @@ void col2im(const Conv2dShape& s, const T* col, int64_t b0, int64_t nb, T* gx) {
 // channel-major layout of the GEMM operands.
 template <class T>
 void swap_leading_axes(const T* src, int64_t a, int64_t b, int64_t inner, T* dst) {
-    parallel_for(a * b, a * b * inner > kParallelMin, [&](int64_t first, int64_t last) {
+    parallel_for(a * b, team_for(a * b * inner), [&](int64_t first, int64_t last) {
         for (int64_t task = first; task < last; ++task) {
             const int64_t i = task / b, j = task % b;
             std::memcpy(dst + (j * a + i) * inner, src + task * inner, std::size_t(inner) * sizeof(T));

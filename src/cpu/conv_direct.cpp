@@ -104,7 +104,7 @@ template <int NV>
 void forward(const Conv2dShape& s, const float* x, const float* w, const float* bias, bool relu, float* y) {
     const int64_t blocks = (s.k + kAccumulators / NV - 1) / (kAccumulators / NV), kb = (s.k + blocks - 1) / blocks;
     const int64_t work = s.n * s.k * s.oh * s.ow * s.c * s.r * s.s;
-    parallel_for(s.n * blocks, work > kParallelMin, [&](int64_t first, int64_t last) {
+    parallel_for(s.n * blocks, team_for(work), [&](int64_t first, int64_t last) {
         for (int64_t task = first; task < last; ++task) {
             const int64_t n = task / blocks, k0 = task % blocks * kb;
             with_constant<kAccumulators / NV>(std::min(kb, s.k - k0), [&](auto tile) {
@@ -165,7 +165,7 @@ void backward_weight(const Conv2dShape& s, const float* x, const float* gy, floa
     // Every filter of the tile needs its output gradient in a register too.
     const int64_t most = kAccumulators / (S + 1), blocks = (s.k + most - 1) / most, kb = (s.k + blocks - 1) / blocks;
     const int64_t tasks = blocks * s.c * s.r, work = s.n * s.k * s.oh * s.ow * s.c * s.r * S;
-    parallel_for(tasks, work > kParallelMin, [&](int64_t first, int64_t last) {
+    parallel_for(tasks, team_for(work), [&](int64_t first, int64_t last) {
         for (int64_t task = first; task < last; ++task) {
             const int64_t ky = task % s.r, c = task / s.r % s.c, k0 = task / (s.r * s.c) * kb;
             with_constant<kAccumulators / (S + 1)>(std::min(kb, s.k - k0), [&](auto tile) {
@@ -263,7 +263,7 @@ void backward_input(const Conv2dShape& s, const float* gy, const float* w, float
     const ColumnLayout layout(s);
     const int64_t size = layout.size(s), image_in = s.k * s.oh * s.ow, plane = s.h * s.w;
     const int64_t work = s.n * s.k * s.oh * s.ow * s.c * rs;
-    parallel_for(s.n, work > kParallelMin, [&](int64_t first, int64_t last) {
+    parallel_for(s.n, team_for(work), [&](int64_t first, int64_t last) {
         const Scratch scratch(std::size_t(size) * sizeof(float) + std::size_t(rs + vectors) * sizeof(int64_t));
         float* columns = scratch.as<float>();
         std::fill(columns, columns + size, 0.0f);  // the margins stay zero

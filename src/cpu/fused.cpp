@@ -57,7 +57,7 @@ void conv2d_epilogue(int device, DType t, const Conv2dShape* sp, const void* x, 
             const T* pb = static_cast<const T*>(bias);
             T* py = static_cast<T*>(y);
             // One item per (image, channel) plane: the add of the broadcast bias, value for value.
-            parallel_for(s.n * s.k, count > kParallelMin, [&](int64_t begin, int64_t end) {
+            parallel_for(s.n * s.k, team_for(count), [&](int64_t begin, int64_t end) {
                 for (int64_t i = begin; i < end; ++i) {
                     const T v = pb[i % s.k];
                     for (T *p = py + i * plane, *stop = p + plane; p < stop; ++p) *p = *p + v;
@@ -106,7 +106,7 @@ void elementwise_chain(int device, DType t, int64_t n, const ElementwiseStep* st
         return;
     }
     const int64_t blocks = (n + kChainBlock - 1) / kChainBlock;
-    parallel_for(blocks, n > kParallelMin, [&](int64_t begin, int64_t end) {
+    parallel_for(blocks, team_for(n), [&](int64_t begin, int64_t end) {
         for (int64_t block = begin; block < end; ++block) {
             const int64_t lo = block * kChainBlock, len = std::min(kChainBlock, n - lo);
             char* out = y + lo * item;

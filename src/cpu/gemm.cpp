@@ -110,16 +110,16 @@ template <class T> void blas_gemm_split(bool trans_a, bool trans_b, int64_t m, i
                                         const T* a, int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
     const double flops = 2.0 * double(m) * double(n) * double(k);
     if (flops >= kSplitMax) return blas_gemm<T>(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    const bool worth = flops >= split_min();
+    const int64_t team = team_for(flops, split_min());
     // Row i of op(A) starts at a + i lda, or at a + i when A is stored transposed; likewise column j
     // of op(B) at b + j, or b + j ldb.
     if (m >= n || m >= 16)
-        parallel_for(m, worth, [&](int64_t first, int64_t last) {
+        parallel_for(m, team, [&](int64_t first, int64_t last) {
             blas_gemm<T>(trans_a, trans_b, last - first, n, k, alpha, a + first * (trans_a ? 1 : lda), lda, b, ldb,
                          beta, c + first * ldc, ldc);
         });
     else
-        parallel_for(n, worth, [&](int64_t first, int64_t last) {
+        parallel_for(n, team, [&](int64_t first, int64_t last) {
             blas_gemm<T>(trans_a, trans_b, m, last - first, k, alpha, a, lda, b + first * (trans_b ? ldb : 1), ldb,
                          beta, c + first, ldc);
         });
@@ -181,7 +181,7 @@ void gemm(int device, DType t, bool trans_a, bool trans_b, int64_t m, int64_t n,
         const double each = 2.0 * double(m) * double(n) * double(k);
         const bool apart = stride_c >= (m - 1) * ldc + n || (stride_c >= n && (batch - 1) * stride_c + n <= ldc);
         if (batch > 1 && each < split_min() && apart) {
-            parallel_for(batch, each * double(batch) >= split_min(), [&](int64_t first, int64_t last) {
+            parallel_for(batch, team_for(each * double(batch), split_min()), [&](int64_t first, int64_t last) {
                 for (int64_t i = first; i < last; ++i)
                     blas_gemm<T>(trans_a, trans_b, m, n, k, T(alpha), pa + i * stride_a, lda, pb + i * stride_b, ldb,
                                  T(beta), pc + i * stride_c, ldc);

@@ -39,7 +39,7 @@ void transpose_copy(const Walk<2>& w, const T* src, T* dst) {
     int64_t outer = 1;
     for (int d = 0; d < nd - 2; ++d) outer *= w.shape[d];
     const int64_t strips = (rows + kTileRows - 1) / kTileRows;
-    parallel_for(outer * strips, outer * rows * cols > kParallelMin, [&](int64_t first, int64_t last) {
+    parallel_for(outer * strips, team_for(outer * rows * cols), [&](int64_t first, int64_t last) {
         for (int64_t task = first; task < last; ++task) {
             int64_t rest = task / strips, src_offset = 0, dst_offset = 0;
             for (int d = nd - 3; d >= 0; --d) {
@@ -76,7 +76,7 @@ void fill(int device, DType t, int64_t n, void* dst, double value) {
         using T = decltype(tag);
         const T v = convert<T>(value);
         T* d = static_cast<T*>(dst);
-        parallel_for(n, n > 4 * kParallelMin, [=](int64_t begin, int64_t end) { std::fill(d + begin, d + end, v); });
+        parallel_for(n, team_for(n, 4 * kParallelMin), [=](int64_t begin, int64_t end) { std::fill(d + begin, d + end, v); });
     });
 }
 
@@ -117,7 +117,7 @@ void cast(int device, DType from, DType to, int64_t n, const void* src, void* ds
             using To = decltype(to_tag);
             const From* s = static_cast<const From*>(src);
             To* d = static_cast<To*>(dst);
-            parallel_for(n, n > kParallelMin, [=](int64_t begin, int64_t end) {
+            parallel_for(n, team_for(n), [=](int64_t begin, int64_t end) {
                 for (int64_t i = begin; i < end; ++i) d[i] = convert<To>(s[i]);
             });
         });
@@ -131,7 +131,7 @@ void index_select(int device, DType t, int64_t outer, int64_t n_src, int64_t inn
         using T = decltype(tag);
         const T* s = static_cast<const T*>(src);
         T* d = static_cast<T*>(dst);
-        parallel_for(outer * n_idx, outer * n_idx * inner > kParallelMin, [=](int64_t first, int64_t last) {
+        parallel_for(outer * n_idx, team_for(outer * n_idx * inner), [=](int64_t first, int64_t last) {
             for (int64_t row = first; row < last; ++row) {
                 const int64_t o = row / n_idx, j = row % n_idx;
                 const T* from = s + (o * n_src + idx[j]) * inner;
@@ -153,7 +153,7 @@ void index_add(int device, DType t, int64_t outer, int64_t n_dst, int64_t inner,
         T* d = static_cast<T*>(dst);
         constexpr int64_t block = 1024;
         const int64_t blocks = (inner + block - 1) / block;
-        parallel_for(outer * blocks, outer * n_idx * inner > kParallelMin, [=](int64_t first, int64_t last) {
+        parallel_for(outer * blocks, team_for(outer * n_idx * inner), [=](int64_t first, int64_t last) {
             for (int64_t task = first; task < last; ++task) {
                 const int64_t o = task / blocks, i0 = (task % blocks) * block, len = std::min(block, inner - i0);
                 for (int64_t j = 0; j < n_idx; ++j) {

@@ -80,7 +80,7 @@ void optimiser_step(int device, Optimiser rule, DType t, int64_t n, void* param,
         T* s1 = static_cast<T*>(state1);
         T* s2 = static_cast<T*>(state2);
         T* s3 = static_cast<T*>(state3);
-        parallel_for(n, n > kParallelMin,
+        parallel_for(n, team_for(n),
                      [&](int64_t begin, int64_t end) { step(rule, begin, end, p, g, s1, s2, s3, *hp); });
     });
 }
@@ -103,7 +103,7 @@ void optimiser_steps(int device, Optimiser rule, DType t, std::size_t count, con
     }
     dispatch_float(t, kKernelNames[int(rule)], [&](auto tag) {
         using T = decltype(tag);
-        parallel_for(total, total > kParallelMin, [&](int64_t begin, int64_t end) {
+        parallel_for(total, team_for(total), [&](int64_t begin, int64_t end) {
             int64_t first = 0;  // of tensor i in the whole
             for (std::size_t i = 0; i < count && first < end; first += n[i], ++i) {
                 const int64_t lo = std::max(begin, first) - first, hi = std::min(end, first + n[i]) - first;

@@ -4,19 +4,29 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "cpu/kernels.hpp"
 
 namespace fluxion::backend::cpu {
 
-// Calls body(begin, end) on slices covering [0, count). With `worth_threads` false (or one thread
-// configured) the body runs inline, without the cost of entering an OpenMP region. The team is
-// at most threads(), and at most the calling thread's OpenMP setting, which a helper thread (the
-// DataLoader's prefetcher) lowers to 1 so that it does not start a second team.
+// The threads that `work` units are worth, PyTorch's rule (at::parallel_for): one up to `grain`
+// units, then one per started `grain`. On 16 cores an op of 40,000 elements takes 2 threads, not
+// 16: every thread of a region adds its wake-up and its share of the closing barrier, which cost
+// more than the few thousand elements it would take.
+inline int64_t team_for(double work, double grain = double(kParallelMin)) {
+    return work > grain ? int64_t(std::min(std::ceil(work / grain), 1024.0)) : 1;
+}
+
+// Calls body(begin, end) on slices covering [0, count), on a team of at most `team` threads
+// (team_for's answer, usually). With a team of one (or one thread configured) the body runs inline,
+// without the cost of entering an OpenMP region. The team is at most threads(), and at most the
+// calling thread's OpenMP setting, which a helper thread (the DataLoader's prefetcher) lowers to 1
+// so that it does not start a second team.
 template <class Body>
-void parallel_for(int64_t count, bool worth_threads, Body&& body) {
-    const int64_t team = worth_threads ? std::min<int64_t>({threads(), omp_get_max_threads(), count}) : 1;
+void parallel_for(int64_t count, int64_t team_wanted, Body&& body) {
+    const int64_t team = std::min<int64_t>({team_wanted, threads(), omp_get_max_threads(), count});
     if (team <= 1) {
         if (count > 0) body(int64_t(0), count);
         return;

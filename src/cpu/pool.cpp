@@ -74,7 +74,7 @@ template <class T>
 void forward(Pool op, const Pool2dShape& s, const T* x, T* y) {
     const int64_t planes = s.n * s.c, hw = s.h * s.w, ohw = s.oh * s.ow;
     const T empty = op == Pool::max ? -std::numeric_limits<T>::infinity() : T(0);
-    parallel_for(planes, planes * ohw * s.kh * s.kw > kParallelMin, [&](int64_t first, int64_t last) {
+    parallel_for(planes, team_for(planes * ohw * s.kh * s.kw), [&](int64_t first, int64_t last) {
         const int64_t* widths = window_widths(s);
         T* r = thread_row<T, 1>(s.w);
         const int64_t sw = s.stride_w;
@@ -119,7 +119,7 @@ void forward(Pool op, const Pool2dShape& s, const T* x, T* y) {
 template <class T, int64_t SW>
 void backward(Pool op, const Pool2dShape& s, const T* x, const T* y, const T* gy, T* gx) {
     const int64_t planes = s.n * s.c, hw = s.h * s.w, ohw = s.oh * s.ow, sw = SW ? SW : s.stride_w;
-    parallel_for(planes, planes * ohw * s.kh * s.kw > kParallelMin, [&](int64_t first, int64_t last) {
+    parallel_for(planes, team_for(planes * ohw * s.kh * s.kw), [&](int64_t first, int64_t last) {
         const int64_t* widths = window_widths(s);
         T* share = thread_row<T, 2>(s.ow);
         int64_t* at = thread_row<int64_t, 3>(s.ow);  // per output: the cell that takes the max gradient, or -1
@@ -191,7 +191,7 @@ void tiled_forward(const Pool2dShape& s, const T* x, T* y) {
     const int64_t planes = s.n * s.c, hw = s.h * s.w, ohw = s.oh * s.ow, w = s.w, oh = s.oh;
     const T empty = OP == Pool::max ? -std::numeric_limits<T>::infinity() : T(0);
     const int64_t per = chunk_planes(s);
-    parallel_for(planes, planes * ohw * KH * KW > kParallelMin, [&](int64_t first, int64_t last) {
+    parallel_for(planes, team_for(planes * ohw * KH * KW), [&](int64_t first, int64_t last) {
         T* rows = thread_row<T, 4>(per * oh * w);  // per window row: its KH input rows reduced
         for (int64_t p0 = first; p0 < last; p0 += per) {
             const int64_t count = std::min(per, last - p0);
@@ -227,7 +227,7 @@ void tiled_backward(const Pool2dShape& s, const T* x, const T* y, const T* gy, T
     const int64_t planes = s.n * s.c, hw = s.h * s.w, ohw = s.oh * s.ow, w = s.w, oh = s.oh;
     const int64_t covered = oh * KH * w;  // cells of a plane inside a window; those after get 0
     const int64_t per = chunk_planes(s);
-    parallel_for(planes, planes * ohw * KH * KW > kParallelMin, [&](int64_t first, int64_t last) {
+    parallel_for(planes, team_for(planes * ohw * KH * KW), [&](int64_t first, int64_t last) {
         T* share = thread_row<T, 5>(per * oh * w);  // per cell of a window row: its window's gradient
         T* code = thread_row<T, 6>(per * oh * w);   // per cell of a window row: `row`, then the code
         T* spread = thread_row<T, 7>(per * oh * w);

@@ -131,7 +131,7 @@ bool max_pool_2x2_takes(const Pool2dShape& s) {
 bool max_pool_2x2_forward(const Pool2dShape& s, const float* x, float* y) {
     if (!max_pool_2x2_takes(s)) return false;
     const int64_t planes = s.n * s.c, hw = s.h * s.w, ohw = s.oh * s.ow;
-    parallel_for(planes, planes * hw > kParallelMin, [&](int64_t first, int64_t last) {
+    parallel_for(planes, team_for(planes * hw), [&](int64_t first, int64_t last) {
         for (int64_t p = first; p < last; ++p)
             for (int64_t oy = 0; oy < s.oh; ++oy) {
                 const float* top = x + p * hw + 2 * oy * s.w;
@@ -151,7 +151,7 @@ bool max_pool_2x2_backward(const Pool2dShape& s, const float* x, const float* y,
                            bool relu) {
     if (!max_pool_2x2_takes(s)) return false;
     const int64_t planes = s.n * s.c, hw = s.h * s.w, ohw = s.oh * s.ow, covered = 2 * s.oh * s.w;
-    parallel_for(planes, planes * hw > kParallelMin, [&](int64_t first, int64_t last) {
+    parallel_for(planes, team_for(planes * hw), [&](int64_t first, int64_t last) {
         for (int64_t p = first; p < last; ++p) {
             for (int64_t oy = 0; oy < s.oh; ++oy) {
                 const float* top = x + p * hw + 2 * oy * s.w;

@@ -17,11 +17,11 @@ template <class T> [[gnu::always_inline]] inline T sigmoid(T x) { return unary_v
 template <class T> [[gnu::always_inline]] inline T tanh_of(T x) { return unary_value<Unary::tanh>(x, T(0), T(0)); }
 
 // Rows share the threads when a step has enough of them: each element costs four exponentials.
-bool worth_threads(int64_t n, int64_t h) { return n > 1 && n * h * 8 > kParallelMin; }
+int64_t team(int64_t n, int64_t h) { return n > 1 ? team_for(n * h * 8) : 1; }
 
 template <class T>
 void cell(int64_t n, int64_t h, T* gates, int64_t ld_gates, const T* c_prev, T* c, T* h_out, int64_t ld_h) {
-    parallel_for(n, worth_threads(n, h), [=](int64_t first, int64_t last) {
+    parallel_for(n, team(n, h), [=](int64_t first, int64_t last) {
         for (int64_t r = first; r < last; ++r) {
             T* gi = gates + r * ld_gates;
             T *gf = gi + h, *gg = gi + 2 * h, *go = gi + 3 * h;
@@ -43,7 +43,7 @@ void cell(int64_t n, int64_t h, T* gates, int64_t ld_gates, const T* c_prev, T* 
 template <class T>
 void cell_backward(int64_t n, int64_t h, const T* gates, int64_t ld_gates, const T* c_prev, const T* c, const T* gh,
                    int64_t ld_gh, const T* gh_next, T* gc, T* dgates) {
-    parallel_for(n, worth_threads(n, h), [=](int64_t first, int64_t last) {
+    parallel_for(n, team(n, h), [=](int64_t first, int64_t last) {
         for (int64_t r = first; r < last; ++r) {
             const T* gi = gates + r * ld_gates;
             const T *gf = gi + h, *gg = gi + 2 * h, *go = gi + 3 * h;

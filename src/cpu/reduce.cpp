@@ -109,9 +109,10 @@ void reduce_typed(int64_t outer, int64_t n, int64_t inner, const T* src, typenam
     using State = typename Op::State;
     if (inner == 1) {
         constexpr int kMaxParts = 64;
-        const int64_t parts = outer < threads() && n >= 4 * kParallelMin ? std::min(threads(), kMaxParts) : 1;
+        const int64_t parts =
+            outer < threads() && n >= 4 * kParallelMin ? std::min<int64_t>({threads(), team_for(n), kMaxParts}) : 1;
         if (parts == 1) {
-            parallel_for(outer, outer * n > kParallelMin, [&](int64_t first, int64_t last) {
+            parallel_for(outer, team_for(outer * n), [&](int64_t first, int64_t last) {
                 for (int64_t o = first; o < last; ++o) dst[o] = Op::finish(Op::scan(src + o * n, 0, n), n);
             });
             return;
@@ -120,7 +121,7 @@ void reduce_typed(int64_t outer, int64_t n, int64_t inner, const T* src, typenam
         for (int64_t o = 0; o < outer; ++o) {
             State partial[kMaxParts];
             const T* row = src + o * n;
-            parallel_for(parts, true, [&](int64_t first, int64_t last) {
+            parallel_for(parts, parts, [&](int64_t first, int64_t last) {
                 for (int64_t p = first; p < last; ++p) partial[p] = Op::scan(row, n * p / parts, n * (p + 1) / parts);
             });
             State s = partial[0];
@@ -132,7 +133,7 @@ void reduce_typed(int64_t outer, int64_t n, int64_t inner, const T* src, typenam
     // Strided columns: a block of consecutive columns advances together, one row at a time.
     constexpr int64_t block = 64;
     const int64_t blocks = (inner + block - 1) / block;
-    parallel_for(outer * blocks, outer * n * inner > kParallelMin, [&](int64_t first, int64_t last) {
+    parallel_for(outer * blocks, team_for(outer * n * inner), [&](int64_t first, int64_t last) {
         for (int64_t task = first; task < last; ++task) {
             const int64_t o = task / blocks, i0 = (task % blocks) * block, len = std::min(block, inner - i0);
             const T* column = src + o * n * inner + i0;

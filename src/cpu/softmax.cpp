@@ -130,7 +130,7 @@ template <class Body>
 void for_each_block(int64_t outer, int64_t n, int64_t inner, Body&& body) {
     const int64_t width = inner == 1 ? 1 : kColumns;
     const int64_t blocks = (inner + width - 1) / width;
-    parallel_for(outer * blocks, outer * n * inner > kParallelMin / 8, [&](int64_t first, int64_t last) {
+    parallel_for(outer * blocks, team_for(outer * n * inner, kParallelMin / 8), [&](int64_t first, int64_t last) {
         for (int64_t task = first; task < last; ++task) {
             const int64_t o = task / blocks, i0 = (task % blocks) * width;
             body(o * n * inner + i0, std::min(width, inner - i0));

@@ -61,7 +61,7 @@ void for_each_row(const Walk<K>& w, Row&& row) {
     for (int d = 0; d < outer; ++d) rows *= w.shape[d];
     const int64_t total = rows * length;
     if (total == 0) return;
-    const bool worth_threads = total > kParallelMin;
+    const int64_t team = team_for(total);
 
     const auto offsets_of = [&](int64_t r, int64_t* index, int64_t* offset) {
         for (int k = 0; k < K; ++k) offset[k] = 0;
@@ -72,9 +72,9 @@ void for_each_row(const Walk<K>& w, Row&& row) {
         }
     };
 
-    if (worth_threads && rows < threads()) {  // few long rows: split each one
-        const int64_t pieces = std::min((threads() + rows - 1) / rows, length);
-        parallel_for(rows * pieces, true, [&](int64_t first, int64_t last) {
+    if (team > 1 && rows < std::min<int64_t>(team, threads())) {  // few long rows: split each one
+        const int64_t pieces = std::min((std::min<int64_t>(team, threads()) + rows - 1) / rows, length);
+        parallel_for(rows * pieces, team, [&](int64_t first, int64_t last) {
             for (int64_t p = first; p < last; ++p) {
                 int64_t index[kMaxDims], offset[K];
                 offsets_of(p / pieces, index, offset);
@@ -86,7 +86,7 @@ void for_each_row(const Walk<K>& w, Row&& row) {
         return;
     }
 
-    parallel_for(rows, worth_threads, [&](int64_t first, int64_t last) {
+    parallel_for(rows, team, [&](int64_t first, int64_t last) {
         int64_t index[kMaxDims], offset[K];
         offsets_of(first, index, offset);
         for (int64_t r = first; r < last; ++r) {

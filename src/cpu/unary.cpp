@@ -57,13 +57,13 @@ template <Unary op, class T>
 template <Unary op, class T>
 void unary_loop(int64_t n, const T* x, T* y, T a, T b) {
     constexpr int64_t grain = is_cheap(op) ? kParallelMin : kParallelMin / 16;
-    parallel_for(n, n > grain, [=](int64_t begin, int64_t end) { unary_range<op>(begin, end, x, y, a, b); });
+    parallel_for(n, team_for(n, grain), [=](int64_t begin, int64_t end) { unary_range<op>(begin, end, x, y, a, b); });
 }
 
 template <Unary op, class T>
 void unary_backward_loop(int64_t n, const T* x, const T* y, const T* gy, T* gx, T a, T b) {
     constexpr int64_t grain = is_cheap(op) ? kParallelMin : kParallelMin / 16;
-    parallel_for(n, n > grain,
+    parallel_for(n, team_for(n, grain),
                  [=](int64_t begin, int64_t end) { unary_backward_range<op>(begin, end, x, y, gy, gx, a, b); });
 }
 
