@@ -925,6 +925,150 @@ TEST(CpuReduce, BoolAndBytesAndEmptyAxes) {
     EXPECT_THROW(cpu().reduce(0, be::Reduce::max, DType::f64, 3, 0, 1, nullptr, sums.data()), fluxion::ValueError);
 }
 
+// ---------------------------------------------------------------- f16 and bf16 in the elementwise kernels
+
+// The elementwise kernels and the reductions compute f16 and bf16 in their own loops (half.hpp's
+// load and store). What they must give is what the f32 kernel gives on the widened operands,
+// rounded once: that result, bit for bit (any NaN for a NaN), on values that include NaN, ±inf, ±0,
+// the largest finite values and f16's subnormals, in sizes that split among threads.
+class HalfElements {
+public:
+    HalfElements(DType t, int64_t n, unsigned seed, double lo = -4, double hi = 4) : t_(t), bits_(std::size_t(n)) {
+        const auto values = random_values(n, lo, hi, seed);
+        std::vector<float> f(values.begin(), values.end());
+        const float big = t == DType::f16 ? 65504.0f : 3.3e38f, tiny = t == DType::f16 ? 3e-7f : 1e-39f;
+        const float specials[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                                  -std::numeric_limits<float>::infinity(), 0.0f, -0.0f, big, -big, tiny, -tiny};
+        for (std::size_t i = 0; i < f.size(); i += 97) f[i] = specials[(i / 97) % std::size(specials)];
+        cpu().cast(0, DType::f32, t, n, f.data(), bits_.data());
+    }
+    const void* data() const { return bits_.data(); }
+    std::vector<float> widened() const { return widen(t_, bits_); }
+    static std::vector<float> widen(DType t, const std::vector<std::uint16_t>& bits) {
+        std::vector<float> f(bits.size());
+        cpu().cast(0, t, DType::f32, int64_t(bits.size()), bits.data(), f.data());
+        return f;
+    }
+    static std::vector<std::uint16_t> narrow(DType t, const std::vector<float>& f) {
+        std::vector<std::uint16_t> bits(f.size());
+        cpu().cast(0, DType::f32, t, int64_t(f.size()), f.data(), bits.data());
+        return bits;
+    }
+
+private:
+    DType t_;
+    std::vector<std::uint16_t> bits_;
+};
+
+// Equal bits, or both NaN (a NaN's payload is not part of the contract).
+void expect_same_halves(DType t, const std::vector<std::uint16_t>& got, const std::vector<std::uint16_t>& want,
+                        const std::string& what) {
+    ASSERT_EQ(got.size(), want.size());
+    const auto g = HalfElements::widen(t, got), w = HalfElements::widen(t, want);
+    for (std::size_t i = 0; i < got.size(); ++i)
+        ASSERT_TRUE(got[i] == want[i] || (std::isnan(g[i]) && std::isnan(w[i])))
+            << fluxion::name(t) << " " << what << " element " << i << ": " << g[i] << " where the f32 kernel gave "
+            << w[i];
+}
+
+constexpr DType kHalfTypes[] = {DType::f16, DType::bf16};
+
+TEST(CpuHalf, UnaryIsTheF32KernelRoundedOnce) {
+    const int64_t n = 3 * be::cpu::kParallelMin + 7;
+    const double a = 0.5, b = 1.5;
+    for (DType t : kHalfTypes)
+        for (int code = 0; code < int(be::Unary::count); ++code) {
+            const auto op = be::Unary(code);
+            const std::string name = fluxion::detail::unary_name(op);
+            const HalfElements x(t, n, 51), gy(t, n, 52, -1, 1);
+            std::vector<std::uint16_t> y(n), gx(n);
+            cpu().unary(0, op, t, n, x.data(), y.data(), a, b);
+            cpu().unary_backward(0, op, t, n, x.data(), y.data(), gy.data(), gx.data(), a, b);
+            const auto xf = x.widened(), yf = HalfElements::widen(t, y), gyf = gy.widened();
+            std::vector<float> want(n), want_g(n);
+            cpu().unary(0, op, DType::f32, n, xf.data(), want.data(), a, b);
+            cpu().unary_backward(0, op, DType::f32, n, xf.data(), yf.data(), gyf.data(), want_g.data(), a, b);
+            expect_same_halves(t, y, HalfElements::narrow(t, want), name);
+            expect_same_halves(t, gx, HalfElements::narrow(t, want_g), name + " gradient");
+        }
+}
+
+TEST(CpuHalf, BinaryIsTheF32KernelRoundedOnce) {
+    struct Views {
+        be::Strided a, b;
+        int64_t a_size, b_size;
+    };
+    const Views cases[] = {
+        {view({70001}), view({70001}), 70001, 70001},                             // contiguous, among threads
+        {view({256, 1024}), view({256, 1024}, {0, 1}), 256 * 1024, 1024},         // a bias row
+        {view({3, 7}, {0, 0}), view({3, 7}), 1, 21},                              // a scalar on the left
+        {view({2, 3, 4}, {4, 0, 1}), view({2, 3, 4}, {0, 1, 0}), 8, 3},           // an outer product
+        {view({40, 50}, {1, 40}), view({40, 50}, {50, 1}), 2000, 2000},           // a transposed operand
+    };
+    for (DType t : kHalfTypes)
+        for (const Views& c : cases)
+            for (int code = 0; code <= int(be::Binary::ge); ++code) {
+                const auto op = be::Binary(code);
+                const bool comparison = op >= be::Binary::eq;
+                const int64_t n = numel(c.a);
+                const HalfElements a(t, c.a_size, 53), b(t, c.b_size, 54);
+                const auto af = a.widened(), bf = b.widened();
+                if (comparison) {
+                    std::vector<std::uint8_t> got(n), want(n);
+                    cpu().binary(0, op, t, &c.a, a.data(), &c.b, b.data(), got.data());
+                    cpu().binary(0, op, DType::f32, &c.a, af.data(), &c.b, bf.data(), want.data());
+                    ASSERT_EQ(got, want) << fluxion::name(t) << " comparison " << code;
+                } else {
+                    std::vector<std::uint16_t> got(n);
+                    std::vector<float> want(n);
+                    cpu().binary(0, op, t, &c.a, a.data(), &c.b, b.data(), got.data());
+                    cpu().binary(0, op, DType::f32, &c.a, af.data(), &c.b, bf.data(), want.data());
+                    expect_same_halves(t, got, HalfElements::narrow(t, want), "binary op " + std::to_string(code));
+                }
+            }
+}
+
+TEST(CpuHalf, ReductionsAreTheF32KernelRoundedOnce) {
+    struct Layout {
+        int64_t outer, n, inner;
+    };
+    for (DType t : kHalfTypes)
+        for (const Layout l : {Layout{3, 1000, 1}, Layout{1, 4 * be::cpu::kParallelMin + 5, 1}, Layout{4, 50, 70},
+                               Layout{2, 1, 3}}) {
+            const int64_t count = l.outer * l.n * l.inner, outs = l.outer * l.inner;
+            for (int code = 0; code <= int(be::Reduce::argmin); ++code) {
+                const auto op = be::Reduce(code);
+                // With NaNs and infinities, and without (a sum of finite values is then finite).
+                for (bool specials : {true, false}) {
+                    std::vector<std::uint16_t> src(count);
+                    const HalfElements with(t, count, 55);
+                    if (specials) {
+                        std::memcpy(src.data(), with.data(), src.size() * 2);
+                    } else {
+                        const auto values = random_values(count, -3, 3, 56);
+                        src = HalfElements::narrow(t, std::vector<float>(values.begin(), values.end()));
+                    }
+                    const auto srcf = HalfElements::widen(t, src);
+                    const std::string what = std::string("reduce op ") + std::to_string(code) + " of {" +
+                                             std::to_string(l.outer) + ", " + std::to_string(l.n) + ", " +
+                                             std::to_string(l.inner) + "}";
+                    if (op == be::Reduce::argmax || op == be::Reduce::argmin) {
+                        std::vector<int64_t> got(outs), want(outs);
+                        cpu().reduce(0, op, t, l.outer, l.n, l.inner, src.data(), got.data());
+                        cpu().reduce(0, op, DType::f32, l.outer, l.n, l.inner, srcf.data(), want.data());
+                        ASSERT_EQ(got, want) << fluxion::name(t) << " " << what;
+                    } else {
+                        std::vector<std::uint16_t> got(outs);
+                        std::vector<float> want(outs);
+                        cpu().reduce(0, op, t, l.outer, l.n, l.inner, src.data(), got.data());
+                        cpu().reduce(0, op, DType::f32, l.outer, l.n, l.inner, srcf.data(), want.data());
+                        expect_same_halves(t, got, HalfElements::narrow(t, want), what);
+                    }
+                }
+            }
+        }
+}
+
 // ---------------------------------------------------------------- gemm
 
 template <class T>

@@ -84,7 +84,9 @@ private:
     // gradients widened to f32 and unscaled, and a one-element tensor that is 0 when every gradient
     // is finite and NaN otherwise: a gradient's max and min carry any NaN in it (every backend's
     // kernel contract) and its infinities, and 0 times either is NaN. Exact, with no sum that could
-    // overflow, and two reads of each gradient where sum(g * 0) also wrote a copy of it.
+    // overflow, and two reads of each gradient where sum(g * 0) also wrote a copy of it. Unscaled,
+    // the gradients are read in the compute type, half the bytes of their f32 copies and as finite
+    // (widening is exact); scaled, the f32 quotients are read, which a tiny scale could overflow.
     struct Pass {
         Tensor loss;
         Grads grads;
@@ -101,13 +103,19 @@ private:
             compute_));
         NoGrad no_grad;
         Pass pass{loss, f32(grads), Tensor()};
-        if (scale_ != 1) pass.grads = fmap([&](const Tensor& g) { return g / scale_; }, pass.grads);
-        for_each_tensor(pass.grads, [&](const Tensor& g) {
+        const auto check = [&](const Tensor& g) {
             if (g.numel() == 0) return;
             Tensor zero = max(g) * 0.0 + min(g) * 0.0;
             pass.nonfinite = pass.nonfinite.defined() ? pass.nonfinite + zero : zero;
-        });
+        };
+        if (scale_ != 1) {
+            pass.grads = fmap([&](const Tensor& g) { return g / scale_; }, pass.grads);
+            for_each_tensor(pass.grads, check);
+        } else {
+            for_each_tensor(grads, check);
+        }
         if (!pass.nonfinite.defined()) pass.nonfinite = zeros({}, {.device = loss.device()});
+        pass.nonfinite = pass.nonfinite.to(DType::f32);
         return pass;
     }
     // step, with check(loss) run before the update (if it throws, nothing changed).

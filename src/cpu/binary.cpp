@@ -1,4 +1,5 @@
-// Broadcasting elementwise kernels of two and three operands: binary and where.
+// Broadcasting elementwise kernels of two and three operands: binary and where. binary computes
+// f16 and bf16 elements in f32 inside its loops and rounds each result once (half.hpp).
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -94,9 +95,18 @@ std::string kernel_name(Binary op) {
     throw ValueError("binary: unknown op code " + std::to_string(int(op)));
 }
 
+// The result of op on two elements: bool for a comparison, else an element of T (a 16-bit float
+// computed in f32 and rounded once).
+template <Binary op, class T>
+auto element(Compute<T> a, Compute<T> b) {
+    if constexpr (!is_half_v<T>) return binary_value<op>(a, b);
+    else if constexpr (std::is_same_v<decltype(binary_value<op>(a, b)), bool>) return binary_value<op>(a, b);
+    else return store<T>(binary_value<op>(a, b));
+}
+
 template <Binary op, class T>
 void binary_typed(const Walk<3>& w, const T* a, const T* b, void* out_data) {
-    using Out = decltype(binary_value<op>(T{}, T{}));
+    using Out = decltype(element<op, T>(Compute<T>{}, Compute<T>{}));
     Out* out = static_cast<Out*>(out_data);
     const int last = w.ndim - 1;
     const int64_t sa = w.strides[0][last], sb = w.strides[1][last];
@@ -105,15 +115,15 @@ void binary_typed(const Walk<3>& w, const T* a, const T* b, void* out_data) {
         const T* pb = b + offset[1];
         Out* po = out + offset[2];
         if (sa == 1 && sb == 1) {
-            for (int64_t i = 0; i < n; ++i) po[i] = binary_value<op>(pa[i], pb[i]);
+            for (int64_t i = 0; i < n; ++i) po[i] = element<op, T>(load(pa[i]), load(pb[i]));
         } else if (sa == 1 && sb == 0) {
-            const T vb = *pb;
-            for (int64_t i = 0; i < n; ++i) po[i] = binary_value<op>(pa[i], vb);
+            const auto vb = load(*pb);
+            for (int64_t i = 0; i < n; ++i) po[i] = element<op, T>(load(pa[i]), vb);
         } else if (sa == 0 && sb == 1) {
-            const T va = *pa;
-            for (int64_t i = 0; i < n; ++i) po[i] = binary_value<op>(va, pb[i]);
+            const auto va = load(*pa);
+            for (int64_t i = 0; i < n; ++i) po[i] = element<op, T>(va, load(pb[i]));
         } else {
-            for (int64_t i = 0; i < n; ++i) po[i] = binary_value<op>(pa[i * sa], pb[i * sb]);
+            for (int64_t i = 0; i < n; ++i) po[i] = element<op, T>(load(pa[i * sa]), load(pb[i * sb]));
         }
     });
 }
@@ -170,7 +180,7 @@ void binary(int device, Binary op, DType t, const Strided* a_view, const void* a
     int64_t out_strides[kMaxDims];
     contiguous_strides(a_view->ndim, a_view->shape, out_strides);
     const Walk<3> w = simplify<3>(a_view->ndim, a_view->shape, {a_view->strides, b_view->strides, out_strides});
-    dispatch_plain(t, kernel.c_str(), [&](auto tag) {
+    dispatch_any(t, kernel.c_str(), [&](auto tag) {
         using T = decltype(tag);
         binary_dispatch(op, kernel.c_str(), w, static_cast<const T*>(a), static_cast<const T*>(b), out);
     });

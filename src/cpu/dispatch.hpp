@@ -30,8 +30,10 @@ inline DTypeError unsupported(const char* kernel, DType t, const char* supported
                       supported + "); cast the tensor to one of those first");
 }
 
-// The types the table's entries accept: f16 and bf16 reach the dispatchers below widened to f32
-// (widen.cpp), so they count among the supported types of every kernel that computes.
+// The types the table's entries accept. f16 and bf16 are computed in f32: the elementwise kernels
+// and the reductions take them natively (dispatch_float_or_half, dispatch_any: half.hpp's load and
+// store in their loops), the others receive f32 copies from widen.cpp. Either way they count among
+// the supported types of every kernel that computes.
 inline constexpr const char* kFloatTypes = "f32, f64, f16, bf16";
 inline constexpr const char* kNumericTypes = "f32, f64, f16, bf16, i32, i64, u8";
 inline constexpr const char* kPlainTypes = "f32, f64, f16, bf16, i32, i64, u8, bool";
@@ -45,6 +47,16 @@ decltype(auto) dispatch_float(DType t, const char* kernel, F&& f) {
         case DType::f32: return f(float{});
         case DType::f64: return f(double{});
         default: throw unsupported(kernel, t, kFloatTypes);
+    }
+}
+
+// f32, f64 and the 16-bit floats, which the kernel computes in float (half.hpp's Compute).
+template <class F>
+decltype(auto) dispatch_float_or_half(DType t, const char* kernel, F&& f) {
+    switch (t) {
+        case DType::f16: return f(Half{});
+        case DType::bf16: return f(BFloat16{});
+        default: return dispatch_float(t, kernel, static_cast<F&&>(f));
     }
 }
 

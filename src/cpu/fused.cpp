@@ -13,13 +13,14 @@
 namespace fluxion::backend::cpu {
 namespace {
 
+// The types the convolution kernels take as they are; f16 and bf16 go through widen.cpp.
 bool one_pass(DType t) { return t == DType::f32 || t == DType::f64; }
 
 // The broadcast add of a {1, k, 1, 1} bias to y {n, k, oh, ow}, in place, as binary's add.
 void add_bias(DType t, const Conv2dShape& s, const void* bias, void* y) {
     const Strided yv{4, {s.n, s.k, s.oh, s.ow}, {s.k * s.oh * s.ow, s.oh * s.ow, s.ow, 1}};
     const Strided bv{4, {s.n, s.k, s.oh, s.ow}, {0, 1, 0, 0}};
-    widen::binary(0, Binary::add, t, &yv, y, &bv, bias, y);
+    binary(0, Binary::add, t, &yv, y, &bv, bias, y);
 }
 
 }  // namespace
@@ -32,7 +33,7 @@ void conv2d_epilogue(int device, DType t, const Conv2dShape* sp, const void* x, 
     if (!one_pass(t)) {
         widen::conv2d(device, t, &s, x, w, y);
         if (e.bias) add_bias(t, s, bias, y);
-        if (e.activation) widen::unary(device, e.op, t, count, y, y, e.a, e.b);
+        if (e.activation) unary(device, e.op, t, count, y, y, e.a, e.b);
         return;
     }
     const bool relu = e.activation && e.op == Unary::relu;
@@ -74,11 +75,12 @@ void pool2d_backward_activation(int device, Pool op, DType t, const Pool2dShape*
                               static_cast<const float*>(gy), static_cast<float*>(gx), true))
         return;
     widen::pool2d_backward(device, op, t, s, x, y, gy, gx);
-    widen::unary_backward(device, act, t, s->n * s->c * s->h * s->w, x, x, gx, gx, 0, 0);
+    unary_backward(device, act, t, s->n * s->c * s->h * s->w, x, x, gx, gx, 0, 0);
 }
 
 // Elements per block of a chain: unary runs a block of this size inline (its threshold for costly
-// ops), and a block of f64 (16 KiB) stays in the L1 cache.
+// ops), and a block of f64 (16 KiB) stays in the L1 cache. Every type goes block by block: unary and
+// binary compute f16 and bf16 in registers, rounding after each step as the eager ops do.
 constexpr int64_t kChainBlock = kParallelMin / 16;
 
 void elementwise_chain(int device, DType t, int64_t n, const ElementwiseStep* steps, std::size_t count,
@@ -87,24 +89,6 @@ void elementwise_chain(int device, DType t, int64_t n, const ElementwiseStep* st
     std::size_t others = 0;
     for (std::size_t s = 0; s < count; ++s) others += steps[s].binary ? 1 : 0;
     char* const y = static_cast<char*>(ptrs[1 + others]);
-    if (!one_pass(t)) {  // step by step over the whole, in place on y from the second step
-        Strided value{1, {n}, {1}}, other{1, {n}, {1}};
-        const void* in = ptrs[0];
-        std::size_t next_other = 1;
-        for (std::size_t s = 0; s < count; ++s) {
-            const ElementwiseStep& step = steps[s];
-            if (!step.binary) {
-                widen::unary(device, step.unary_op, t, n, in, y, step.a, step.b);
-            } else {
-                other.strides[0] = step.other_scalar ? 0 : 1;
-                const void* o = ptrs[next_other++];
-                if (step.value_first) widen::binary(device, step.binary_op, t, &value, in, &other, o, y);
-                else widen::binary(device, step.binary_op, t, &other, o, &value, in, y);
-            }
-            in = y;
-        }
-        return;
-    }
     const int64_t blocks = (n + kChainBlock - 1) / kChainBlock;
     parallel_for(blocks, team_for(n), [&](int64_t begin, int64_t end) {
         for (int64_t block = begin; block < end; ++block) {

@@ -3,6 +3,7 @@
 #pragma once
 #include <bit>
 #include <cstdint>
+#include <type_traits>
 
 namespace fluxion::backend::cpu {
 
@@ -50,6 +51,29 @@ inline BFloat16 to_bfloat16(float f) {
     if ((x & 0x7fffffffu) > 0x7f800000u) return {std::uint16_t((x >> 16) | 0x40u)};  // keep NaN quiet
     const std::uint32_t rounding = 0x7fffu + ((x >> 16) & 1u);
     return {std::uint16_t((x + rounding) >> 16)};
+}
+
+template <class T>
+inline constexpr bool is_half_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
+// The type a kernel computes an element of type T in: float for the 16-bit floats, T itself for
+// every other type. A kernel written as store<T>(f(load(x))) over T's storage then computes f16
+// and bf16 in f32 and rounds each result once, in one pass and in registers, with no f32 copy of
+// its operands.
+template <class T>
+using Compute = std::conditional_t<is_half_v<T>, float, T>;
+
+template <class T>
+Compute<T> load(T x) {
+    if constexpr (is_half_v<T>) return to_float(x);
+    else return x;
+}
+
+template <class T>
+T store(Compute<T> v) {
+    if constexpr (std::is_same_v<T, Half>) return to_half(v);
+    else if constexpr (std::is_same_v<T, BFloat16>) return to_bfloat16(v);
+    else return v;
 }
 
 }  // namespace fluxion::backend::cpu

@@ -138,17 +138,12 @@ void lstm_cell_backward(int device, DType t, int64_t n, int64_t h, const void* g
 void optimiser_step(int device, Optimiser rule, DType t, int64_t n, void* param, const void* grad, void* state1,
                     void* state2, void* state3, const OptimiserStep* hp);
 
-// ---- widen.cpp: the table's entries for the kernels that compute. f16 and bf16 run the f32 kernel
-// on widened copies and round the results back; every other type goes to the kernel above. ----
+// ---- widen.cpp: the table's entries for the kernels above that take no f16 or bf16 of their own:
+// the 16-bit floats run the f32 kernel on widened copies and round the results back; every other
+// type goes to the kernel above. ----
 namespace widen {
 void index_add(int device, DType t, int64_t outer, int64_t n_dst, int64_t inner, const void* src,
                const int64_t* idx, int64_t n_idx, void* dst);
-void unary(int device, Unary op, DType t, int64_t n, const void* x, void* y, double a, double b);
-void unary_backward(int device, Unary op, DType t, int64_t n, const void* x, const void* y, const void* gy,
-                    void* gx, double a, double b);
-void binary(int device, Binary op, DType t, const Strided* a_view, const void* a, const Strided* b_view,
-            const void* b, void* out);
-void reduce(int device, Reduce op, DType t, int64_t outer, int64_t n, int64_t inner, const void* src, void* dst);
 void gemm(int device, DType t, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
           const void* a, int64_t lda, int64_t stride_a, const void* b, int64_t ldb, int64_t stride_b, double beta,
           void* c, int64_t ldc, int64_t stride_c, int64_t batch);

@@ -13,9 +13,6 @@
 namespace fluxion::backend::cpu {
 namespace {
 
-template <class T>
-inline constexpr bool is_half_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
-
 // Element conversion as static_cast does it (to bool: x != 0); the 16-bit floats go through float.
 template <class To, class From>
 To convert(From x) {

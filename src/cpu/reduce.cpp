@@ -1,6 +1,8 @@
 // Reductions over the middle axis of {outer, n, inner}: sum, mean, max, min, argmax, argmin.
 // Floats accumulate sums in double; max, min, argmax and argmin let a NaN win, and the arg
-// reductions keep the first of equal extremes.
+// reductions keep the first of equal extremes. f16 and bf16 elements are read as floats (half.hpp's
+// load) and a result rounded once: a sum is rounded from double to float, then to its type, as
+// PyTorch's is; an extreme is one of the elements, exactly.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -26,13 +28,14 @@ bool is_nan(T x) {
 // others one `step` at a time; `merge` joins the States of two consecutive ranges.
 template <class T, bool mean>
 struct Sum {
-    using Acc = std::conditional_t<std::is_floating_point_v<T>, double, std::uint64_t>;  // integers wrap
+    using C = Compute<T>;
+    using Acc = std::conditional_t<std::is_floating_point_v<C>, double, std::uint64_t>;  // integers wrap
     using State = Acc;
     using Out = T;
-    static State start(T x, int64_t) { return Acc(x); }
-    static State step(State s, T x, int64_t) { return s + Acc(x); }
+    static State start(T x, int64_t) { return Acc(load(x)); }
+    static State step(State s, T x, int64_t) { return s + Acc(load(x)); }
     static State merge(State a, State b) { return a + b; }
-    static Out finish(State s, int64_t n) { return mean ? T(s / double(n)) : T(s); }
+    static Out finish(State s, int64_t n) { return store<T>(mean ? C(s / double(n)) : C(s)); }
 
     // Sixteen independent lanes let the compiler vectorise a sum it may not reorder.
     static State scan(const T* x, int64_t begin, int64_t end) {
@@ -40,65 +43,74 @@ struct Sum {
         Acc lane[lanes] = {};
         int64_t i = begin;
         for (; i + lanes <= end; i += lanes)
-            for (int l = 0; l < lanes; ++l) lane[l] += Acc(x[i + l]);
-        for (; i < end; ++i) lane[0] += Acc(x[i]);
+#pragma GCC unroll 1  // the loop vectoriser takes a loop over the lanes; unrolled, GCC 12 left them scalar
+            for (int l = 0; l < lanes; ++l) lane[l] += Acc(load(x[i + l]));
+        for (; i < end; ++i) lane[0] += Acc(load(x[i]));
         Acc total = 0;
         for (int l = 0; l < lanes; ++l) total += lane[l];
         return total;
     }
 };
 
-// `greater` picks max (true) or min (false).
+// `greater` picks max (true) or min (false). The state is the element read as a float for the
+// 16-bit types; storing it back is exact.
 template <class T, bool greater>
 struct Extreme {
-    using State = T;
+    using C = Compute<T>;
+    using State = C;
     using Out = T;
-    static bool beats(T x, T best) { return (greater ? x > best : x < best) || (is_nan(x) && !is_nan(best)); }
-    static State start(T x, int64_t) { return x; }
-    static State step(State s, T x, int64_t) { return beats(x, s) ? x : s; }
-    static State merge(State a, State b) { return step(a, b, 0); }
-    static Out finish(State s, int64_t) { return s; }
+    static bool beats(C x, C best) { return (greater ? x > best : x < best) || (is_nan(x) && !is_nan(best)); }
+    static State start(T x, int64_t) { return load(x); }
+    static State step(State s, T x, int64_t) { return take(s, load(x)); }
+    static State take(State s, C x) { return beats(x, s) ? x : s; }
+    static State merge(State a, State b) { return take(a, b); }
+    static Out finish(State s, int64_t) { return store<T>(s); }
     // Independent lanes vectorise when they only compare; NaNs are noted aside and win at the end.
     static State scan(const T* x, int64_t begin, int64_t end) {
         constexpr int lanes = 16;
-        State s = x[begin];
+        State s = load(x[begin]);
         int64_t i = begin + 1;
         bool nan = false;
         if (end - begin >= lanes) {
-            T lane[lanes];
+            C lane[lanes];
             int seen[lanes] = {};
-            for (int l = 0; l < lanes; ++l) lane[l] = x[begin + l];
+            for (int l = 0; l < lanes; ++l) lane[l] = load(x[begin + l]);
             for (i = begin + lanes; i + lanes <= end; i += lanes)
+#pragma GCC unroll 1  // as in Sum::scan
                 for (int l = 0; l < lanes; ++l) {
-                    const T v = x[i + l];
+                    const C v = load(x[i + l]);
                     lane[l] = (greater ? v > lane[l] : v < lane[l]) ? v : lane[l];
                     seen[l] |= is_nan(v);
                 }
             for (int l = 0; l < lanes; ++l) {
-                s = step(s, lane[l], 0);
+                s = take(s, lane[l]);
                 nan |= seen[l] != 0;
             }
         }
         for (; i < end; ++i) s = step(s, x[i], i);
-        if constexpr (std::is_floating_point_v<T>)
-            if (nan) return std::numeric_limits<T>::quiet_NaN();
+        if constexpr (std::is_floating_point_v<C>)
+            if (nan) return std::numeric_limits<C>::quiet_NaN();
         return s;
     }
 };
 
 template <class T, bool greater>
 struct ArgExtreme {
+    using C = Compute<T>;
     struct State {
-        T value;
+        C value;
         int64_t index;
     };
     using Out = int64_t;
-    static State start(T x, int64_t j) { return {x, j}; }
-    static State step(State s, T x, int64_t j) { return Extreme<T, greater>::beats(x, s.value) ? State{x, j} : s; }
+    static State start(T x, int64_t j) { return {load(x), j}; }
+    static State step(State s, T x, int64_t j) {
+        const C v = load(x);
+        return Extreme<T, greater>::beats(v, s.value) ? State{v, j} : s;
+    }
     static State merge(State a, State b) { return Extreme<T, greater>::beats(b.value, a.value) ? b : a; }
     static Out finish(State s, int64_t) { return s.index; }
     static State scan(const T* x, int64_t begin, int64_t end) {
-        State s{x[begin], begin};
+        State s{load(x[begin]), begin};
         for (int64_t i = begin + 1; i < end; ++i) s = step(s, x[i], i);
         return s;
     }
@@ -158,16 +170,18 @@ void reduce(int device, Reduce op, DType t, int64_t outer, int64_t n, int64_t in
         throw ValueError("reduce: unknown op code " + std::to_string(int(op)));
     const char* kernel = kReduceNames[int(op)];
     if (op == Reduce::sum && t == DType::boolean) throw unsupported(kernel, t, kNumericTypes);
-    if (op == Reduce::mean && t != DType::f32 && t != DType::f64) throw unsupported(kernel, t, kFloatTypes);
+    if (op == Reduce::mean && t != DType::f32 && t != DType::f64 && t != DType::f16 && t != DType::bf16)
+        throw unsupported(kernel, t, kFloatTypes);
     if (n == 0 && op != Reduce::sum && op != Reduce::mean)
         throw ValueError(std::string(kernel) + ": cannot reduce an axis of length 0; there is no extreme to return");
     if (outer * inner == 0) return;
-    dispatch_plain(t, kernel, [&](auto tag) {
+    dispatch_any(t, kernel, [&](auto tag) {
         using T = decltype(tag);
+        using C = Compute<T>;
         const T* x = static_cast<const T*>(src);
         if (n == 0) {  // the empty sum is 0 and the empty mean is NaN, as 0 / 0
             T* d = static_cast<T*>(dst);
-            const T value = op == Reduce::sum ? T(0) : T(std::numeric_limits<double>::quiet_NaN());
+            const T value = store<T>(op == Reduce::sum ? C(0) : C(std::numeric_limits<double>::quiet_NaN()));
             std::fill(d, d + outer * inner, value);
             return;
         }
@@ -178,7 +192,7 @@ void reduce(int device, Reduce op, DType t, int64_t outer, int64_t n, int64_t in
                 if constexpr (!std::is_same_v<T, bool>) reduce_typed<Sum<T, false>>(outer, n, inner, x, values);
                 return;
             case Reduce::mean:
-                if constexpr (std::is_floating_point_v<T>) reduce_typed<Sum<T, true>>(outer, n, inner, x, values);
+                if constexpr (std::is_floating_point_v<C>) reduce_typed<Sum<T, true>>(outer, n, inner, x, values);
                 return;
             case Reduce::max: return reduce_typed<Extreme<T, true>>(outer, n, inner, x, values);
             case Reduce::min: return reduce_typed<Extreme<T, false>>(outer, n, inner, x, values);

@@ -1,5 +1,6 @@
 // unary.cpp — elementwise functions of one tensor and their gradients: the op registry's formulas
-// (cpu/unary_formulas.hpp) in one loop per op.
+// (cpu/unary_formulas.hpp) in one loop per op. f16 and bf16 elements are computed in f32 inside
+// the loop and rounded once (half.hpp's load and store).
 #include <cmath>
 #include <string>
 #include <type_traits>
@@ -40,28 +41,34 @@ constexpr bool takes_integers(Unary op) {
 
 // Each op's loops are functions of their own: inlined into unary(), whose dispatch makes it very
 // large, GCC stopped inlining the elementary functions into them and left them scalar calls.
-template <Unary op, class T>
-[[gnu::noinline]] void unary_range(int64_t begin, int64_t end, const T* x, T* y, T a, T b) {
+template <Unary op, class T, class C = Compute<T>>
+[[gnu::noinline]] void unary_range(int64_t begin, int64_t end, const T* x, T* y, C a, C b) {
     if constexpr (std::is_integral_v<T>)
         for (int64_t i = begin; i < end; ++i) y[i] = integer_value<op>(x[i]);
     else
-        for (int64_t i = begin; i < end; ++i) y[i] = unary_value<op>(x[i], a, b);
+        for (int64_t i = begin; i < end; ++i) y[i] = store<T>(unary_value<op>(load(x[i]), a, b));
 }
 
-template <Unary op, class T>
+// x or y is null where the op's gradient does not read it (the formulas' `reads`).
+template <Unary op, class T, class C = Compute<T>>
 [[gnu::noinline]] void unary_backward_range(int64_t begin, int64_t end, const T* x, const T* y, const T* gy, T* gx,
-                                            T a, T b) {
-    for (int64_t i = begin; i < end; ++i) gx[i] = unary_gradient<op>(x[i], y[i], gy[i], a, b);
+                                            C a, C b) {
+    if constexpr (is_half_v<T>) {
+        for (int64_t i = begin; i < end; ++i)
+            gx[i] = store<T>(unary_gradient<op>(x ? load(x[i]) : C(0), y ? load(y[i]) : C(0), load(gy[i]), a, b));
+    } else {
+        for (int64_t i = begin; i < end; ++i) gx[i] = unary_gradient<op>(x[i], y[i], gy[i], a, b);
+    }
 }
 
-template <Unary op, class T>
-void unary_loop(int64_t n, const T* x, T* y, T a, T b) {
+template <Unary op, class T, class C = Compute<T>>
+void unary_loop(int64_t n, const T* x, T* y, C a, C b) {
     constexpr int64_t grain = is_cheap(op) ? kParallelMin : kParallelMin / 16;
     parallel_for(n, team_for(n, grain), [=](int64_t begin, int64_t end) { unary_range<op>(begin, end, x, y, a, b); });
 }
 
-template <Unary op, class T>
-void unary_backward_loop(int64_t n, const T* x, const T* y, const T* gy, T* gx, T a, T b) {
+template <Unary op, class T, class C = Compute<T>>
+void unary_backward_loop(int64_t n, const T* x, const T* y, const T* gy, T* gx, C a, C b) {
     constexpr int64_t grain = is_cheap(op) ? kParallelMin : kParallelMin / 16;
     parallel_for(n, team_for(n, grain),
                  [=](int64_t begin, int64_t end) { unary_backward_range<op>(begin, end, x, y, gy, gx, a, b); });
@@ -84,7 +91,7 @@ std::string kernel_name(const char* kernel, Unary op) {
     return std::string(kernel) + " ?";
 }
 
-bool is_float(DType t) { return t == DType::f32 || t == DType::f64; }
+bool is_float(DType t) { return t == DType::f32 || t == DType::f64 || t == DType::f16 || t == DType::bf16; }
 
 }  // namespace
 
@@ -101,9 +108,9 @@ void unary(int device, Unary op, DType t, int64_t n, const void* x, void* y, dou
             if (!is_float(t)) throw unsupported(kernel_name("unary", op).c_str(), t, "f32, f64, f16, bf16, i32, i64");
         }
         if (!is_float(t)) throw unsupported(kernel_name("unary", op).c_str(), t, kFloatTypes);
-        dispatch_float(t, "unary", [&](auto tag) {
+        dispatch_float_or_half(t, "unary", [&](auto tag) {
             using T = decltype(tag);
-            unary_loop<o>(n, static_cast<const T*>(x), static_cast<T*>(y), T(a), T(b));
+            unary_loop<o>(n, static_cast<const T*>(x), static_cast<T*>(y), Compute<T>(a), Compute<T>(b));
         });
     });
 }
@@ -113,10 +120,10 @@ void unary_backward(int device, Unary op, DType t, int64_t n, const void* x, con
     if (!is_float(t)) throw unsupported(kernel_name("unary_backward", op).c_str(), t, kFloatTypes);
     with_op(op, [&](auto constant) {
         constexpr Unary o = decltype(constant)::value;
-        dispatch_float(t, "unary_backward", [&](auto tag) {
+        dispatch_float_or_half(t, "unary_backward", [&](auto tag) {
             using T = decltype(tag);
             unary_backward_loop<o>(n, static_cast<const T*>(x), static_cast<const T*>(y), static_cast<const T*>(gy),
-                                   static_cast<T*>(gx), T(a), T(b));
+                                   static_cast<T*>(gx), Compute<T>(a), Compute<T>(b));
         });
     });
 }

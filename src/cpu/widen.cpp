@@ -1,6 +1,10 @@
-// The computing entries of the CPU table for f16 and bf16: the operands are widened to f32, the f32
-// kernel runs (so sums, dot products and convolutions accumulate in f32) and the results are
-// rounded back once, to nearest even. Every other type goes straight to its kernel.
+// The CPU table's entries for the kernels that cannot compute f16 and bf16 in their own loops
+// (products, convolutions, pools, softmax, index_add, the optimiser step): the operands are widened
+// to f32, the f32 kernel runs (so sums, dot products and convolutions accumulate in f32) and the
+// results are rounded back once, to nearest even. Every other type goes straight to its kernel.
+// The elementwise kernels and the reductions compute the 16-bit types themselves, in registers
+// (half.hpp's Compute), and are not here: a whole-tensor f32 copy of every operand and result
+// tripled the memory traffic of the ops that are all memory traffic.
 //
 // bf16 matrix products and convolutions go first to oneDNN's native bf16 kernels where they are
 // faster than f32 ones on this CPU (onednn_bf16_preferred(); matmul_onednn.cpp, conv_onednn.cpp):
@@ -87,34 +91,6 @@ private:
     bool owned_;
 };
 
-// A strided operand widened over the span of elements its view can reach (strides may be zero
-// or negative), keeping its strides: `view` indexes the result as it indexed `src`.
-struct WidenedView {
-    WidenedView(DType t, const Strided& view, const void* src)
-        : span(reach(view)), copy(t, span.count(), at(t, src, span.low)) {}
-    const float* data() const { return copy.data() ? copy.data() - span.low : nullptr; }
-
-    struct Span {
-        int64_t low = 0, high = 0;  // element offsets reached, relative to the view's start
-        int64_t count() const { return high - low + 1; }
-    };
-    static Span reach(const Strided& view) {
-        Span s;
-        for (int d = 0; d < view.ndim; ++d) {
-            if (view.shape[d] == 0) return {0, -1};
-            const int64_t last = (view.shape[d] - 1) * view.strides[d];
-            (last < 0 ? s.low : s.high) += last;
-        }
-        return s;
-    }
-    static const void* at(DType t, const void* src, int64_t offset) {
-        return static_cast<const char*>(src) + offset * int64_t(itemsize(t));
-    }
-
-    Span span;
-    F32 copy;
-};
-
 // Elements of a row-major matrix batch reached by op(X) of `rows` × `cols` with leading dimension
 // `ld`, `batch` matrices `stride` apart (a stride of 0 repeats one matrix).
 int64_t matrix_reach(int64_t rows, int64_t cols, int64_t ld, int64_t stride, int64_t batch) {
@@ -130,44 +106,6 @@ void index_add(int device, DType t, int64_t outer, int64_t n_dst, int64_t inner,
     F32 s(t, outer * n_idx * inner, src), d(t, outer * n_dst * inner, dst);
     cpu::index_add(device, DType::f32, outer, n_dst, inner, s.data(), idx, n_idx, d.data());
     d.narrow(dst);
-}
-
-void unary(int device, Unary op, DType t, int64_t n, const void* x, void* y, double a, double b) {
-    if (!is_half(t)) return cpu::unary(device, op, t, n, x, y, a, b);
-    F32 wx(t, n, x), wy(t, n, nullptr);
-    cpu::unary(device, op, DType::f32, n, wx.data(), wy.data(), a, b);
-    wy.narrow(y);
-}
-
-void unary_backward(int device, Unary op, DType t, int64_t n, const void* x, const void* y, const void* gy, void* gx,
-                    double a, double b) {
-    if (!is_half(t)) return cpu::unary_backward(device, op, t, n, x, y, gy, gx, a, b);
-    F32 wx(t, x ? n : 0, x), wy(t, y ? n : 0, y), wgy(t, n, gy), wgx(t, n, nullptr);
-    cpu::unary_backward(device, op, DType::f32, n, wx.data(), wy.data(), wgy.data(), wgx.data(), a, b);
-    wgx.narrow(gx);
-}
-
-void binary(int device, Binary op, DType t, const Strided* a_view, const void* a, const Strided* b_view, const void* b,
-            void* out) {
-    if (!is_half(t)) return cpu::binary(device, op, t, a_view, a, b_view, b, out);
-    WidenedView wa(t, *a_view, a), wb(t, *b_view, b);
-    const bool compares = op >= Binary::eq;
-    int64_t n = 1;
-    for (int d = 0; d < a_view->ndim; ++d) n *= a_view->shape[d];
-    if (compares) return cpu::binary(device, op, DType::f32, a_view, wa.data(), b_view, wb.data(), out);
-    F32 wout(t, n, nullptr);
-    cpu::binary(device, op, DType::f32, a_view, wa.data(), b_view, wb.data(), wout.data());
-    wout.narrow(out);
-}
-
-void reduce(int device, Reduce op, DType t, int64_t outer, int64_t n, int64_t inner, const void* src, void* dst) {
-    if (!is_half(t)) return cpu::reduce(device, op, t, outer, n, inner, src, dst);
-    F32 ws(t, outer * n * inner, src);
-    if (op == Reduce::argmax || op == Reduce::argmin)
-        return cpu::reduce(device, op, DType::f32, outer, n, inner, ws.data(), dst);
-    F32 wd(t, outer * inner, nullptr);
-    cpu::reduce(device, op, DType::f32, outer, n, inner, ws.data(), wd.data());
-    wd.narrow(dst);
 }
 
 void gemm(int device, DType t, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const void* a,
