@@ -99,9 +99,9 @@ std::string kernel_name(Binary op) {
 // computed in f32 and rounded once).
 template <Binary op, class T>
 auto element(Compute<T> a, Compute<T> b) {
-    if constexpr (!is_half_v<T>) return binary_value<op>(a, b);
-    else if constexpr (std::is_same_v<decltype(binary_value<op>(a, b)), bool>) return binary_value<op>(a, b);
-    else return store<T>(binary_value<op>(a, b));
+    if constexpr (is_half_v<T> && !std::is_same_v<decltype(binary_value<op>(a, b)), bool>)
+        return store<T>(binary_value<op>(a, b));
+    else return binary_value<op>(a, b);
 }
 
 template <Binary op, class T>

@@ -1,8 +1,8 @@
 // Reductions over the middle axis of {outer, n, inner}: sum, mean, max, min, argmax, argmin.
 // Floats accumulate sums in double; max, min, argmax and argmin let a NaN win, and the arg
 // reductions keep the first of equal extremes. f16 and bf16 elements are read as floats (half.hpp's
-// load) and a result rounded once: a sum is rounded from double to float, then to its type, as
-// PyTorch's is; an extreme is one of the elements, exactly.
+// load) and a result rounded once: a sum is rounded from double to float, then to its type, as the
+// f32 kernel's result on widened copies was; an extreme is one of the elements, exactly.
 #include <algorithm>
 #include <cmath>
 #include <limits>
