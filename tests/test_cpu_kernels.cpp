@@ -21,6 +21,7 @@
 #include "core/backend.hpp"
 #include "core/ops/unary_registry.hpp"
 #include "cpu/fused.hpp"
+#include "cpu/gemm_half.hpp"
 #include "cpu/kernels.hpp"
 #include "cpu/onednn.hpp"
 #include "cpu/openblas.hpp"
@@ -1231,6 +1232,103 @@ TEST(CpuGemm, RejectsIntegersAndShortRows) {
     EXPECT_THROW(  // lda = 1 is shorter than a row of A
         cpu().gemm(0, DType::f32, false, false, 2, 2, 2, 1, f.data(), 1, 0, f.data(), 2, 0, 0, f.data(), 2, 0, 1),
         fluxion::ValueError);
+}
+
+// f16 and bf16 products (fluxion's packing kernel where the CPU has AVX2, gemm_half.cpp; else f32
+// copies) give the f32 product of the widened operands, rounded once: bit for bit where every f32
+// sum is exact (small integers), else within one unit in the last place of the result plus the
+// spread of summing in another order. The shapes cross the kernel's edges: 6 × 16 tiles cut short,
+// blocks 256 deep and 96 tall, every transpose, padded rows, a batch, alpha and beta.
+std::vector<std::uint16_t> half_values(DType t, int64_t n, unsigned seed, bool integers) {
+    auto v = random_values(n, -2.49, 2.49, seed);
+    if (integers)
+        for (auto& x : v) x = std::round(x);
+    const std::vector<float> f(v.begin(), v.end());
+    return HalfElements::narrow(t, f);
+}
+
+TEST(CpuHalf, GemmIsTheF32ProductOfTheWidenedOperandsRoundedOnce) {
+    struct Shape {
+        int64_t m, n, k;
+    };
+    const int64_t batch = 2, pad = 3;
+    for (DType t : kHalfTypes)
+        for (const Shape& s : {Shape{5, 7, 4}, Shape{70, 70, 60}, Shape{97, 35, 300}, Shape{13, 600, 520}})
+            for (bool integers : {true, false})
+                for (bool ta : {false, true})
+                    for (bool tb : {false, true}) {
+                        const int64_t lda = (ta ? s.m : s.k) + pad, ldb = (tb ? s.k : s.n) + pad, ldc = s.n + pad;
+                        const int64_t sa = (ta ? s.k : s.m) * lda, sb = (tb ? s.n : s.k) * ldb, sc = s.m * ldc;
+                        const auto a = half_values(t, batch * sa, 61, integers);
+                        const auto b = half_values(t, batch * sb, 62, integers);
+                        const auto c0 = half_values(t, batch * sc, 63, integers);
+                        const double alpha = integers ? 2.0 : 1.5, beta = integers ? -1.0 : -0.5;
+                        auto c = c0;
+                        cpu().gemm(0, t, ta, tb, s.m, s.n, s.k, alpha, a.data(), lda, sa, b.data(), ldb, sb, beta,
+                                   c.data(), ldc, sc, batch);
+                        const auto af = HalfElements::widen(t, a), bf = HalfElements::widen(t, b);
+                        auto wanted = HalfElements::widen(t, c0);
+                        cpu().gemm(0, DType::f32, ta, tb, s.m, s.n, s.k, alpha, af.data(), lda, sa, bf.data(), ldb,
+                                   sb, beta, wanted.data(), ldc, sc, batch);
+                        const auto want = HalfElements::narrow(t, wanted);
+                        const std::string what = std::string(integers ? "integers " : "") + std::to_string(s.m) +
+                                                 "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + " trans " +
+                                                 std::to_string(ta) + std::to_string(tb);
+                        if (integers) {
+                            expect_same_halves(t, c, want, what);
+                            continue;
+                        }
+                        const auto got = HalfElements::widen(t, c), exact = HalfElements::widen(t, want);
+                        const double ulp = t == DType::bf16 ? 0x1p-7 : 0x1p-10;
+                        for (int64_t p = 0; p < batch; ++p)
+                            for (int64_t i = 0; i < s.m; ++i)
+                                for (int64_t j = 0; j < ldc; ++j) {
+                                    const int64_t at = p * sc + i * ldc + j;
+                                    if (j >= s.n) {  // the padding between rows is untouched
+                                        ASSERT_EQ(c[at], c0[at]) << what;
+                                        continue;
+                                    }
+                                    double magnitude = std::abs(beta * double(HalfElements::widen(t, {c0[at]})[0]));
+                                    for (int64_t q = 0; q < s.k; ++q)
+                                        magnitude += std::abs(alpha * af[p * sa + (ta ? q * lda + i : i * lda + q)] *
+                                                              bf[p * sb + (tb ? j * ldb + q : q * ldb + j)]);
+                                    const double bound = ulp * std::abs(exact[at]) + 0x1p-22 * magnitude;
+                                    ASSERT_LE(std::abs(got[at] - exact[at]), bound)
+                                        << fluxion::name(t) << " " << what << " batch " << p << " (" << i << ", " << j
+                                        << ")";
+                                }
+                    }
+}
+
+// A NaN or an infinity in an operand reaches the results it takes part in, and only those.
+TEST(CpuHalf, GemmCarriesNanAndInfinityIntoTheirRowsAndColumns) {
+    const int64_t m = 7, n = 19, k = 300;
+    for (DType t : kHalfTypes) {
+        std::vector<float> af(m * k, 1.0f), bf(k * n, 0.5f);
+        af[2 * k + 290] = std::numeric_limits<float>::quiet_NaN();  // row 2, in the second block of the depth
+        bf[5 * n + 17] = std::numeric_limits<float>::infinity();    // column 17
+        const auto a = HalfElements::narrow(t, af), b = HalfElements::narrow(t, bf);
+        std::vector<std::uint16_t> c(m * n);
+        cpu().gemm(0, t, false, false, m, n, k, 1.0, a.data(), k, 0, b.data(), n, 0, 0.0, c.data(), n, 0, 1);
+        const auto got = HalfElements::widen(t, c);
+        for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j) {
+                const float v = got[i * n + j];
+                if (i == 2) EXPECT_TRUE(std::isnan(v)) << fluxion::name(t) << " (" << i << ", " << j << ") = " << v;
+                else if (j == 17) EXPECT_EQ(v, std::numeric_limits<float>::infinity()) << fluxion::name(t);
+                else EXPECT_EQ(v, 150.0f) << fluxion::name(t) << " (" << i << ", " << j << ")";
+            }
+    }
+}
+
+// fx::info() names the kernel that f16 and bf16 products run in.
+TEST(CpuHalf, InfoNamesTheHalfProductKernel) {
+    const std::string text = fluxion::info();
+    if (be::cpu::onednn_bf16_preferred())
+        EXPECT_NE(text.find("bf16 products and convolutions: oneDNN's bf16 kernels"), std::string::npos) << text;
+    else if (be::cpu::gemm_half_preferred())
+        EXPECT_NE(text.find("f16 and bf16 products: converted to f32 as they are packed"), std::string::npos) << text;
+    else EXPECT_NE(text.find("f16 and bf16 products: widened to f32 copies"), std::string::npos) << text;
 }
 
 // ---------------------------------------------------------------- conv2d

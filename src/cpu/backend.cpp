@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "cpu/fused.hpp"
+#include "cpu/gemm_half.hpp"
 #include "cpu/instruction_rates.hpp"
 #include "cpu/kernels.hpp"
 #include "cpu/onednn.hpp"
@@ -181,13 +182,17 @@ std::string cpu_description() {
     if (const double r = cpu::bf16_dot_rate_over_f32_fma(); r > 0)
         std::snprintf(rate, sizeof rate, "; bf16 dot products measured at %.2fx the f32 FMA's multiply-adds per second",
                       r);
-    out += std::string("bf16 products and convolutions: ") +
-           (cpu::onednn_bf16_preferred() ? std::string("oneDNN's bf16 kernels") + rate + "\n"
-            : cpu::onednn_bf16_native()  ? std::string("widened to f32, faster here than oneDNN's bf16 kernels") + rate + "\n"
-                                         : std::string("widened to f32 (no bf16 instructions)\n"));
+    const std::string why = cpu::onednn_bf16_native() ? std::string(", faster here than oneDNN's bf16 kernels") + rate
+                                                      : std::string(" (no bf16 instructions)");
+    out += cpu::onednn_bf16_preferred() ? std::string("bf16 products and convolutions: oneDNN's bf16 kernels") + rate + "\n"
+                                        : std::string("bf16 convolutions: widened to f32") + why + "\n";
 #else
     out += "convolutions: im2col + GEMM and fluxion's own kernels (built without oneDNN)\n";
 #endif
+    if (!cpu::onednn_bf16_preferred())
+        out += cpu::gemm_half_preferred()
+                   ? "f16 and bf16 products: converted to f32 as they are packed, in fluxion's AVX2 kernel\n"
+                   : "f16 and bf16 products: widened to f32 copies, then the f32 product\n";
     return out;
 }
 

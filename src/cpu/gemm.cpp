@@ -89,15 +89,17 @@ template <class T> void scale_rows(int64_t m, int64_t n, T beta, T* c, int64_t l
         for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
 }
 
-// Products of fewer FLOPs than split_min() run on one thread: OpenBLAS does that itself below 2^19
-// (its m n k below 2^18), and threads would cost more than they save. With OMP_WAIT_POLICY=passive
+// Products of fewer FLOPs than gemm_split_min() run on one thread: OpenBLAS does that itself below
+// 2^19 (its m n k below 2^18), and threads would cost more than they save. With OMP_WAIT_POLICY=passive
 // (README, "Threads on a busy machine") threads sleep between parallel regions and waking them
 // costs tens of microseconds, so a product needs 16 times the work (2^23 FLOPs, tens of
 // microseconds on one core) before it is split. Products from kSplitMax on (a millisecond and more
 // of work) keep the library's own threading, which also splits the columns.
 constexpr double kSplitMax = double(1 << 27);
 
-double split_min() {
+}  // namespace
+
+double gemm_split_min() {
     static const double least = [] {
         const char* policy = std::getenv("OMP_WAIT_POLICY");
         const bool passive = policy && strcasecmp(policy, "passive") == 0;
@@ -106,11 +108,13 @@ double split_min() {
     return least;
 }
 
+namespace {
+
 template <class T> void blas_gemm_split(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha,
                                         const T* a, int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
     const double flops = 2.0 * double(m) * double(n) * double(k);
     if (flops >= kSplitMax) return blas_gemm<T>(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    const int64_t team = team_for(flops, split_min());
+    const int64_t team = team_for(flops, gemm_split_min());
     // Row i of op(A) starts at a + i lda, or at a + i when A is stored transposed; likewise column j
     // of op(B) at b + j, or b + j ldb.
     if (m >= n || m >= 16)
@@ -156,9 +160,7 @@ template void blas_gemm<float>(bool, bool, int64_t, int64_t, int64_t, float, con
 template void blas_gemm<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t, const double*,
                                 int64_t, double, double*, int64_t);
 
-void gemm(int device, DType t, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const void* a,
-          int64_t lda, int64_t stride_a, const void* b, int64_t ldb, int64_t stride_b, double beta, void* c,
-          int64_t ldc, int64_t stride_c, int64_t batch) {
+void check_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc) {
     check_blas_size(m, "m");
     check_blas_size(n, "n");
     check_blas_size(k, "k");
@@ -170,6 +172,12 @@ void gemm(int device, DType t, bool trans_a, bool trans_b, int64_t m, int64_t n,
         check_leading(ldb, trans_b ? k : n, "ldb");
     }
     if (m > 0 && n > 0) check_leading(ldc, n, "ldc");
+}
+
+void gemm(int device, DType t, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const void* a,
+          int64_t lda, int64_t stride_a, const void* b, int64_t ldb, int64_t stride_b, double beta, void* c,
+          int64_t ldc, int64_t stride_c, int64_t batch) {
+    check_gemm(trans_a, trans_b, m, n, k, lda, ldb, ldc);
     if (t == DType::f32) sgemm_choice();  // a wrong FLUXION_SGEMM throws here, not inside a parallel region
     dispatch_float(t, "gemm", [&](auto tag) {
         using T = decltype(tag);
@@ -180,8 +188,8 @@ void gemm(int device, DType t, bool trans_a, bool trans_b, int64_t m, int64_t n,
         // products, when their results are apart: one after another, or side by side in the rows.
         const double each = 2.0 * double(m) * double(n) * double(k);
         const bool apart = stride_c >= (m - 1) * ldc + n || (stride_c >= n && (batch - 1) * stride_c + n <= ldc);
-        if (batch > 1 && each < split_min() && apart) {
-            parallel_for(batch, team_for(each * double(batch), split_min()), [&](int64_t first, int64_t last) {
+        if (batch > 1 && each < gemm_split_min() && apart) {
+            parallel_for(batch, team_for(each * double(batch), gemm_split_min()), [&](int64_t first, int64_t last) {
                 for (int64_t i = first; i < last; ++i)
                     blas_gemm<T>(trans_a, trans_b, m, n, k, T(alpha), pa + i * stride_a, lda, pb + i * stride_b, ldb,
                                  T(beta), pc + i * stride_c, ldc);

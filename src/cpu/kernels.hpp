@@ -61,6 +61,13 @@ SgemmChoice sgemm_choice();
 // a 4K-aliased stride (gemm.cpp).
 bool sgemm_in_onednn(bool trans_b, int64_t m, int64_t n, int64_t k, int64_t ldb);
 
+// Products of fewer FLOPs than this run on one thread (gemm.cpp says why it depends on
+// OMP_WAIT_POLICY).
+double gemm_split_min();
+
+// Throws ValueError for sizes or leading dimensions that no product accepts (the same for every type).
+void check_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc);
+
 // Row-major C = alpha op(A) op(B) + beta C through OpenBLAS or oneDNN, for float and double.
 template <class T>
 void blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,

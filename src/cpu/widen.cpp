@@ -1,24 +1,30 @@
 // The CPU table's entries for the kernels that cannot compute f16 and bf16 in their own loops
-// (products, convolutions, pools, softmax, index_add, the optimiser step): the operands are widened
-// to f32, the f32 kernel runs (so sums, dot products and convolutions accumulate in f32) and the
-// results are rounded back once, to nearest even. Every other type goes straight to its kernel.
+// (products on some CPUs, convolutions, pools, softmax, index_add, the optimiser step): the
+// operands are widened to f32, the f32 kernel runs (so sums, dot products and convolutions
+// accumulate in f32) and the results are rounded back once, to nearest even. Every other type goes straight to its kernel.
 // The elementwise kernels and the reductions compute the 16-bit types themselves, in registers
 // (half.hpp's Compute), and are not here: a whole-tensor f32 copy of every operand and result
 // tripled the memory traffic of the ops that are all memory traffic.
+//
+// f16 and bf16 matrix products go to gemm_half.cpp where it is built and preferred (AVX2 without
+// AVX-512): it converts the operands while packing them, without f32 copies.
 //
 // bf16 matrix products and convolutions go first to oneDNN's native bf16 kernels where they are
 // faster than f32 ones on this CPU (onednn_bf16_preferred(); matmul_onednn.cpp, conv_onednn.cpp):
 // the same f32 accumulation and single rounding, without the widened copies. oneDNN 2.6 declined
 // f16 matmuls and convolutions on the AVX-512 BF16 CPU (Zen 4, no AVX-512 FP16) this was written
-// on, so f16 is always widened.
+// on, so f16 products are never theirs.
 #include <algorithm>
 #include <cstddef>
 #include <vector>
 
 #include "cpu/conv_onednn.hpp"
+#include "cpu/gemm_half.hpp"
+#include "cpu/half.hpp"
 #include "cpu/kernels.hpp"
 #include "cpu/matmul_onednn.hpp"
 #include "cpu/onednn.hpp"
+#include "cpu/parallel.hpp"
 
 namespace fluxion::backend::cpu::widen {
 namespace {
@@ -118,6 +124,28 @@ void gemm(int device, DType t, bool trans_a, bool trans_b, int64_t m, int64_t n,
         onednn_gemm_bf16(trans_a, trans_b, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c,
                          batch))
         return;
+    if (batch > 0 && gemm_half_preferred()) {
+        check_gemm(trans_a, trans_b, m, n, k, lda, ldb, ldc);
+        const std::size_t bytes = t == DType::f16 ? sizeof(Half) : sizeof(BFloat16);
+        const auto* pa = static_cast<const unsigned char*>(a);
+        const auto* pb = static_cast<const unsigned char*>(b);
+        auto* pc = static_cast<unsigned char*>(c);
+        const auto one = [&](int64_t i) {
+            gemm_half(t, trans_a, trans_b, m, n, k, float(alpha), pa + i * stride_a * bytes, lda,
+                      pb + i * stride_b * bytes, ldb, float(beta), pc + i * stride_c * bytes, ldc);
+        };
+        // A batch of small products (attention's per-head scores) is split between threads by
+        // products where their results are apart, as gemm.cpp does.
+        const double each = 2.0 * double(m) * double(n) * double(k);
+        const bool apart = stride_c >= (m - 1) * ldc + n || (stride_c >= n && (batch - 1) * stride_c + n <= ldc);
+        if (batch > 1 && each < gemm_split_min() && apart)
+            parallel_for(batch, team_for(each * double(batch), gemm_split_min()), [&](int64_t first, int64_t last) {
+                for (int64_t i = first; i < last; ++i) one(i);
+            });
+        else
+            for (int64_t i = 0; i < batch; ++i) one(i);
+        return;
+    }
     F32 wa(t, matrix_reach(trans_a ? k : m, trans_a ? m : k, lda, stride_a, batch), a);
     F32 wb(t, matrix_reach(trans_b ? n : k, trans_b ? k : n, ldb, stride_b, batch), b);
     // C is read when beta is not zero, and where rows of C between the m × n blocks must keep their
