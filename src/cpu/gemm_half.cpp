@@ -114,26 +114,30 @@ struct Operand {
 // kc × kNR row-major, the last one padded with zeros.
 template <class T>
 void pack_b(const Operand<T>& b, int64_t p0, int64_t j0, int64_t kc, int64_t nc, float* dst) {
-    for (int64_t j = 0; j < nc; j += kNR, dst += kc * kNR) {
-        const int64_t cols = std::min(kNR, nc - j);
-        int64_t p = 0;
-        if (cols == kNR && !b.trans) {
-            for (; p < kc; ++p) {
-                const T* row = b.at(p0 + p, j0 + j);
-                _mm256_store_ps(dst + p * kNR, load8(row));
-                _mm256_store_ps(dst + p * kNR + 8, load8(row + 8));
+    const int64_t whole = b.trans ? 0 : nc / kNR * kNR;
+    if (whole > 0)  // rows of op(B) are rows in memory: read each once, front to back, into every panel
+        for (int64_t p = 0; p < kc; ++p) {
+            const T* row = b.at(p0 + p, j0);
+            for (int64_t j = 0; j < whole; j += kNR) {
+                _mm256_store_ps(dst + j * kc + p * kNR, load8(row + j));
+                _mm256_store_ps(dst + j * kc + p * kNR + 8, load8(row + j + 8));
             }
-        } else if (cols == kNR) {  // columns of op(B) are rows in memory: transpose 8 × 8 blocks
+        }
+    for (int64_t j = whole; j < nc; j += kNR) {
+        const int64_t cols = std::min(kNR, nc - j);
+        float* panel = dst + j * kc;
+        int64_t p = 0;
+        if (b.trans && cols == kNR) {  // columns of op(B) are rows in memory: transpose 8 × 8 blocks
             for (; p + 8 <= kc; p += 8)
                 for (int64_t h = 0; h < kNR; h += 8) {
                     __m256 r[8];
                     for (int q = 0; q < 8; ++q) r[q] = load8(b.at(p0 + p, j0 + j + h + q));
                     transpose8(r);
-                    for (int q = 0; q < 8; ++q) _mm256_store_ps(dst + (p + q) * kNR + h, r[q]);
+                    for (int q = 0; q < 8; ++q) _mm256_store_ps(panel + (p + q) * kNR + h, r[q]);
                 }
         }
         for (; p < kc; ++p)
-            for (int64_t q = 0; q < kNR; ++q) dst[p * kNR + q] = q < cols ? widen(*b.at(p0 + p, j0 + j + q)) : 0.0f;
+            for (int64_t q = 0; q < kNR; ++q) panel[p * kNR + q] = q < cols ? widen(*b.at(p0 + p, j0 + j + q)) : 0.0f;
     }
 }
 
@@ -142,7 +146,25 @@ void pack_b(const Operand<T>& b, int64_t p0, int64_t j0, int64_t kc, int64_t nc,
 // past the end.
 template <class T>
 void pack_a(const Operand<T>& a, int64_t i0, int64_t p0, int64_t mc, int64_t kc, float* dst) {
-    for (int64_t i = 0; i < mc; i += kMR, dst += kc * kMR) {
+    int64_t i = 0;
+    if (a.trans) {
+        // Columns of op(A) are rows in memory: each read once, front to back, 8 elements into each
+        // panel (the next column overwrites the two beyond its 6 rows; they still lie in op(A)),
+        // the last column of each panel exactly, so as not to write into the next panel.
+        int64_t whole = 0;
+        while (whole + kMR <= mc && i0 + whole + 8 <= a.rows) whole += kMR;
+        for (int64_t p = 0; p < kc; ++p) {
+            const T* column = a.at(i0, p0 + p);
+            for (int64_t w = 0; w < whole; w += kMR) {
+                float* to = dst + w * kc + p * kMR;
+                if (p + 1 < kc) _mm256_storeu_ps(to, load8(column + w));
+                else
+                    for (int64_t q = 0; q < kMR; ++q) to[q] = widen(column[w + q]);
+            }
+        }
+        i = whole;
+    }
+    for (dst += i * kc; i < mc; i += kMR, dst += kc * kMR) {
         const int64_t rows = std::min(kMR, mc - i);
         int64_t p = 0;
         if (rows == kMR && !a.trans) {
@@ -155,10 +177,6 @@ void pack_a(const Operand<T>& a, int64_t i0, int64_t p0, int64_t mc, int64_t kc,
                 transpose8(r);
                 for (int q = 0; q < 8; ++q) _mm256_storeu_ps(dst + (p + q) * kMR, r[q]);
             }
-        } else if (rows == kMR && i0 + i + 8 <= a.rows) {
-            // Columns of op(A) are rows in memory: 8 of their elements, of which the next column
-            // overwrites the last two; the two beyond the panel's rows still lie in op(A).
-            for (; p < kc; ++p) _mm256_storeu_ps(dst + p * kMR, load8(a.at(i0 + i, p0 + p)));
         }
         for (; p < kc; ++p)
             for (int64_t q = 0; q < kMR; ++q) dst[p * kMR + q] = q < rows ? widen(*a.at(i0 + i + q, p0 + p)) : 0.0f;
