@@ -1,6 +1,8 @@
 // vector_math.hpp — e^x and tanh x in float, written so that a loop calling them vectorises (glibc's
 // expf and tanhf are scalar calls): a range reduction and a polynomial, no branch, no table, only
-// arithmetic, comparisons that become selects, and integer bit operations. unary.cpp's kernels use
+// arithmetic, comparisons that become selects (which needs -fno-trapping-math: without it GCC 12
+// keeps the clamps below as branches on AVX2 and the loops scalar; CMakeLists.txt sets it for the
+// library), and integer bit operations. unary.cpp's kernels use
 // them for f32 (sigmoid, swish, softplus, gelu and the rest reach them through the formula table);
 // f64 keeps std::.
 //
