@@ -1300,6 +1300,22 @@ TEST(CpuHalf, GemmIsTheF32ProductOfTheWidenedOperandsRoundedOnce) {
                     }
 }
 
+// A batch of small f16/bf16 products is split between threads by product (widen.cpp), each product
+// then packed on its thread: the results are those of the products one by one, bit for bit.
+TEST(CpuHalf, BatchesOfSmallProductsEqualTheProductsOneByOne) {
+    const int64_t m = 20, n = 20, k = 36, batch = 600;
+    for (DType t : kHalfTypes) {
+        const auto a = half_values(t, batch * m * k, 64, false), b = half_values(t, batch * k * n, 65, false);
+        std::vector<std::uint16_t> whole(batch * m * n), one_by_one(batch * m * n);
+        cpu().gemm(0, t, false, true, m, n, k, 1.0, a.data(), k, m * k, b.data(), k, k * n, 0.0, whole.data(), n,
+                   m * n, batch);
+        for (int64_t p = 0; p < batch; ++p)
+            cpu().gemm(0, t, false, true, m, n, k, 1.0, a.data() + p * m * k, k, 0, b.data() + p * k * n, k, 0, 0.0,
+                       one_by_one.data() + p * m * n, n, 0, 1);
+        EXPECT_EQ(whole, one_by_one) << fluxion::name(t);
+    }
+}
+
 // A NaN or an infinity in an operand reaches the results it takes part in, and only those.
 TEST(CpuHalf, GemmCarriesNanAndInfinityIntoTheirRowsAndColumns) {
     const int64_t m = 7, n = 19, k = 300;

@@ -267,8 +267,26 @@ struct Problem {
 };
 
 constexpr int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
-constexpr int64_t pack_a_floats() { return kMC * kKC + kSlack; }
-int64_t pack_b_floats(int64_t cols) { return kKC * round_up(std::min(cols, kNC), kNR); }
+
+// This thread's packing buffer, at least `floats` long and 64-byte aligned, kept for its next
+// product (a replayed step allocates nothing). Each thread of a product takes its own here, not
+// from a share of one buffer by omp_get_thread_num(): called inside another parallel region (a
+// batch split by product), that number is the outer region's.
+float* packing_buffer(int64_t floats) {
+    struct Kept {
+        float* data = nullptr;
+        int64_t floats = 0;
+        ~Kept() { free(0, data); }
+    };
+    thread_local Kept kept;
+    if (kept.floats < floats) {
+        float* grown = static_cast<float*>(alloc(0, std::size_t(floats) * sizeof(float)));
+        free(0, kept.data);
+        kept.data = grown;
+        kept.floats = floats;
+    }
+    return kept.data;
+}
 
 // Rows [i0, i1) and columns [j0, j1) of C, with this thread's packing buffers.
 template <class T>
@@ -308,20 +326,16 @@ void product(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float 
     // each packs its own blocks.
     const double flops = 2.0 * double(m) * double(n) * double(k);
     const bool by_columns = n >= m;
-    const int64_t unit = by_columns ? kNR : kMR;
-    const int64_t units = ((by_columns ? n : m) + unit - 1) / unit;
-    const int64_t team = std::min<int64_t>({team_for(flops, gemm_split_min()), units, threads(), omp_get_max_threads()});
-    const int64_t slice = by_columns ? round_up((units + team - 1) / team, 1) * kNR : n;
-    const int64_t per_thread = round_up(pack_a_floats(), 16) + pack_b_floats(slice);
+    const int64_t units = by_columns ? (n + kNR - 1) / kNR : (m + kMR - 1) / kMR;
     const int64_t partial = k > kKC ? m * n : 0;
-    Scratch scratch(std::size_t(team * per_thread + partial) * sizeof(float));
-    float* w = scratch.as<float>() + team * per_thread;
-    parallel_for(units, team, [&](int64_t first, int64_t last) {
-        float* mine = scratch.as<float>() + omp_get_thread_num() * per_thread;
-        float* packed_a = mine;
-        float* packed_b = mine + round_up(pack_a_floats(), 16);
-        if (by_columns) run(pr, oa, ob, c, ldc, w, 0, m, first * kNR, std::min(last * kNR, n), packed_a, packed_b);
-        else run(pr, oa, ob, c, ldc, w, first * kMR, std::min(last * kMR, m), 0, n, packed_a, packed_b);
+    Scratch scratch(std::size_t(partial) * sizeof(float));
+    float* w = scratch.as<float>();
+    parallel_for(units, team_for(flops, gemm_split_min()), [&](int64_t first, int64_t last) {
+        const int64_t j0 = by_columns ? first * kNR : 0, j1 = by_columns ? std::min(last * kNR, n) : n;
+        const int64_t i0 = by_columns ? 0 : first * kMR, i1 = by_columns ? m : std::min(last * kMR, m);
+        const int64_t a_floats = round_up(kMC * kKC + kSlack, 16);
+        float* packed_a = packing_buffer(a_floats + kKC * round_up(std::min(j1 - j0, kNC), kNR));
+        run(pr, oa, ob, c, ldc, w, i0, i1, j0, j1, packed_a, packed_a + a_floats);
     });
 }
 
