@@ -108,6 +108,13 @@ double gemm_split_min() {
     return least;
 }
 
+int64_t gemm_batch_team(int64_t m, int64_t n, int64_t k, int64_t ldc, int64_t stride_c, int64_t batch) {
+    const double each = 2.0 * double(m) * double(n) * double(k);
+    const bool apart = stride_c >= (m - 1) * ldc + n || (stride_c >= n && (batch - 1) * stride_c + n <= ldc);
+    if (batch < 2 || each >= gemm_split_min() || !apart) return 1;
+    return team_for(each * double(batch), gemm_split_min());
+}
+
 namespace {
 
 template <class T> void blas_gemm_split(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha,
@@ -184,12 +191,8 @@ void gemm(int device, DType t, bool trans_a, bool trans_b, int64_t m, int64_t n,
         const T* pa = static_cast<const T*>(a);
         const T* pb = static_cast<const T*>(b);
         T* pc = static_cast<T*>(c);
-        // A batch of small products (attention's per-head scores) is split between threads by
-        // products, when their results are apart: one after another, or side by side in the rows.
-        const double each = 2.0 * double(m) * double(n) * double(k);
-        const bool apart = stride_c >= (m - 1) * ldc + n || (stride_c >= n && (batch - 1) * stride_c + n <= ldc);
-        if (batch > 1 && each < gemm_split_min() && apart) {
-            parallel_for(batch, team_for(each * double(batch), gemm_split_min()), [&](int64_t first, int64_t last) {
+        if (const int64_t team = gemm_batch_team(m, n, k, ldc, stride_c, batch); team > 1) {
+            parallel_for(batch, team, [&](int64_t first, int64_t last) {
                 for (int64_t i = first; i < last; ++i)
                     blas_gemm<T>(trans_a, trans_b, m, n, k, T(alpha), pa + i * stride_a, lda, pb + i * stride_b, ldb,
                                  T(beta), pc + i * stride_c, ldc);

@@ -65,6 +65,11 @@ bool sgemm_in_onednn(bool trans_b, int64_t m, int64_t n, int64_t k, int64_t ldb)
 // OMP_WAIT_POLICY).
 double gemm_split_min();
 
+// The threads a batch of m×n×k products is split between by products (attention's per-head scores):
+// more than one only where each product is small and their results, stride_c apart with rows ldc apart,
+// do not overlap (one after another, or side by side in the rows). Otherwise the products run one by one.
+int64_t gemm_batch_team(int64_t m, int64_t n, int64_t k, int64_t ldc, int64_t stride_c, int64_t batch);
+
 // Throws ValueError for sizes or leading dimensions that no product accepts (the same for every type).
 void check_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc);
 

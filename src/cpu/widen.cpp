@@ -1,7 +1,8 @@
 // The CPU table's entries for the kernels that cannot compute f16 and bf16 in their own loops
 // (products on some CPUs, convolutions, pools, softmax, index_add, the optimiser step): the
 // operands are widened to f32, the f32 kernel runs (so sums, dot products and convolutions
-// accumulate in f32) and the results are rounded back once, to nearest even. Every other type goes straight to its kernel.
+// accumulate in f32) and the results are rounded back once, to nearest even. Every other type goes
+// straight to its kernel.
 // The elementwise kernels and the reductions compute the 16-bit types themselves, in registers
 // (half.hpp's Compute), and are not here: a whole-tensor f32 copy of every operand and result
 // tripled the memory traffic of the ops that are all memory traffic.
@@ -134,12 +135,8 @@ void gemm(int device, DType t, bool trans_a, bool trans_b, int64_t m, int64_t n,
             gemm_half(t, trans_a, trans_b, m, n, k, float(alpha), pa + i * stride_a * bytes, lda,
                       pb + i * stride_b * bytes, ldb, float(beta), pc + i * stride_c * bytes, ldc);
         };
-        // A batch of small products (attention's per-head scores) is split between threads by
-        // products where their results are apart, as gemm.cpp does.
-        const double each = 2.0 * double(m) * double(n) * double(k);
-        const bool apart = stride_c >= (m - 1) * ldc + n || (stride_c >= n && (batch - 1) * stride_c + n <= ldc);
-        if (batch > 1 && each < gemm_split_min() && apart)
-            parallel_for(batch, team_for(each * double(batch), gemm_split_min()), [&](int64_t first, int64_t last) {
+        if (const int64_t team = gemm_batch_team(m, n, k, ldc, stride_c, batch); team > 1)
+            parallel_for(batch, team, [&](int64_t first, int64_t last) {
                 for (int64_t i = first; i < last; ++i) one(i);
             });
         else
