@@ -89,8 +89,13 @@ void elementwise_chain(int device, DType t, int64_t n, const ElementwiseStep* st
     std::size_t others = 0;
     for (std::size_t s = 0; s < count; ++s) others += steps[s].binary ? 1 : 0;
     char* const y = static_cast<char*>(ptrs[1 + others]);
+    // The chain's work in cheap element operations: it takes threads where its ops one by one would
+    // take them together (an LSTM's sigmoid and tanh on 64 × 128 values take two threads each).
+    int64_t cost = 0;
+    for (std::size_t s = 0; s < count; ++s)
+        cost += !steps[s].binary && !unary_is_cheap(steps[s].unary_op) ? kCostlyOp : 1;
     const int64_t blocks = (n + kChainBlock - 1) / kChainBlock;
-    parallel_for(blocks, team_for(n), [&](int64_t begin, int64_t end) {
+    parallel_for(blocks, team_for(double(n) * double(cost)), [&](int64_t begin, int64_t end) {
         for (int64_t block = begin; block < end; ++block) {
             const int64_t lo = block * kChainBlock, len = std::min(kChainBlock, n - lo);
             char* out = y + lo * item;

@@ -106,6 +106,14 @@ void index_add(int device, DType t, int64_t outer, int64_t n_dst, int64_t inner,
                const int64_t* idx, int64_t n_idx, void* dst);
 
 // ---- unary.cpp ----
+// Ops of a few instructions per element. The others (exp, tanh, ...) cost about 16 of them, so they
+// take threads from a sixteenth of the size (unary.cpp, and the fused chains of fused.cpp).
+constexpr bool unary_is_cheap(Unary op) {
+    return op == Unary::neg || op == Unary::abs || op == Unary::square || op == Unary::relu ||
+           op == Unary::leakyrelu || op == Unary::clamp || op == Unary::sign || op == Unary::recip;
+}
+inline constexpr int64_t kCostlyOp = 16;
+
 void unary(int device, Unary op, DType t, int64_t n, const void* x, void* y, double a, double b);
 void unary_backward(int device, Unary op, DType t, int64_t n, const void* x, const void* y, const void* gy,
                     void* gx, double a, double b);

@@ -13,12 +13,6 @@
 namespace fluxion::backend::cpu {
 namespace {
 
-// Ops that are a few instructions per element: below a larger size they are not worth threads.
-constexpr bool is_cheap(Unary op) {
-    return op == Unary::neg || op == Unary::abs || op == Unary::square || op == Unary::relu ||
-           op == Unary::leakyrelu || op == Unary::clamp || op == Unary::sign || op == Unary::recip;
-}
-
 // The table has one line per backend::Unary, in the order of the codes, which the shaders use.
 constexpr bool table_matches_codes() {
     int next = 0;
@@ -63,13 +57,13 @@ template <Unary op, class T, class C = Compute<T>>
 
 template <Unary op, class T, class C = Compute<T>>
 void unary_loop(int64_t n, const T* x, T* y, C a, C b) {
-    constexpr int64_t grain = is_cheap(op) ? kParallelMin : kParallelMin / 16;
+    constexpr int64_t grain = unary_is_cheap(op) ? kParallelMin : kParallelMin / kCostlyOp;
     parallel_for(n, team_for(n, grain), [=](int64_t begin, int64_t end) { unary_range<op>(begin, end, x, y, a, b); });
 }
 
 template <Unary op, class T, class C = Compute<T>>
 void unary_backward_loop(int64_t n, const T* x, const T* y, const T* gy, T* gx, C a, C b) {
-    constexpr int64_t grain = is_cheap(op) ? kParallelMin : kParallelMin / 16;
+    constexpr int64_t grain = unary_is_cheap(op) ? kParallelMin : kParallelMin / kCostlyOp;
     parallel_for(n, team_for(n, grain),
                  [=](int64_t begin, int64_t end) { unary_backward_range<op>(begin, end, x, y, gy, gx, a, b); });
 }
