@@ -381,6 +381,36 @@ TEST(CpuLayout, EveryHalfAndBfloat16SurvivesARoundTrip) {
     EXPECT_NE(nan & 0x007f, 0);
 }
 
+// A long cast runs eight elements at a time where the build has AVX2 and F16C; a cast of one element
+// runs the scalar conversion. Both must give the same bits for every value: NaN payloads, ties,
+// subnormals, overflow to infinity, and the tail that is not a multiple of eight.
+TEST(CpuLayout, LongCastsEqualTheOneByOneCastsBitForBit) {
+    std::vector<std::uint32_t> bits;
+    for (std::uint32_t h = 0; h < 65536; ++h) {  // every half and bfloat16 widened, and its neighbours
+        const std::uint32_t as_bf16 = h << 16;
+        for (std::uint32_t x : {as_bf16, as_bf16 + 0x8000u, as_bf16 + 0x7fffu, as_bf16 + 0x8001u}) bits.push_back(x);
+        const std::uint32_t as_f16 = std::bit_cast<std::uint32_t>(half_to_float(std::uint16_t(h)));
+        for (std::uint32_t x : {as_f16, as_f16 + 0x1000u, as_f16 + 0xfffu, as_f16 + 0x1001u}) bits.push_back(x);
+    }
+    std::mt19937 rng(29);
+    for (int i = 0; i < 200000; ++i) bits.push_back(rng());
+    const std::size_t n = bits.size() - 5;  // from element 3: unaligned, with a tail
+    for (DType t : {DType::f16, DType::bf16}) {
+        std::vector<std::uint16_t> bulk(n), one(n);
+        cpu().cast(0, DType::f32, t, int64_t(n), bits.data() + 3, bulk.data());
+        for (std::size_t i = 0; i < n; ++i) cpu().cast(0, DType::f32, t, 1, bits.data() + 3 + i, &one[i]);
+        for (std::size_t i = 0; i < n; ++i)
+            ASSERT_EQ(bulk[i], one[i]) << fluxion::name(t) << " from f32 bits 0x" << std::hex << bits[3 + i];
+        std::vector<std::uint16_t> all(65536 + 5);
+        std::iota(all.begin(), all.end(), std::uint16_t{0});
+        std::vector<std::uint32_t> wide(65536), wide_one(65536);
+        cpu().cast(0, t, DType::f32, 65536, all.data() + 5, wide.data());
+        for (std::size_t i = 0; i < 65536; ++i) cpu().cast(0, t, DType::f32, 1, all.data() + 5 + i, &wide_one[i]);
+        for (std::size_t i = 0; i < 65536; ++i)
+            ASSERT_EQ(wide[i], wide_one[i]) << fluxion::name(t) << " bits 0x" << std::hex << all[5 + i];
+    }
+}
+
 // ---------------------------------------------------------------- copy_strided
 
 void expect_strided_copy(const be::Strided& src_view, const std::vector<int64_t>& dst_strides, int64_t dst_size) {

@@ -25,6 +25,7 @@
 #include <string>
 
 #include "cpu/half.hpp"
+#include "cpu/half_simd.hpp"
 #include "cpu/kernels.hpp"
 #include "cpu/parallel.hpp"
 #include "fluxion/error.hpp"
@@ -38,35 +39,6 @@ constexpr int64_t kKC = 256;   // depth of a block: a packed B micro-panel, 256 
 constexpr int64_t kMC = 96;    // rows of a packed A block, 96 × 256 floats (96 KiB): L2
 constexpr int64_t kNC = 2048;  // columns of a packed B block, 256 × 2048 floats (2 MiB): L3
 constexpr int64_t kSlack = 8;  // floats after a packed A block, where the last 8-wide store of pack_a lands
-
-// ---- eight elements at a time ----
-
-inline __m256 load8(const BFloat16* p) {
-    const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
-}
-
-inline __m256 load8(const Half* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
-
-// Rounds to nearest even and keeps NaN quiet, as half.hpp's to_bfloat16.
-inline void store8(BFloat16* p, __m256 v) {
-    const __m256i x = _mm256_castps_si256(v);
-    const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
-    const __m256i rounded =
-        _mm256_srli_epi32(_mm256_add_epi32(x, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), odd)), 16);
-    const __m256i magnitude = _mm256_and_si256(x, _mm256_set1_epi32(0x7fffffff));
-    const __m256i nan = _mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7f800000));
-    const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(0x40));
-    const __m256i bits = _mm256_blendv_epi8(rounded, quiet, nan);
-    const __m128i packed = _mm_packus_epi32(_mm256_castsi256_si128(bits), _mm256_extracti128_si256(bits, 1));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), packed);
-}
-
-// F16C rounds to nearest even, to infinity from 65520 on, and quiets NaN keeping its high payload
-// bits: half.hpp's to_half, bit for bit.
-inline void store8(Half* p, __m256 v) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-}
 
 inline float widen(BFloat16 x) { return to_float(x); }
 inline float widen(Half x) { return to_float(x); }

@@ -22,7 +22,10 @@ inline float to_float(Half h) {
         const float magnitude = float(mantissa) * 0x1p-24f;
         return sign ? -magnitude : magnitude;
     }
-    if (exponent == 31) return std::bit_cast<float>(sign | 0x7f800000u | (mantissa << 13));
+    if (exponent == 31) {  // infinity, or NaN made quiet with its payload kept: as F16C and PyTorch do
+        const std::uint32_t quiet = mantissa ? 0x400000u : 0u;
+        return std::bit_cast<float>(sign | 0x7f800000u | quiet | (mantissa << 13));
+    }
     return std::bit_cast<float>(sign | ((exponent + 112) << 23) | (mantissa << 13));
 }
 

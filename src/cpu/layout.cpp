@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "cpu/dispatch.hpp"
+#include "cpu/half_simd.hpp"
 #include "cpu/kernels.hpp"
 #include "cpu/parallel.hpp"
 #include "cpu/strided.hpp"
@@ -20,6 +21,23 @@ To convert(From x) {
     else if constexpr (std::is_same_v<To, Half>) return to_half(float(x));
     else if constexpr (std::is_same_v<To, BFloat16>) return to_bfloat16(float(x));
     else return static_cast<To>(x);
+}
+
+// Converts s[begin, end) into d. Between f32 and the 16-bit floats eight at a time where the build
+// has AVX2 and F16C: the same bits as convert's scalar loop, which GCC does not vectorise (to_half's
+// branches), at the speed of memory (a mixed-precision step rounds its masters and widens its
+// gradients this way, every parameter, every step).
+template <class To, class From>
+void convert_range(const From* s, To* d, int64_t begin, int64_t end) {
+    int64_t i = begin;
+#ifdef FLUXION_HALF_SIMD
+    if constexpr (std::is_same_v<From, float> && is_half_v<To>) {
+        for (; i + 8 <= end; i += 8) store8(d + i, _mm256_loadu_ps(s + i));
+    } else if constexpr (is_half_v<From> && std::is_same_v<To, float>) {
+        for (; i + 8 <= end; i += 8) _mm256_storeu_ps(d + i, load8(s + i));
+    }
+#endif
+    for (; i < end; ++i) d[i] = convert<To>(s[i]);
 }
 
 // A transposing copy goes tile by tile: 64 rows read as runs, 8 columns gathered at a time. Eight
@@ -114,9 +132,7 @@ void cast(int device, DType from, DType to, int64_t n, const void* src, void* ds
             using To = decltype(to_tag);
             const From* s = static_cast<const From*>(src);
             To* d = static_cast<To*>(dst);
-            parallel_for(n, team_for(n), [=](int64_t begin, int64_t end) {
-                for (int64_t i = begin; i < end; ++i) d[i] = convert<To>(s[i]);
-            });
+            parallel_for(n, team_for(n), [=](int64_t begin, int64_t end) { convert_range(s, d, begin, end); });
         });
     });
 }
