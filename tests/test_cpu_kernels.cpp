@@ -1134,9 +1134,11 @@ TEST(CpuGemm, AllTransposesWithBatchAlphaAndBeta) {
         for (bool tb : {false, true}) {
             expect_gemm<double>(DType::f64, ta, tb, 1e-12);
             expect_gemm<float>(DType::f32, ta, tb, 1e-5);
-            // From 2^18 multiply-adds f32 products run in oneDNN's sgemm where it is built in
-            // (fx::info() says which): 70·70·60 of them, with the same transposes, strides and scalars.
+            // From 2^18 multiply-adds (2^14 without AVX-512) f32 products run in oneDNN's sgemm where
+            // it is built in (fx::info() says which): 30·30·20 and 70·70·60 of them, with the same
+            // transposes, strides and scalars.
             expect_gemm<double>(DType::f64, ta, tb, 1e-11, 70, 70, 60);
+            expect_gemm<float>(DType::f32, ta, tb, 2e-5, 30, 30, 20);
             expect_gemm<float>(DType::f32, ta, tb, 5e-5, 70, 70, 60);
         }
 }
@@ -1201,10 +1203,15 @@ TEST(CpuGemm, FewRowsTimesAnAliasedUntransposedBRunInOpenBlasWithAvx2) {
     EXPECT_TRUE(be::cpu::sgemm_in_onednn(true, 256, 1024, 1024, 1024));
     EXPECT_TRUE(be::cpu::sgemm_in_onednn(false, 384, 1024, 1024, 1024));
     EXPECT_TRUE(be::cpu::sgemm_in_onednn(false, 256, 1000, 1024, 1000));
-    EXPECT_FALSE(be::cpu::sgemm_in_onednn(false, 16, 16, 16, 16));  // below 2^18 multiply-adds
+    EXPECT_FALSE(be::cpu::sgemm_in_onednn(false, 16, 16, 16, 16));  // below 2^14 multiply-adds
+    // Attention's per-head products (49×49×16) in oneDNN only without AVX-512, where OpenBLAS has
+    // no small-matrix kernels.
+    EXPECT_EQ(be::cpu::sgemm_in_onednn(true, 49, 49, 16, 16), avx2);
+    EXPECT_EQ(be::cpu::sgemm_onednn_min_macs(), avx2 ? 16384.0 : 262144.0);
     if (avx2) {
         const std::string text = fluxion::info();
         EXPECT_NE(text.find("but for up to 256 rows times an untransposed B"), std::string::npos) << text;
+        EXPECT_NE(text.find("f32 from 2^14 multiply-adds in oneDNN's sgemm"), std::string::npos) << text;
     }
 }
 

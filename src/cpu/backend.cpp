@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -166,7 +167,8 @@ std::string cpu_description() {
     const cpu::SgemmChoice sgemm = cpu::sgemm_choice();
     out += std::string("matrix products: ") +
            (sgemm == cpu::SgemmChoice::by_size
-                ? std::string("f32 from 2^18 multiply-adds in oneDNN's sgemm") +
+                ? "f32 from 2^" + std::to_string(std::ilogb(cpu::sgemm_onednn_min_macs())) +
+                      " multiply-adds in oneDNN's sgemm" +
                       (cpu::onednn_avx512() ? ""
                                             : " (but for up to 256 rows times an untransposed B with rows a multiple "
                                               "of 512 apart)") +

@@ -28,10 +28,17 @@ namespace fluxion::backend::cpu {
 
 // Which library runs an f32 product where this build has both (BENCHMARKS.md, "Kernel choices"):
 // oneDNN's sgemm from kOnednnMinMacs multiply-adds on, where it was measured faster on the shapes
-// fluxion calls (its small-matrix path packs nothing); OpenBLAS below, where it kept the lead on
-// attention's per-head products, and for f64. FLUXION_SGEMM=openblas or onednn puts every f32
-// product in one of them.
+// fluxion calls (its small-matrix path packs nothing); OpenBLAS below, and for f64. Where oneDNN
+// runs AVX-512 kernels OpenBLAS has small-matrix kernels too (SkylakeX's, which neither pack nor
+// zero C first) and kept the lead on attention's per-head products. Its AVX2 kernels (Zen, Haswell)
+// have none: they pack both operands and zero C in a pass of its own, and oneDNN was faster from
+// about 2^14 multiply-adds (AMD EPYC Zen 3: attention's products up to 1.6×, the MLP's
+// matrix-vector ones 3×), so there the threshold is kOnednnMinMacsAvx2 (BENCHMARKS.md, Kernel choices). FLUXION_SGEMM=openblas or
+// onednn puts every f32 product in one of them.
 constexpr double kOnednnMinMacs = double(1 << 18);
+constexpr double kOnednnMinMacsAvx2 = double(1 << 14);
+
+double sgemm_onednn_min_macs() { return onednn_avx512() ? kOnednnMinMacs : kOnednnMinMacsAvx2; }
 
 SgemmChoice sgemm_choice() {
     static const SgemmChoice choice = [] {
@@ -63,7 +70,7 @@ bool sgemm_in_onednn(bool trans_b, int64_t m, int64_t n, int64_t k, int64_t ldb)
     case SgemmChoice::onednn: return true;
     case SgemmChoice::by_size: break;
     }
-    if (double(m) * double(n) * double(k) < kOnednnMinMacs) return false;
+    if (double(m) * double(n) * double(k) < sgemm_onednn_min_macs()) return false;
     const bool aliased = !trans_b && m <= kAliasedRowsMax && ldb % kAliasedStride == 0;
     return !(aliased && !onednn_avx512());
 }
@@ -117,6 +124,22 @@ int64_t gemm_batch_team(int64_t m, int64_t n, int64_t k, int64_t ldc, int64_t st
 
 namespace {
 
+// Sets the calling thread's OpenMP team size to one for the object's life, where `wanted`.
+class OneOpenMpThread {
+public:
+    explicit OneOpenMpThread(bool wanted) : kept_(wanted ? omp_get_max_threads() : 0) {
+        if (kept_) omp_set_num_threads(1);
+    }
+    ~OneOpenMpThread() {
+        if (kept_) omp_set_num_threads(kept_);
+    }
+    OneOpenMpThread(const OneOpenMpThread&) = delete;
+    OneOpenMpThread& operator=(const OneOpenMpThread&) = delete;
+
+private:
+    int kept_;
+};
+
 template <class T> void blas_gemm_split(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha,
                                         const T* a, int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
     const double flops = 2.0 * double(m) * double(n) * double(k);
@@ -148,6 +171,10 @@ template <class T> void blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t
     if constexpr (std::is_same_v<T, float>) {
         if (sgemm_in_onednn(trans_b, m, n, k, ldb)) {
             // Row-major, as cblas with CblasRowMajor; single-threaded inside fluxion's parallel regions.
+            // Outside them oneDNN takes every OpenMP thread, also for a product too small to share
+            // (below gemm_split_min(), which fluxion runs on one thread): there it gets one thread.
+            // Otherwise the MLP's 128×1×200 product, 2.6 µs on one thread, took 4.4 µs on two.
+            OneOpenMpThread alone(!omp_in_parallel() && 2.0 * double(m) * double(n) * double(k) < gemm_split_min());
             const dnnl_status_t status =
                 dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
             if (status != dnnl_success)

@@ -61,6 +61,10 @@ SgemmChoice sgemm_choice();
 // a 4K-aliased stride (gemm.cpp).
 bool sgemm_in_onednn(bool trans_b, int64_t m, int64_t n, int64_t k, int64_t ldb);
 
+// The multiply-adds from which f32 products go to oneDNN's sgemm when sgemm_choice() is by_size:
+// 2^18 where oneDNN runs AVX-512 kernels, 2^14 elsewhere (gemm.cpp says why).
+double sgemm_onednn_min_macs();
+
 // Products of fewer FLOPs than this run on one thread (gemm.cpp says why it depends on
 // OMP_WAIT_POLICY).
 double gemm_split_min();
