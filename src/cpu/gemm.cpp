@@ -32,9 +32,9 @@ namespace fluxion::backend::cpu {
 // runs AVX-512 kernels OpenBLAS has small-matrix kernels too (SkylakeX's, which neither pack nor
 // zero C first) and kept the lead on attention's per-head products. Its AVX2 kernels (Zen, Haswell)
 // have none: they pack both operands and zero C in a pass of its own, and oneDNN was faster from
-// about 2^14 multiply-adds (AMD EPYC Zen 3: attention's products up to 1.6×, the MLP's
-// matrix-vector ones 3×), so there the threshold is kOnednnMinMacsAvx2 (BENCHMARKS.md, Kernel choices). FLUXION_SGEMM=openblas or
-// onednn puts every f32 product in one of them.
+// about 2^14 multiply-adds (AMD EPYC Zen 3: attention's products 1.2-2.1×, the MLP's
+// matrix-vector ones 3-4×), so there the threshold is kOnednnMinMacsAvx2. FLUXION_SGEMM=openblas
+// or onednn puts every f32 product in one of them.
 constexpr double kOnednnMinMacs = double(1 << 18);
 constexpr double kOnednnMinMacsAvx2 = double(1 << 14);
 
