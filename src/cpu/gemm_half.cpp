@@ -40,11 +40,6 @@ constexpr int64_t kMC = 96;    // rows of a packed A block, 96 × 256 floats (96
 constexpr int64_t kNC = 2048;  // columns of a packed B block, 256 × 2048 floats (2 MiB): L3
 constexpr int64_t kSlack = 8;  // floats after a packed A block, where the last 8-wide store of pack_a lands
 
-inline float widen(BFloat16 x) { return to_float(x); }
-inline float widen(Half x) { return to_float(x); }
-inline void round_into(BFloat16* p, float v) { *p = to_bfloat16(v); }
-inline void round_into(Half* p, float v) { *p = to_half(v); }
-
 // r[q] becomes column q of the 8 × 8 matrix whose rows were r[0..7].
 inline void transpose8(__m256 (&r)[8]) {
     const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
@@ -109,7 +104,7 @@ void pack_b(const Operand<T>& b, int64_t p0, int64_t j0, int64_t kc, int64_t nc,
                 }
         }
         for (; p < kc; ++p)
-            for (int64_t q = 0; q < kNR; ++q) panel[p * kNR + q] = q < cols ? widen(*b.at(p0 + p, j0 + j + q)) : 0.0f;
+            for (int64_t q = 0; q < kNR; ++q) panel[p * kNR + q] = q < cols ? load(*b.at(p0 + p, j0 + j + q)) : 0.0f;
     }
 }
 
@@ -131,7 +126,7 @@ void pack_a(const Operand<T>& a, int64_t i0, int64_t p0, int64_t mc, int64_t kc,
                 float* to = dst + w * kc + p * kMR;
                 if (p + 1 < kc) _mm256_storeu_ps(to, load8(column + w));
                 else
-                    for (int64_t q = 0; q < kMR; ++q) to[q] = widen(column[w + q]);
+                    for (int64_t q = 0; q < kMR; ++q) to[q] = load(column[w + q]);
             }
         }
         i = whole;
@@ -151,7 +146,7 @@ void pack_a(const Operand<T>& a, int64_t i0, int64_t p0, int64_t mc, int64_t kc,
             }
         }
         for (; p < kc; ++p)
-            for (int64_t q = 0; q < kMR; ++q) dst[p * kMR + q] = q < rows ? widen(*a.at(i0 + i + q, p0 + p)) : 0.0f;
+            for (int64_t q = 0; q < kMR; ++q) dst[p * kMR + q] = q < rows ? load(*a.at(i0 + i + q, p0 + p)) : 0.0f;
     }
 }
 
@@ -182,7 +177,7 @@ template <class T>
 inline float finish1(float sum, const Out<T>& o, int64_t i, int64_t j) {
     float v = o.alpha * sum;
     if (!o.first) v += o.w[i * o.ldw + j];
-    else if (o.beta != 0.0f) v += o.beta * widen(o.c[i * o.ldc + j]);
+    else if (o.beta != 0.0f) v += o.beta * load(o.c[i * o.ldc + j]);
     return v;
 }
 
@@ -226,7 +221,7 @@ template <class T>
     for (int64_t r = 0; r < rows; ++r)
         for (int64_t q = 0; q < cols; ++q) {
             const float v = finish1(sums[r][q], o, i + r, j + q);
-            if (o.last) round_into(o.c + (i + r) * o.ldc + j + q, v);
+            if (o.last) o.c[(i + r) * o.ldc + j + q] = store<T>(v);
             else o.w[(i + r) * o.ldw + j + q] = v;
         }
 }
@@ -289,7 +284,7 @@ void product(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float 
     if (k == 0) {  // C = beta C
         for (int64_t i = 0; i < m; ++i)
             for (int64_t j = 0; j < n; ++j)
-                round_into(c + i * ldc + j, beta == 0.0f ? 0.0f : beta * widen(c[i * ldc + j]));
+                c[i * ldc + j] = store<T>(beta == 0.0f ? 0.0f : beta * load(c[i * ldc + j]));
         return;
     }
     const Problem pr{m, n, k, alpha, beta};
