@@ -130,10 +130,9 @@ void weights_into(const Plan& p, const Tensor& q, const Tensor& k, const Tensor&
 // attention's products in runs of six).
 template <class Body>
 void for_each_chunk(const Plan& p, const Tensor& q, std::int64_t rows, std::int64_t s, Body&& body) {
-    if (!q.device().is_cpu()) return body([](const Tensor& t) { return t; });
     int axis = 0;
     while (axis < p.rows && q.shape(axis) == 1) ++axis;
-    if (axis == p.rows) return body([](const Tensor& t) { return t; });
+    if (axis == p.rows || !q.device().is_cpu()) return body([](const Tensor& t) { return t; });
     std::int64_t entry = std::max<std::int64_t>(1, rows * s * std::int64_t(itemsize(q.dtype())));
     for (int i = axis + 1; i < p.rows; ++i) entry *= q.shape(i);
     const std::int64_t run = std::max<std::int64_t>(1, static_cast<std::int64_t>(kScoreBytesPerChunk) / entry);
