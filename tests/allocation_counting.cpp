@@ -6,6 +6,7 @@
 
 #if !defined(__SANITIZE_ADDRESS__)
 #include <dlfcn.h>
+#include <execinfo.h>
 
 #include <atomic>
 #include <cerrno>
@@ -14,6 +15,8 @@
 #include <cstring>
 #include <new>
 #include <string>
+
+extern "C" void* __libc_malloc(std::size_t);
 
 namespace {
 std::atomic<bool> g_counting{false};
@@ -49,9 +52,41 @@ void remember(const char* module) {
     }
 }
 
-void counted(void* caller, std::size_t bytes) {
-    if (!g_counting.load(std::memory_order_relaxed)) return;
+// The test program's own base address (this file is linked into it).
+const void* program_base() {
+    static const void* base = [] {
+        Dl_info info;
+        return dladdr(reinterpret_cast<void*>(&program_base), &info) ? info.dli_fbase : nullptr;
+    }();
+    return base;
+}
+
+// Who asked for an allocation made from `caller`. Where the caller is the test program, it may be the
+// program's out-of-line copy of a C++ library template (std::string's _M_create, a vector's growth),
+// which the dynamic linker binds every module's calls to: a program built at -O0 keeps such copies,
+// and the validation layer's own strings then allocate "from the program". So the asker is the first
+// module up the stack that is not the program; where there is none within reach (the test's own code,
+// fluxion's headers in it, called from main by way of the C library), it is the program.
+const char* asker_of(void* caller) {
     const char* module = module_of(caller);
+    Dl_info info;
+    if (!module || !dladdr(caller, &info) || info.dli_fbase != program_base()) return module;
+    static const char* const c_library = module_of(reinterpret_cast<void*>(&__libc_malloc));
+    void* frames[24];
+    const int n = backtrace(frames, 24);
+    for (int i = 0; i < n; ++i)
+        if (dladdr(frames[i], &info) && info.dli_fbase != program_base())
+            return info.dli_fname == c_library ? module : info.dli_fname;
+    return module;
+}
+
+thread_local bool t_inside = false;  // backtrace() and dladdr() asking for memory themselves
+
+void counted(void* caller, std::size_t bytes) {
+    if (!g_counting.load(std::memory_order_relaxed) || t_inside) return;
+    t_inside = true;
+    const char* module = asker_of(caller);
+    t_inside = false;
     if (in_kernel_library(module)) {
         g_libraries.fetch_add(1, std::memory_order_relaxed);
     } else {
@@ -121,6 +156,10 @@ void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::f
 namespace allocation_counting {
 
 void start() {
+    // backtrace() loads its unwinder on first use, which allocates: before counting, not during it.
+    void* frame[1];
+    backtrace(frame, 1);
+    program_base();
     for (auto& slot : g_ours_from) slot = nullptr;
     g_ours = 0;
     g_libraries = 0;
