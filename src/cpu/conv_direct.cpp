@@ -290,6 +290,8 @@ void backward_input(const Conv2dShape& s, const float* gy, const float* w, float
     });
 }
 
+}  // namespace
+
 // ---- which shapes ----
 
 // Where the direct kernels beat oneDNN, measured pass by pass against it (BENCHMARKS.md, "Kernel
@@ -297,7 +299,8 @@ void backward_input(const Conv2dShape& s, const float* gy, const float* w, float
 // weight gradient while each task's output gradients over all images fit in the L2 cache (not for
 // 8 => 16 channels, nor 3 => 32 on 32×32 outputs); the input gradient for few channels (not from
 // 16 => 32 on).
-bool takes(ConvPass pass, const Conv2dShape& s) {
+
+bool direct_conv2d_takes(ConvPass pass, const Conv2dShape& s) {
     const bool plain = s.n > 0 && s.c > 0 && s.k > 0 && s.oh > 0 && s.ow > 0 && s.groups == 1 && s.stride_h == 1 &&
                        s.stride_w == 1 && s.dil_h == 1 && s.dil_w == 1 && s.pad_h == 0 && s.pad_w == 0 &&
                        s.oh == s.h - s.r + 1 && s.ow == s.w - s.s + 1 && s.ow % kLanes == 0;
@@ -310,11 +313,9 @@ bool takes(ConvPass pass, const Conv2dShape& s) {
     return false;
 }
 
-}  // namespace
-
 bool direct_conv2d(ConvPass pass, const Conv2dShape& s, const float* a, const float* b, float* out,
                    const float* bias, bool relu) {
-    if (!takes(pass, s)) return false;
+    if (!direct_conv2d_takes(pass, s)) return false;
     switch (pass) {
         case ConvPass::forward:
             with_constant<4>(s.ow / kLanes, [&](auto vectors) { forward<vectors.value>(s, a, b, bias, relu, out); });
@@ -335,6 +336,7 @@ namespace fluxion::backend::cpu {
 bool direct_conv2d(ConvPass, const Conv2dShape&, const float*, const float*, float*, const float*, bool) {
     return false;
 }
+bool direct_conv2d_takes(ConvPass, const Conv2dShape&) { return false; }
 }  // namespace fluxion::backend::cpu
 
 #endif

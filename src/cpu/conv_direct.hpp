@@ -17,4 +17,7 @@ namespace fluxion::backend::cpu {
 bool direct_conv2d(ConvPass pass, const Conv2dShape& s, const float* a, const float* b, float* out,
                    const float* bias = nullptr, bool relu = false);
 
+// Whether direct_conv2d takes this pass and shape (without running it).
+bool direct_conv2d_takes(ConvPass pass, const Conv2dShape& s);
+
 }  // namespace fluxion::backend::cpu

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "cpu/conv_direct.hpp"
 #include "cpu/conv_onednn.hpp"
 #include "cpu/gemm_half.hpp"
 #include "cpu/half.hpp"
@@ -154,9 +155,23 @@ void gemm(int device, DType t, bool trans_a, bool trans_b, int64_t m, int64_t n,
     wc.narrow(c);
 }
 
+namespace {
+// Whether a bf16 convolution pass goes to oneDNN's bf16 kernels: where they are preferred, except
+// for an input of at most 3 channels that the direct f32 kernels take (an image network's first
+// layer). oneDNN's kernels block the channels by 16 and pair them for the bf16 dot product, so one
+// channel fills a sixteenth of each: LeNet-5's 1 => 6 layer (batch 64) on a Zen 5 took 106 µs
+// forward and 304 µs for the input gradient in oneDNN's bf16, 62 and 90 widened to f32 and run
+// directly, copies included; the weight gradient 64 and 65 (BENCHMARKS.md, "Kernel choices").
+bool bf16_conv_in_onednn(ConvPass pass, const Conv2dShape& s) {
+    return onednn_bf16_preferred() && !(s.c <= 3 && direct_conv2d_takes(pass, s));
+}
+}  // namespace
+
 void conv2d(int device, DType t, const Conv2dShape* s, const void* x, const void* w, void* y) {
     if (!is_half(t)) return cpu::conv2d(device, t, s, x, w, y);
-    if (t == DType::bf16 && onednn_bf16_preferred() && onednn_conv2d_bf16(ConvPass::forward, *s, x, w, y)) return;
+    if (t == DType::bf16 && bf16_conv_in_onednn(ConvPass::forward, *s) &&
+        onednn_conv2d_bf16(ConvPass::forward, *s, x, w, y))
+        return;
     F32 wx(t, s->n * s->c * s->h * s->w, x), ww(t, s->k * (s->c / s->groups) * s->r * s->s, w);
     F32 wy(t, s->n * s->k * s->oh * s->ow, nullptr);
     cpu::conv2d(device, DType::f32, s, wx.data(), ww.data(), wy.data());
@@ -165,7 +180,8 @@ void conv2d(int device, DType t, const Conv2dShape* s, const void* x, const void
 
 void conv2d_backward_input(int device, DType t, const Conv2dShape* s, const void* gy, const void* w, void* gx) {
     if (!is_half(t)) return cpu::conv2d_backward_input(device, t, s, gy, w, gx);
-    if (t == DType::bf16 && onednn_bf16_preferred() && onednn_conv2d_bf16(ConvPass::backward_input, *s, gy, w, gx))
+    if (t == DType::bf16 && bf16_conv_in_onednn(ConvPass::backward_input, *s) &&
+        onednn_conv2d_bf16(ConvPass::backward_input, *s, gy, w, gx))
         return;
     F32 wgy(t, s->n * s->k * s->oh * s->ow, gy), ww(t, s->k * (s->c / s->groups) * s->r * s->s, w);
     F32 wgx(t, s->n * s->c * s->h * s->w, nullptr);
@@ -175,7 +191,8 @@ void conv2d_backward_input(int device, DType t, const Conv2dShape* s, const void
 
 void conv2d_backward_weight(int device, DType t, const Conv2dShape* s, const void* x, const void* gy, void* gw) {
     if (!is_half(t)) return cpu::conv2d_backward_weight(device, t, s, x, gy, gw);
-    if (t == DType::bf16 && onednn_bf16_preferred() && onednn_conv2d_bf16(ConvPass::backward_weight, *s, x, gy, gw))
+    if (t == DType::bf16 && bf16_conv_in_onednn(ConvPass::backward_weight, *s) &&
+        onednn_conv2d_bf16(ConvPass::backward_weight, *s, x, gy, gw))
         return;
     F32 wx(t, s->n * s->c * s->h * s->w, x), wgy(t, s->n * s->k * s->oh * s->ow, gy);
     F32 wgw(t, s->k * (s->c / s->groups) * s->r * s->s, nullptr);
