@@ -1703,6 +1703,41 @@ TEST(CpuPool, MaxGradientWithReluGivesThePoolsThenRelusBits) {
         ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(want[i])) << "cell " << i;
 }
 
+// bf16 and f16 cells pooled in their own type give the bits of the widened path (f32 copies, the
+// f32 kernel, rounded back): the every-tie planes above, gradients of every sign, 3 input rows (the
+// last below every window) and 15 windows a row (the 8-, 4- and 1-window paths).
+TEST(CpuPool, HalfMaxGivesTheWidenedPathsBits) {
+    const auto s = pool_shape(625, 1, 3, 30, 2, 2, 2, 2, 0, 0);
+    const int64_t nx = 625 * 3 * 30, ny = 625 * 15;
+    for (DType t : {DType::bf16, DType::f16}) {
+        const std::uint16_t values[5] = {0x8000, 0x0000, std::uint16_t(t == DType::bf16 ? 0x3f80 : 0x3c00),
+                                         std::uint16_t(t == DType::bf16 ? 0x7fc0 : 0x7e00),
+                                         std::uint16_t(t == DType::bf16 ? 0xffc1 : 0xfe01)};
+        std::vector<std::uint16_t> x(nx), gy(ny), y(ny), gx(nx, 0x1234), y_want(ny), gx_want(nx);
+        for (int64_t p = 0; p < 625; ++p)
+            for (int64_t r = 0; r < 3; ++r)
+                for (int64_t c = 0; c < 30; ++c) {
+                    int64_t digit = p;
+                    for (int64_t k = 0; k < (r % 2) * 2 + c % 2; ++k) digit /= 5;
+                    x[(p * 3 + r) * 30 + c] = values[digit % 5];
+                }
+        std::vector<float> wide_x(nx), wide_gy(ny), wide_y(ny), wide_gx(nx);
+        for (int64_t i = 0; i < ny; ++i) wide_gy[i] = float(i % 13) - 6.0f;
+        cpu().cast(0, DType::f32, t, ny, wide_gy.data(), gy.data());
+        cpu().cast(0, t, DType::f32, nx, x.data(), wide_x.data());
+        cpu().pool2d(0, be::Pool::max, DType::f32, &s, wide_x.data(), wide_y.data());
+        cpu().pool2d_backward(0, be::Pool::max, DType::f32, &s, wide_x.data(), wide_y.data(), wide_gy.data(),
+                              wide_gx.data());
+        cpu().cast(0, DType::f32, t, ny, wide_y.data(), y_want.data());
+        cpu().cast(0, DType::f32, t, nx, wide_gx.data(), gx_want.data());
+        if (!be::cpu::max_pool_2x2_forward(t, s, x.data(), y.data()))
+            GTEST_SKIP() << "libfluxion was built without AVX2 (or F16C): no vector 2x2 max-pool kernel";
+        ASSERT_TRUE(be::cpu::max_pool_2x2_backward(t, s, x.data(), y.data(), gy.data(), gx.data()));
+        for (int64_t i = 0; i < ny; ++i) ASSERT_EQ(y[i], y_want[i]) << name(t) << " window " << i;
+        for (int64_t i = 0; i < nx; ++i) ASSERT_EQ(gx[i], gx_want[i]) << name(t) << " cell " << i;
+    }
+}
+
 TEST(CpuPool, MaxLetsNaNWin) {
     const auto s = pool_shape(1, 1, 2, 2, 2, 2, 2, 2, 0, 0);
     const std::vector<float> x{1, static_cast<float>(kNaN), 3, 2};

@@ -1,4 +1,4 @@
-// pool_max2x2.hpp — f32 max pooling and its gradient over 2×2 windows that tile the input (stride 2,
+// pool_max2x2.hpp — f32 (and bf16, f16) max pooling and its gradient over 2×2 windows that tile the input (stride 2,
 // no padding, 2·ow == w), eight windows a step in vector registers. pool.cpp takes them before its
 // general passes, and fused replays (fusion.cpp) use the gradient with relu's folded in.
 #pragma once
@@ -20,5 +20,10 @@ bool max_pool_2x2_forward(const Pool2dShape& s, const float* x, float* y);
 
 bool max_pool_2x2_backward(const Pool2dShape& s, const float* x, const float* y, const float* gy, float* gx,
                            bool relu = false);
+
+// The same for bf16 and f16 (t) cells, read and written in their own type: bit for bit what the f32
+// kernels compute on widened copies. False for other types, and for f16 where built without F16C.
+bool max_pool_2x2_forward(DType t, const Pool2dShape& s, const void* x, void* y);
+bool max_pool_2x2_backward(DType t, const Pool2dShape& s, const void* x, const void* y, const void* gy, void* gx);
 
 }  // namespace fluxion::backend::cpu

@@ -1,7 +1,7 @@
 // The CPU table's entries for the kernels that cannot compute f16 and bf16 in their own loops
-// (products on some CPUs, convolutions, pools, softmax, index_add, the optimiser step): the
-// operands are widened to f32, the f32 kernel runs (so sums, dot products and convolutions
-// accumulate in f32) and the results are rounded back once, to nearest even. Every other type goes
+// (products on some CPUs, convolutions, pools other than 2×2 max ones, softmax, index_add, the
+// optimiser step): the operands are widened to f32, the f32 kernel runs (so sums, dot products and
+// convolutions accumulate in f32) and the results are rounded back once, to nearest even. Every other type goes
 // straight to its kernel.
 // The elementwise kernels and the reductions compute the 16-bit types themselves, in registers
 // (half.hpp's Compute), and are not here: a whole-tensor f32 copy of every operand and result
@@ -27,6 +27,7 @@
 #include "cpu/matmul_onednn.hpp"
 #include "cpu/onednn.hpp"
 #include "cpu/parallel.hpp"
+#include "cpu/pool_max2x2.hpp"
 
 namespace fluxion::backend::cpu::widen {
 namespace {
@@ -202,6 +203,7 @@ void conv2d_backward_weight(int device, DType t, const Conv2dShape* s, const voi
 
 void pool2d(int device, Pool op, DType t, const Pool2dShape* s, const void* x, void* y) {
     if (!is_half(t)) return cpu::pool2d(device, op, t, s, x, y);
+    if (op == Pool::max && max_pool_2x2_forward(t, *s, x, y)) return;  // in 16 bits, no copies
     F32 wx(t, s->n * s->c * s->h * s->w, x), wy(t, s->n * s->c * s->oh * s->ow, nullptr);
     cpu::pool2d(device, op, DType::f32, s, wx.data(), wy.data());
     wy.narrow(y);
@@ -212,6 +214,7 @@ void pool2d(int device, Pool op, DType t, const Pool2dShape* s, const void* x, v
 void pool2d_backward(int device, Pool op, DType t, const Pool2dShape* s, const void* x, const void* y, const void* gy,
                      void* gx) {
     if (!is_half(t)) return cpu::pool2d_backward(device, op, t, s, x, y, gy, gx);
+    if (op == Pool::max && x && y && max_pool_2x2_backward(t, *s, x, y, gy, gx)) return;
     const int64_t in = s->n * s->c * s->h * s->w, out = s->n * s->c * s->oh * s->ow;
     F32 wx(t, x ? in : 0, x), wy(t, y ? out : 0, y), wgy(t, out, gy), wgx(t, in, nullptr);
     cpu::pool2d_backward(device, op, DType::f32, s, wx.data(), wy.data(), wgy.data(), wgx.data());
