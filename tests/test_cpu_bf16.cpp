@@ -342,7 +342,8 @@ TEST_P(Bf16Conv, FastPathTakesThePassesAndMatchesF64) {
     const auto said = [](std::uint64_t runs) { return runs ? "did not run" : "ran"; };
     std::uint64_t before = cpu::onednn_bf16_runs();
     table.conv2d(0, DType::bf16, &s, v.x.bits.data(), v.w.bits.data(), y.data());
-    EXPECT_EQ(cpu::onednn_bf16_runs() - before, forward) << c.name << ": the conv2d entry " << said(forward) << " oneDNN";
+    EXPECT_EQ(cpu::onednn_bf16_runs() - before, forward)
+        << c.name << ": the conv2d entry " << said(forward) << " oneDNN";
     before = cpu::onednn_bf16_runs();
     table.conv2d_backward_input(0, DType::bf16, &s, v.gy.bits.data(), v.w.bits.data(), gx.data());
     EXPECT_EQ(cpu::onednn_bf16_runs() - before, input)

@@ -299,7 +299,6 @@ void backward_input(const Conv2dShape& s, const float* gy, const float* w, float
 // weight gradient while each task's output gradients over all images fit in the L2 cache (not for
 // 8 => 16 channels, nor 3 => 32 on 32×32 outputs); the input gradient for few channels (not from
 // 16 => 32 on).
-
 bool direct_conv2d_takes(ConvPass pass, const Conv2dShape& s) {
     const bool plain = s.n > 0 && s.c > 0 && s.k > 0 && s.oh > 0 && s.ow > 0 && s.groups == 1 && s.stride_h == 1 &&
                        s.stride_w == 1 && s.dil_h == 1 && s.dil_w == 1 && s.pad_h == 0 && s.pad_w == 0 &&

@@ -1,9 +1,9 @@
-// 2×2 max pooling and its gradient (pool_max2x2.hpp), in f32, bf16 or f16 cells, per pair of input rows: 16 input columns of
-// each row are split into their even and odd columns (the windows' left and right cells), and 8
-// windows are reduced, or compared with their maxima and the gradients interleaved back into
-// place, at once; then 4 windows at a time in 128-bit registers, then one. pool.cpp's tiled passes
-// take three trips through buffers for the gradient: this one took a third to a half of their time
-// on LeNet-5's pools (BENCHMARKS.md, "Kernel choices").
+// 2×2 max pooling and its gradient (pool_max2x2.hpp) in f32, bf16 or f16 cells, per pair of input
+// rows: 16 input columns of each row are split into their even and odd columns (the windows' left
+// and right cells), and 8 windows are reduced, or compared with their maxima and the gradients
+// interleaved back into place, at once; then 4 windows at a time in 128-bit registers, then one.
+// pool.cpp's tiled passes take three trips through buffers for the gradient: this one took a third
+// to a half of their time on LeNet-5's pools (BENCHMARKS.md, "Kernel choices").
 #include "cpu/pool_max2x2.hpp"
 
 #if defined(__AVX2__)
@@ -55,7 +55,9 @@ __m128 cells(const Half* p, __m128) { return _mm_cvtph_ps(_mm_loadl_epi64(reinte
 void put(Half* p, __m256 v) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
 }
-void put(Half* p, __m128 v) { _mm_storel_epi64(reinterpret_cast<__m128i*>(p), _mm_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT)); }
+void put(Half* p, __m128 v) {
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(p), _mm_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+}
 #endif
 
 // The even and odd columns of 16 consecutive cells.

@@ -1,5 +1,5 @@
-// pool_max2x2.hpp — f32 (and bf16, f16) max pooling and its gradient over 2×2 windows that tile the input (stride 2,
-// no padding, 2·ow == w), eight windows a step in vector registers. pool.cpp takes them before its
+// pool_max2x2.hpp — f32 (and bf16, f16) max pooling and its gradient over 2×2 windows that tile the
+// input (stride 2, no padding, 2·ow == w), eight windows a step in vector registers. pool.cpp takes them before its
 // general passes, and fused replays (fusion.cpp) use the gradient with relu's folded in.
 #pragma once
 #include "core/backend.hpp"

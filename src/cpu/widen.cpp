@@ -1,8 +1,8 @@
 // The CPU table's entries for the kernels that cannot compute f16 and bf16 in their own loops
 // (products on some CPUs, convolutions, pools other than 2×2 max ones, softmax, index_add, the
 // optimiser step): the operands are widened to f32, the f32 kernel runs (so sums, dot products and
-// convolutions accumulate in f32) and the results are rounded back once, to nearest even. Every other type goes
-// straight to its kernel.
+// convolutions accumulate in f32) and the results are rounded back once, to nearest even. Every
+// other type goes straight to its kernel.
 // The elementwise kernels and the reductions compute the 16-bit types themselves, in registers
 // (half.hpp's Compute), and are not here: a whole-tensor f32 copy of every operand and result
 // tripled the memory traffic of the ops that are all memory traffic.
