@@ -20,6 +20,7 @@
 
 #include "core/backend.hpp"
 #include "core/ops/unary_registry.hpp"
+#include "cpu/conv_direct.hpp"
 #include "cpu/fused.hpp"
 #include "cpu/gemm_half.hpp"
 #include "cpu/kernels.hpp"
@@ -1526,6 +1527,92 @@ TEST(CpuConv, FusedBiasAndReluGiveTheEagerBits) {
     }
 }
 
+// The direct kernels on bf16 and f16 cells (widened as they are read, rounded as they are written)
+// give the bits of the widened path: f32 copies, the f32 direct kernel, rounded back; the forward
+// pass with bias and relu, those of the eager calls after it in the 16-bit type. Image 0 holds
+// ordinary values; image 1 the type's smallest subnormal among zeros, so that sums round to ±0
+// (relu must see the rounded -0); image 2 a NaN and infinities (its rows take the exact rounding,
+// the others the fast one). Each pass the f32 kernels decline, the 16-bit ones decline too.
+TEST(CpuConv, HalfCellsInTheDirectKernelsGiveTheWidenedPathsBits) {
+    using be::cpu::ConvPass;
+    if (!be::cpu::direct_conv2d_takes(ConvPass::forward, conv_shape(1, 1, 12, 12, 6, 5, 5, 1, 1, 0, 0, 1, 1, 1)))
+        GTEST_SKIP() << "libfluxion was built without AVX2 and FMA: no direct convolution kernels";
+    for (const DType t : {DType::bf16, DType::f16}) {
+        for (const auto& s : {conv_shape(3, 1, 28, 28, 6, 5, 5, 1, 1, 0, 0, 1, 1, 1),     // LeNet-5's first layer
+                              conv_shape(3, 6, 12, 12, 16, 5, 5, 1, 1, 0, 0, 1, 1, 1),    // its second
+                              conv_shape(3, 3, 20, 20, 8, 3, 3, 1, 1, 0, 0, 1, 1, 1)}) {  // 2 vectors a row
+            const int64_t plane = s.c * s.h * s.w, nx = s.n * plane, nw = s.k * s.c * s.r * s.s;
+            const int64_t ny = s.n * s.k * s.oh * s.ow;
+            const float smallest = std::ldexp(1.0f, t == DType::bf16 ? -133 : -24);
+            auto x = converted<float>(random_values(nx, -1, 1, 71));
+            for (int64_t i = plane; i < 2 * plane; ++i) x[i] = i % 7 ? 0.0f : i % 2 ? smallest : -smallest;
+            x[2 * plane + 5] = NAN;
+            x[2 * plane + plane / 2] = INFINITY;
+            x[nx - 1] = -INFINITY;
+            const auto w = converted<float>(random_values(nw, -0.45, 0.45, 72));
+            const auto gy = converted<float>(random_values(ny, -1, 1, 73));
+            auto b = converted<float>(random_values(s.k, -1, 1, 74));
+            b[0] = -0.0f;  // keeps the sums' -0
+            const auto cells = [&](const std::vector<float>& v) {
+                std::vector<std::uint16_t> out(v.size());
+                cpu().cast(0, DType::f32, t, int64_t(v.size()), v.data(), out.data());
+                return out;
+            };
+            const auto wide = [&](const std::vector<std::uint16_t>& v) {
+                std::vector<float> out(v.size());
+                cpu().cast(0, t, DType::f32, int64_t(v.size()), v.data(), out.data());
+                return out;
+            };
+            const auto x16 = cells(x), w16 = cells(w), gy16 = cells(gy), b16 = cells(b);
+            const auto xw = wide(x16), ww = wide(w16), gyw = wide(gy16);
+            const std::string what = std::string(name(t)) + " c " + std::to_string(s.c) + " ";
+            // pass, its two operands in f32 and in t, and the size of its result.
+            const auto check = [&](ConvPass pass, const char* label, const std::vector<float>& a,
+                                   const std::vector<float>& bb, const std::vector<std::uint16_t>& a16,
+                                   const std::vector<std::uint16_t>& b16_, int64_t n) {
+                std::vector<float> f32(n);
+                std::vector<std::uint16_t> got(n, 0x1234);
+                const bool taken = be::cpu::direct_conv2d(pass, s, a.data(), bb.data(), f32.data());
+                ASSERT_EQ(be::cpu::direct_conv2d(t, pass, s, a16.data(), b16_.data(), got.data()), taken)
+                    << what << label << ": taken in f32 but not in 16 bits, or the other way (no F16C?)";
+                if (!taken) return;
+                const auto want = cells(f32);
+                for (int64_t i = 0; i < n; ++i) ASSERT_EQ(got[i], want[i]) << what << label << ", element " << i;
+            };
+            check(ConvPass::forward, "forward", xw, ww, x16, w16, ny);
+            check(ConvPass::backward_input, "input gradient", gyw, ww, gy16, w16, nx);
+            check(ConvPass::backward_weight, "weight gradient", xw, gyw, x16, gy16, nw);
+            if (HasFatalFailure() || !be::cpu::direct_conv2d_takes(ConvPass::forward, s)) continue;
+
+            // With bias and relu: the eager add and relu in t after the rounded convolution.
+            std::vector<float> y(ny);
+            ASSERT_TRUE(be::cpu::direct_conv2d(ConvPass::forward, s, xw.data(), ww.data(), y.data()));
+            const auto y16 = cells(y);
+            std::vector<std::uint16_t> want(ny), fused(ny, 0x1234);
+            const be::Strided yv{4, {s.n, s.k, s.oh, s.ow}, {s.k * s.oh * s.ow, s.oh * s.ow, s.ow, 1}};
+            const be::Strided bv{4, {s.n, s.k, s.oh, s.ow}, {0, 1, 0, 0}};
+            cpu().binary(0, be::Binary::add, t, &yv, y16.data(), &bv, b16.data(), want.data());
+            cpu().unary(0, be::Unary::relu, t, ny, want.data(), want.data(), 0, 0);
+            ASSERT_TRUE(be::cpu::direct_conv2d(t, ConvPass::forward, s, x16.data(), w16.data(), fused.data(),
+                                               b16.data(), true));
+            int64_t signed_zeros = 0;
+            for (int64_t i = 0; i < ny; ++i) {
+                ASSERT_EQ(fused[i], want[i]) << what << "forward with bias and relu, y " << i;
+                signed_zeros += fused[i] == 0x8000;
+            }
+            // relu without the bias: the rounded sum decides, so tiny negative sums stay -0.
+            cpu().unary(0, be::Unary::relu, t, ny, y16.data(), want.data(), 0, 0);
+            ASSERT_TRUE(be::cpu::direct_conv2d(t, ConvPass::forward, s, x16.data(), w16.data(), fused.data(), nullptr,
+                                               true));
+            for (int64_t i = 0; i < ny; ++i) {
+                ASSERT_EQ(fused[i], want[i]) << what << "forward with relu, y " << i;
+                signed_zeros += fused[i] == 0x8000;
+            }
+            EXPECT_GT(signed_zeros, 0) << what << ": no sum rounded to -0, so relu's order went untested";
+        }
+    }
+}
+
 TEST(CpuConv, ManyImagesAreSplitIntoChunks) {
     // About 0.7 M workspace elements per image: chunks of 2, 2, 2 and 1 images.
     expect_conv(conv_shape(7, 8, 94, 94, 8, 3, 3, 1, 1, 1, 1, 1, 1, 2));
@@ -1705,7 +1792,8 @@ TEST(CpuPool, MaxGradientWithReluGivesThePoolsThenRelusBits) {
 
 // bf16 and f16 cells pooled in their own type give the bits of the widened path (f32 copies, the
 // f32 kernel, rounded back): the every-tie planes above, gradients of every sign, 3 input rows (the
-// last below every window) and 15 windows a row (the 8-, 4- and 1-window paths).
+// last below every window) and 15 windows a row (the 8-, 4- and 1-window paths); the gradient with
+// relu's folded in as the widened gradient with relu's applied after.
 TEST(CpuPool, HalfMaxGivesTheWidenedPathsBits) {
     const auto s = pool_shape(625, 1, 3, 30, 2, 2, 2, 2, 0, 0);
     const int64_t nx = 625 * 3 * 30, ny = 625 * 15;
@@ -1732,9 +1820,16 @@ TEST(CpuPool, HalfMaxGivesTheWidenedPathsBits) {
         cpu().cast(0, DType::f32, t, nx, wide_gx.data(), gx_want.data());
         if (!be::cpu::max_pool_2x2_forward(t, s, x.data(), y.data()))
             GTEST_SKIP() << "libfluxion was built without AVX2 (or F16C): no vector 2x2 max-pool kernel";
-        ASSERT_TRUE(be::cpu::max_pool_2x2_backward(t, s, x.data(), y.data(), gy.data(), gx.data()));
+        ASSERT_TRUE(be::cpu::max_pool_2x2_backward(t, s, x.data(), y.data(), gy.data(), gx.data(), false));
         for (int64_t i = 0; i < ny; ++i) ASSERT_EQ(y[i], y_want[i]) << name(t) << " window " << i;
         for (int64_t i = 0; i < nx; ++i) ASSERT_EQ(gx[i], gx_want[i]) << name(t) << " cell " << i;
+
+        cpu().unary_backward(0, be::Unary::relu, DType::f32, nx, wide_x.data(), wide_x.data(), wide_gx.data(),
+                             wide_gx.data(), 0, 0);
+        cpu().cast(0, DType::f32, t, nx, wide_gx.data(), gx_want.data());
+        std::fill(gx.begin(), gx.end(), std::uint16_t(0x1234));
+        ASSERT_TRUE(be::cpu::max_pool_2x2_backward(t, s, x.data(), y.data(), gy.data(), gx.data(), true));
+        for (int64_t i = 0; i < nx; ++i) ASSERT_EQ(gx[i], gx_want[i]) << name(t) << " cell " << i << " with relu";
     }
 }
 

@@ -16,9 +16,11 @@
 //
 // Channels are split into equal tiles of at most 24 accumulators, so that with the operands they
 // stay in the 32 vector registers of AVX-512. Each tile is a function of its own (noinline):
-// inlined into the loops that pick it, the input gradient's tiles ran 25% slower. Built where the
-// compiler targets AVX2 with FMA; elsewhere direct_conv2d declines and oneDNN or im2col computes
-// every convolution.
+// inlined into the loops that pick it, the input gradient's tiles ran 25% slower. Every kernel is a
+// template over the cells of the tensors it reads and writes (f32, bf16, f16; the sums are f32
+// throughout), so that the 16-bit types need no f32 copies of the tensors. Built where the compiler
+// targets AVX2 with FMA (and F16C for the 16-bit cells); elsewhere direct_conv2d declines and
+// oneDNN or im2col computes every convolution.
 #include "cpu/conv_direct.hpp"
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -28,6 +30,8 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "cpu/half.hpp"
+#include "cpu/half_simd.hpp"
 #include "cpu/kernels.hpp"
 #include "cpu/parallel.hpp"
 
@@ -48,6 +52,31 @@ template <int Max, class F>
     }
 }
 
+// Cells of the tensors the kernels read and write: f32 as they are, bf16 and f16 (half_simd.hpp)
+// widened on loading and rounded to nearest even on storing. Weights are always read as f32: a
+// 16-bit weight is widened once into a copy (a few thousand values), so that the inner loops
+// broadcast it from memory as the f32 kernels do; so is the forward pass's input, an image at a
+// time, which every tap reads again.
+inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+inline void store8(float* p, __m256 v) { _mm256_storeu_ps(p, v); }
+
+// n cells widened to f32.
+template <class E> void widen(const E* from, int64_t n, float* to) {
+    int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes) _mm256_storeu_ps(to + i, load8(from + i));
+    for (; i < n; ++i) to[i] = load(from[i]);
+}
+
+// The f32 values of n weights: w itself for f32, else widened into `copy`.
+template <class E> const float* f32_weights(const E* w, int64_t n, float* copy) {
+    if constexpr (std::is_same_v<E, float>) {
+        return w;
+    } else {
+        widen(w, n, copy);
+        return copy;
+    }
+}
+
 // A tile of accumulators set to zero (unrolled, so that the tile stays in registers).
 template <int A, int B>
 [[gnu::always_inline]] inline void zero(__m256 (&tile)[A][B]) {
@@ -59,17 +88,45 @@ template <int A, int B>
 
 // ---- forward ----
 
-// y[n][k0, k0 + KB)[oy][·] for every oy; the row is NV vectors wide.
-template <int KB, int NV>
-[[gnu::noinline]] void forward_tile(const Conv2dShape& s, const float* x, const float* w, const float* bias, bool relu,
-                                    float* y, int64_t n, int64_t k0) {
+// Rounds v to E (Numbers: v holds no NaN).
+template <class E, bool Numbers>
+[[gnu::always_inline]] inline __m256 to_cells(__m256 v) {
+    if constexpr (std::is_same_v<E, float>) return v;
+    else if constexpr (Numbers) return round8_number(E{}, v);
+    else return round8(E{}, v);
+}
+
+// Row oy of y[n][k0, k0 + KB) from its sums: the bias added to the rounded sum and rounded, then
+// relu, as the eager x < 0 ? 0 : x, which keeps NaN and -0 (max would not).
+template <int KB, int NV, class E, bool Numbers>
+[[gnu::always_inline]] inline void finish_row(const Conv2dShape& s, const __m256 (&acc)[KB][NV], const E* bias,
+                                              bool relu, E* y, int64_t n, int64_t k0, int64_t oy) {
+    #pragma GCC unroll 32
+    for (int k = 0; k < KB; ++k) {
+        E* out = y + ((n * s.k + k0 + k) * s.oh + oy) * s.ow;
+        const __m256 b = bias ? _mm256_set1_ps(load(bias[k0 + k])) : _mm256_setzero_ps();
+        #pragma GCC unroll 32
+        for (int j = 0; j < NV; ++j) {
+            __m256 r = to_cells<E, Numbers>(acc[k][j]);
+            if (bias) r = to_cells<E, Numbers>(_mm256_add_ps(r, b));
+            if (relu) r = _mm256_andnot_ps(_mm256_cmp_ps(r, _mm256_setzero_ps(), _CMP_LT_OQ), r);
+            if constexpr (std::is_same_v<E, float>) _mm256_storeu_ps(out + j * kLanes, r);
+            else store8_exact(out + j * kLanes, r);
+        }
+    }
+}
+
+// y[n][k0, k0 + KB)[oy][·] for every oy from the f32 planes of image n; the row is NV vectors wide.
+template <int KB, int NV, class E>
+[[gnu::noinline]] void forward_tile(const Conv2dShape& s, const float* image, const float* w, const E* bias, bool relu,
+                                    E* y, int64_t n, int64_t k0) {
     const int64_t crs = s.c * s.r * s.s;
     for (int64_t oy = 0; oy < s.oh; ++oy) {
         __m256 acc[KB][NV];
         zero(acc);
         for (int64_t c = 0; c < s.c; ++c) {
             for (int64_t ky = 0; ky < s.r; ++ky) {
-                const float* in = x + ((n * s.c + c) * s.h + oy + ky) * s.w;
+                const float* in = image + (c * s.h + oy + ky) * s.w;
                 const float* wk = w + k0 * crs + (c * s.r + ky) * s.s;
                 for (int64_t kx = 0; kx < s.s; ++kx) {
                     __m256 v[NV];
@@ -84,32 +141,59 @@ template <int KB, int NV>
                 }
             }
         }
-        // The bias after the sum, as the eager broadcast add does it, so both give the same bits.
-        #pragma GCC unroll 32
-        for (int k = 0; k < KB; ++k) {
-            float* out = y + ((n * s.k + k0 + k) * s.oh + oy) * s.ow;
-            const __m256 b = bias ? _mm256_set1_ps(bias[k0 + k]) : _mm256_setzero_ps();
+        // The bias after the sum, and relu after it, each rounded to E as the eager calls' results
+        // are, so that both give the same bits.
+        if constexpr (std::is_same_v<E, float>) {
+            finish_row<KB, NV, E, true>(s, acc, bias, relu, y, n, k0, oy);
+        } else {
+            // Rounding without the NaN case is half the work: it serves the rows with no NaN in
+            // their sums nor their biases (a NaN makes the total NaN; an infinite one only sends
+            // the row to the exact path).
+            __m256 total = _mm256_setzero_ps();
             #pragma GCC unroll 32
-            for (int j = 0; j < NV; ++j) {
-                __m256 r = bias ? _mm256_add_ps(acc[k][j], b) : acc[k][j];
-                // relu as the eager x < 0 ? 0 : x, which keeps NaN and -0 (max would not).
-                if (relu) r = _mm256_andnot_ps(_mm256_cmp_ps(r, _mm256_setzero_ps(), _CMP_LT_OQ), r);
-                _mm256_storeu_ps(out + j * kLanes, r);
+            for (int k = 0; k < KB; ++k) {
+                if (bias) total = _mm256_add_ps(total, _mm256_set1_ps(load(bias[k0 + k])));
+                #pragma GCC unroll 32
+                for (int j = 0; j < NV; ++j) total = _mm256_add_ps(total, acc[k][j]);
             }
+            if (_mm256_movemask_ps(_mm256_cmp_ps(total, total, _CMP_UNORD_Q)) == 0)
+                finish_row<KB, NV, E, true>(s, acc, bias, relu, y, n, k0, oy);
+            else
+                finish_row<KB, NV, E, false>(s, acc, bias, relu, y, n, k0, oy);
         }
     }
 }
 
-template <int NV>
-void forward(const Conv2dShape& s, const float* x, const float* w, const float* bias, bool relu, float* y) {
+template <int NV, class E>
+void forward(const Conv2dShape& s, const E* x, const E* w, const E* bias, bool relu, E* y) {
     const int64_t blocks = (s.k + kAccumulators / NV - 1) / (kAccumulators / NV), kb = (s.k + blocks - 1) / blocks;
     const int64_t work = s.n * s.k * s.oh * s.ow * s.c * s.r * s.s;
-    parallel_for(s.n * blocks, team_for(work), [&](int64_t first, int64_t last) {
+    const int64_t planes = s.c * s.h * s.w, weights = s.k * s.c * s.r * s.s;
+    // Tasks [first, last) with the f32 weights wf; 16-bit cells widen each image into `copy`.
+    const auto tasks = [&](int64_t first, int64_t last, const float* wf, float* copy) {
+        int64_t widened = -1;
         for (int64_t task = first; task < last; ++task) {
             const int64_t n = task / blocks, k0 = task % blocks * kb;
+            const float* image;
+            if constexpr (std::is_same_v<E, float>) {
+                image = x + n * planes;
+            } else {
+                if (n != widened) widen(x + n * planes, planes, copy);
+                widened = n;
+                image = copy;
+            }
             with_constant<kAccumulators / NV>(std::min(kb, s.k - k0), [&](auto tile) {
-                forward_tile<tile.value, NV>(s, x, w, bias, relu, y, n, k0);
+                forward_tile<tile.value, NV, E>(s, image, wf, bias, relu, y, n, k0);
             });
+        }
+    };
+    parallel_for(s.n * blocks, team_for(work), [&](int64_t first, int64_t last) {
+        if constexpr (std::is_same_v<E, float>) {
+            tasks(first, last, w, nullptr);
+        } else {
+            // The thread's f32 copies of the weights and of the image its tasks are on.
+            const Scratch scratch(std::size_t(weights + planes) * sizeof(float));
+            tasks(first, last, f32_weights(w, weights, scratch.as<float>()), scratch.as<float>() + weights);
         }
     });
 }
@@ -130,23 +214,23 @@ float sum_lanes(__m256 v) {
 }
 
 // gw[k0, k0 + KB)[c][ky][·], summed over every image and output pixel.
-template <int KB, int S>
-[[gnu::noinline]] void weight_tile(const Conv2dShape& s, const float* x, const float* gy, float* gw, int64_t k0,
-                                   int64_t c, int64_t ky) {
+template <int KB, int S, class E>
+[[gnu::noinline]] void weight_tile(const Conv2dShape& s, const E* x, const E* gy, E* gw, int64_t k0, int64_t c,
+                                   int64_t ky) {
     __m256 acc[KB][S];
     zero(acc);
     const int64_t ohw = s.oh * s.ow;
     for (int64_t n = 0; n < s.n; ++n) {
         for (int64_t oy = 0; oy < s.oh; ++oy) {
-            const float* in = x + ((n * s.c + c) * s.h + oy + ky) * s.w;
-            const float* g = gy + (n * s.k + k0) * ohw + oy * s.ow;
+            const E* in = x + ((n * s.c + c) * s.h + oy + ky) * s.w;
+            const E* g = gy + (n * s.k + k0) * ohw + oy * s.ow;
             for (int64_t ox = 0; ox < s.ow; ox += kLanes) {
                 __m256 gv[KB];
                 #pragma GCC unroll 32
-                for (int k = 0; k < KB; ++k) gv[k] = _mm256_loadu_ps(g + k * ohw + ox);
+                for (int k = 0; k < KB; ++k) gv[k] = load8(g + k * ohw + ox);
                 #pragma GCC unroll 32
                 for (int kx = 0; kx < S; ++kx) {
-                    __m256 v = _mm256_loadu_ps(in + ox + kx);
+                    __m256 v = load8(in + ox + kx);
                     in_register(v);
                     #pragma GCC unroll 32
                     for (int k = 0; k < KB; ++k) acc[k][kx] = _mm256_fmadd_ps(gv[k], v, acc[k][kx]);
@@ -157,11 +241,12 @@ template <int KB, int S>
     #pragma GCC unroll 32
     for (int k = 0; k < KB; ++k)
         #pragma GCC unroll 32
-        for (int kx = 0; kx < S; ++kx) gw[(((k0 + k) * s.c + c) * s.r + ky) * S + kx] = sum_lanes(acc[k][kx]);
+        for (int kx = 0; kx < S; ++kx)
+            gw[(((k0 + k) * s.c + c) * s.r + ky) * S + kx] = store<E>(sum_lanes(acc[k][kx]));
 }
 
-template <int S>
-void backward_weight(const Conv2dShape& s, const float* x, const float* gy, float* gw) {
+template <int S, class E>
+void backward_weight(const Conv2dShape& s, const E* x, const E* gy, E* gw) {
     // Every filter of the tile needs its output gradient in a register too.
     const int64_t most = kAccumulators / (S + 1), blocks = (s.k + most - 1) / most, kb = (s.k + blocks - 1) / blocks;
     const int64_t tasks = blocks * s.c * s.r, work = s.n * s.k * s.oh * s.ow * s.c * s.r * S;
@@ -169,7 +254,7 @@ void backward_weight(const Conv2dShape& s, const float* x, const float* gy, floa
         for (int64_t task = first; task < last; ++task) {
             const int64_t ky = task % s.r, c = task / s.r % s.c, k0 = task / (s.r * s.c) * kb;
             with_constant<kAccumulators / (S + 1)>(std::min(kb, s.k - k0), [&](auto tile) {
-                weight_tile<tile.value, S>(s, x, gy, gw, k0, c, ky);
+                weight_tile<tile.value, S, E>(s, x, gy, gw, k0, c, ky);
             });
         }
     });
@@ -196,8 +281,8 @@ struct ColumnLayout {
 // Rows [r0, r0 + RB) of the image's column matrix for the pixel vectors [v0, v0 + PV):
 // Σ_k w[k][r] gy[k][p]. Row r goes to columns + row[r] (ColumnLayout::row of r within its
 // channel), pixel vector v at[v] after it.
-template <int RB, int PV>
-[[gnu::noinline]] void column_tile(const Conv2dShape& s, const float* gy, const float* w, const int64_t* row,
+template <int RB, int PV, class E>
+[[gnu::noinline]] void column_tile(const Conv2dShape& s, const E* gy, const float* w, const int64_t* row,
                                    const int64_t* at, float* columns, int64_t r0, int64_t v0) {
     const int64_t crs = s.c * s.r * s.s, ohw = s.oh * s.ow;
     __m256 acc[RB][PV];
@@ -206,7 +291,7 @@ template <int RB, int PV>
         __m256 g[PV];
         #pragma GCC unroll 32
         for (int v = 0; v < PV; ++v) {
-            g[v] = _mm256_loadu_ps(gy + k * ohw + (v0 + v) * kLanes);
+            g[v] = load8(gy + k * ohw + (v0 + v) * kLanes);
             in_register(g[v]);
         }
         #pragma GCC unroll 32
@@ -227,8 +312,8 @@ template <int RB, int PV>
 // right by kx. The row is NSEG 8-pixel segments, the last one overlapping the one before where iw
 // is not a multiple of 8: its lanes compute the same sums in the same order, so the overlap writes
 // equal values. Even and odd taps add into separate sums (two chains of dependent adds, not one).
-template <int NSEG>
-void col2im_rows(const Conv2dShape& s, const ColumnLayout& layout, const float* columns, float* gx) {
+template <int NSEG, class E>
+void col2im_rows(const Conv2dShape& s, const ColumnLayout& layout, const float* columns, E* gx) {
     const int64_t width = layout.width, step = width - 1;  // from tap kx's shifted row to kx + 1's
     int64_t start[NSEG];
     for (int j = 0; j < NSEG; ++j) start[j] = std::min<int64_t>(j * kLanes, s.w - kLanes);
@@ -252,38 +337,42 @@ void col2im_rows(const Conv2dShape& s, const ColumnLayout& layout, const float* 
         }
         #pragma GCC unroll 8
         for (int j = 0; j < NSEG; ++j)
-            _mm256_storeu_ps(gx + iy * s.w + start[j], _mm256_add_ps(even[j], odd[j]));
+            store8(gx + iy * s.w + start[j], _mm256_add_ps(even[j], odd[j]));
     }
 }
 
-void backward_input(const Conv2dShape& s, const float* gy, const float* w, float* gx) {
+template <class E> void backward_input(const Conv2dShape& s, const E* gy, const E* w16, E* gx) {
     const int64_t rs = s.r * s.s, per_row = s.ow / kLanes, vectors = s.oh * per_row;
     // A channel's rows in equal tiles of at most 6 (5 of 5 for 5×5 rather than 6, 6, 6, 6 and 1).
     const int64_t tiles = (rs + 5) / 6, rb = (rs + tiles - 1) / tiles;
     const ColumnLayout layout(s);
     const int64_t size = layout.size(s), image_in = s.k * s.oh * s.ow, plane = s.h * s.w;
     const int64_t work = s.n * s.k * s.oh * s.ow * s.c * rs;
+    // 16-bit weights widened, in a whole number of 64-byte lines (the indices after them stay aligned).
+    const int64_t weights = std::is_same_v<E, float> ? 0 : (s.k * s.c * rs + 15) / 16 * 16;
     parallel_for(s.n, team_for(work), [&](int64_t first, int64_t last) {
-        const Scratch scratch(std::size_t(size) * sizeof(float) + std::size_t(rs + vectors) * sizeof(int64_t));
+        const Scratch scratch(std::size_t(size + weights) * sizeof(float) +
+                              std::size_t(rs + vectors) * sizeof(int64_t));
         float* columns = scratch.as<float>();
         std::fill(columns, columns + size, 0.0f);  // the margins stay zero
-        auto* row = reinterpret_cast<int64_t*>(columns + size);
+        const float* w = f32_weights(w16, s.k * s.c * rs, columns + size);
+        auto* row = reinterpret_cast<int64_t*>(columns + size + weights);
         int64_t* at = row + rs;
         for (int64_t r = 0; r < rs; ++r) row[r] = layout.row(s, r);
         for (int64_t v = 0; v < vectors; ++v) at[v] = v / per_row * s.s * layout.width + v % per_row * kLanes;
         for (int64_t n = first; n < last; ++n) {
-            const float* g = gy + n * image_in;
+            const E* g = gy + n * image_in;
             for (int64_t c = 0; c < s.c; ++c) {
                 const float* wc = w + c * rs;  // the weight's rows of channel c: w[k][c rs + r] = wc[k crs + r]
                 for (int64_t r0 = 0; r0 < rs; r0 += rb)
                     for (int64_t v0 = 0; v0 < vectors; v0 += 4)
                         with_constant<6>(std::min(rb, rs - r0), [&](auto rows) {
                             with_constant<4>(std::min<int64_t>(4, vectors - v0), [&](auto pixels) {
-                                column_tile<rows.value, pixels.value>(s, g, wc, row, at, columns, r0, v0);
+                                column_tile<rows.value, pixels.value, E>(s, g, wc, row, at, columns, r0, v0);
                             });
                         });
                 with_constant<4>((s.w + kLanes - 1) / kLanes, [&](auto segments) {
-                    col2im_rows<segments.value>(s, layout, columns, gx + (n * s.c + c) * plane);
+                    col2im_rows<segments.value, E>(s, layout, columns, gx + (n * s.c + c) * plane);
                 });
             }
         }
@@ -312,9 +401,10 @@ bool direct_conv2d_takes(ConvPass pass, const Conv2dShape& s) {
     return false;
 }
 
-bool direct_conv2d(ConvPass pass, const Conv2dShape& s, const float* a, const float* b, float* out,
-                   const float* bias, bool relu) {
-    if (!direct_conv2d_takes(pass, s)) return false;
+namespace {
+// One pass on cells of type E.
+template <class E>
+void direct_pass(ConvPass pass, const Conv2dShape& s, const E* a, const E* b, E* out, const E* bias, bool relu) {
     switch (pass) {
         case ConvPass::forward:
             with_constant<4>(s.ow / kLanes, [&](auto vectors) { forward<vectors.value>(s, a, b, bias, relu, out); });
@@ -324,7 +414,31 @@ bool direct_conv2d(ConvPass pass, const Conv2dShape& s, const float* a, const fl
             break;
         case ConvPass::backward_input: backward_input(s, a, b, out); break;
     }
+}
+}  // namespace
+
+bool direct_conv2d(ConvPass pass, const Conv2dShape& s, const float* a, const float* b, float* out,
+                   const float* bias, bool relu) {
+    if (!direct_conv2d_takes(pass, s)) return false;
+    direct_pass(pass, s, a, b, out, bias, relu);
     return true;
+}
+
+bool direct_conv2d(DType t, ConvPass pass, const Conv2dShape& s, const void* a, const void* b, void* out,
+                   const void* bias, bool relu) {
+#if defined(FLUXION_HALF_SIMD)
+    if (!direct_conv2d_takes(pass, s) || (t != DType::bf16 && t != DType::f16)) return false;
+    const auto run = [&](auto tag) {
+        using E = decltype(tag);
+        direct_pass(pass, s, static_cast<const E*>(a), static_cast<const E*>(b), static_cast<E*>(out),
+                    static_cast<const E*>(bias), relu);
+    };
+    if (t == DType::bf16) run(BFloat16{});
+    else run(Half{});
+    return true;
+#else
+    return false;
+#endif
 }
 
 }  // namespace fluxion::backend::cpu
@@ -333,6 +447,9 @@ bool direct_conv2d(ConvPass pass, const Conv2dShape& s, const float* a, const fl
 
 namespace fluxion::backend::cpu {
 bool direct_conv2d(ConvPass, const Conv2dShape&, const float*, const float*, float*, const float*, bool) {
+    return false;
+}
+bool direct_conv2d(DType, ConvPass, const Conv2dShape&, const void*, const void*, void*, const void*, bool) {
     return false;
 }
 bool direct_conv2d_takes(ConvPass, const Conv2dShape&) { return false; }

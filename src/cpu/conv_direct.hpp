@@ -1,7 +1,8 @@
-// conv_direct.hpp — f32 convolutions with few channels computed directly on the NCHW tensors, eight
-// output pixels of a row in a vector, without reorders or column matrices. They take the shapes
-// where oneDNN's blocked kernels spend more time reordering and on padded channel blocks than
-// multiplying (LeNet-5's 1 => 6 and 6 => 16 channels); conv.cpp and fused.cpp try them first.
+// conv_direct.hpp — f32 (and bf16, f16) convolutions with few channels computed directly on the
+// NCHW tensors, eight output pixels of a row in a vector, without reorders or column matrices.
+// They take the shapes where oneDNN's blocked kernels spend more time reordering and on padded
+// channel blocks than multiplying (LeNet-5's 1 => 6 and 6 => 16 channels); conv.cpp, widen.cpp and
+// fused.cpp try them first.
 #pragma once
 #include "core/backend.hpp"
 #include "cpu/conv_onednn.hpp"
@@ -16,6 +17,14 @@ namespace fluxion::backend::cpu {
 // lists them).
 bool direct_conv2d(ConvPass pass, const Conv2dShape& s, const float* a, const float* b, float* out,
                    const float* bias = nullptr, bool relu = false);
+
+// The same passes on bf16 or f16 (t) cells, read and written in their own type: bit for bit what
+// the f32 kernels compute on widened copies, rounded back once. The forward pass's bias and relu
+// follow as the eager calls in t give them: the sum rounded, the bias added and rounded, then relu.
+// False, having written nothing, for other types, for what the f32 kernels decline, and where the
+// library was built without F16C.
+bool direct_conv2d(DType t, ConvPass pass, const Conv2dShape& s, const void* a, const void* b, void* out,
+                   const void* bias = nullptr, bool relu = false);
 
 // Whether direct_conv2d takes this pass and shape (without running it).
 bool direct_conv2d_takes(ConvPass pass, const Conv2dShape& s);

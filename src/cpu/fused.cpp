@@ -31,6 +31,11 @@ void conv2d_epilogue(int device, DType t, const Conv2dShape* sp, const void* x, 
     const ConvEpilogue& e = *ep;
     const int64_t plane = s.oh * s.ow, count = s.n * s.k * plane;
     if (!one_pass(t)) {
+        const bool relu = e.activation && e.op == Unary::relu;
+        if (widen::direct_conv2d(t, &s, x, w, e.bias ? bias : nullptr, relu, y)) {
+            if (e.activation && !relu) unary(device, e.op, t, count, y, y, e.a, e.b);
+            return;
+        }
         widen::conv2d(device, t, &s, x, w, y);
         if (e.bias) add_bias(t, s, bias, y);
         if (e.activation) unary(device, e.op, t, count, y, y, e.a, e.b);
@@ -74,6 +79,7 @@ void pool2d_backward_activation(int device, Pool op, DType t, const Pool2dShape*
         max_pool_2x2_backward(*s, static_cast<const float*>(x), static_cast<const float*>(y),
                               static_cast<const float*>(gy), static_cast<float*>(gx), true))
         return;
+    if (op == Pool::max && act == Unary::relu && max_pool_2x2_backward(t, *s, x, y, gy, gx, true)) return;
     widen::pool2d_backward(device, op, t, s, x, y, gy, gx);
     unary_backward(device, act, t, s->n * s->c * s->h * s->w, x, x, gx, gx, 0, 0);
 }

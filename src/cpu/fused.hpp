@@ -2,8 +2,10 @@
 // which fx::compile's fusion calls in place of runs of recorded calls. f32 and f64 take one pass:
 // the chain block by block in the L1 cache, the convolution with its bias and relu in the direct
 // kernels' registers, a 2×2 max pool's gradient with relu's mask, every parameter of an optimiser
-// rule in one parallel region. f16 and bf16 run the calls they stand for one after another, in
-// place on the output, so that nothing in between is allocated: the same bits either way.
+// rule in one parallel region. f16 and bf16 take the same one pass where those kernels read and
+// write 16-bit cells (the direct convolutions, the 2×2 max pool), rounding each step's result as the
+// calls would; elsewhere they run the calls they stand for one after another, in place on the
+// output, so that nothing in between is allocated: the same bits either way.
 #pragma once
 #include <cstddef>
 

@@ -19,25 +19,45 @@ inline __m256 load8(const BFloat16* p) {
 
 inline __m256 load8(const Half* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
 
-// Rounds to nearest even and keeps NaN quiet, as to_bfloat16.
-inline void store8(BFloat16* p, __m256 v) {
+// v rounded to bf16 and widened again, in registers, where no lane is NaN (infinities may be):
+// the integer rounding of the f32 bits to nearest even, which carries into the exponent where it
+// should and leaves infinity as it is.
+inline __m256 round8_number(BFloat16, __m256 v) {
     const __m256i x = _mm256_castps_si256(v);
     const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
-    const __m256i rounded =
-        _mm256_srli_epi32(_mm256_add_epi32(x, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), odd)), 16);
-    const __m256i magnitude = _mm256_and_si256(x, _mm256_set1_epi32(0x7fffffff));
-    const __m256i nan = _mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7f800000));
-    const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(0x40));
-    const __m256i bits = _mm256_blendv_epi8(rounded, quiet, nan);
-    const __m128i packed = _mm_packus_epi32(_mm256_castsi256_si128(bits), _mm256_extracti128_si256(bits, 1));
+    const __m256i rounded = _mm256_add_epi32(x, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), odd));
+    return _mm256_castsi256_ps(_mm256_and_si256(rounded, _mm256_set1_epi32(int(0xffff0000u))));
+}
+
+// The same for any v: to nearest even, NaN kept quiet, as to_bfloat16.
+inline __m256 round8(BFloat16, __m256 v) {
+    const __m256i x = _mm256_castps_si256(v);
+    const __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+    const __m256 quiet = _mm256_castsi256_ps(
+        _mm256_and_si256(_mm256_or_si256(x, _mm256_set1_epi32(0x400000)), _mm256_set1_epi32(int(0xffff0000u))));
+    return _mm256_blendv_ps(round8_number(BFloat16{}, v), quiet, nan);
+}
+
+// Stores v, whose lanes are bf16 values already (round8's results), by truncation.
+inline void store8_exact(BFloat16* p, __m256 v) {
+    const __m256i high = _mm256_srli_epi32(_mm256_castps_si256(v), 16);
+    const __m128i packed = _mm_packus_epi32(_mm256_castsi256_si128(high), _mm256_extracti128_si256(high, 1));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p), packed);
 }
+
+inline void store8(BFloat16* p, __m256 v) { store8_exact(p, round8(BFloat16{}, v)); }
 
 // F16C rounds to nearest even, to infinity from 65520 on, and quiets NaN keeping its high payload
 // bits: to_half, bit for bit.
 inline void store8(Half* p, __m256 v) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
+
+inline __m256 round8(Half, __m256 v) {
+    return _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+inline __m256 round8_number(Half, __m256 v) { return round8(Half{}, v); }
+inline void store8_exact(Half* p, __m256 v) { store8(p, v); }
 
 }  // namespace fluxion::backend::cpu
 

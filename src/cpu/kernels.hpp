@@ -174,6 +174,9 @@ void gemm(int device, DType t, bool trans_a, bool trans_b, int64_t m, int64_t n,
 void conv2d(int device, DType t, const Conv2dShape* s, const void* x, const void* w, void* y);
 void conv2d_backward_input(int device, DType t, const Conv2dShape* s, const void* gy, const void* w, void* gx);
 void conv2d_backward_weight(int device, DType t, const Conv2dShape* s, const void* x, const void* gy, void* gw);
+// conv2d of f16 or bf16 with the bias (or null) and relu of fused.cpp's epilogue, where the direct
+// kernels compute the pass on 16-bit cells; false, having written nothing, elsewhere.
+bool direct_conv2d(DType t, const Conv2dShape* s, const void* x, const void* w, const void* bias, bool relu, void* y);
 void pool2d(int device, Pool op, DType t, const Pool2dShape* s, const void* x, void* y);
 void pool2d_backward(int device, Pool op, DType t, const Pool2dShape* s, const void* x, const void* y,
                      const void* gy, void* gx);

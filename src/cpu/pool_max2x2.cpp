@@ -76,6 +76,18 @@ template <class E> void join(E* row, __m256 even, __m256 odd) {
     put(row + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
 }
 
+// bf16 cells need no shuffles: each 32-bit lane of a load holds an even cell in its low half and
+// the odd one after it in its high half, so a shift or a mask gives either as an f32, in order.
+void split(const BFloat16* row, __m256& even, __m256& odd) {
+    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row));
+    even = _mm256_castsi256_ps(_mm256_slli_epi32(x, 16));
+    odd = _mm256_castsi256_ps(_mm256_and_si256(x, _mm256_set1_epi32(int(0xffff0000u))));
+}
+void join(BFloat16* row, __m256 even, __m256 odd) {
+    const __m256i bits = _mm256_or_si256(_mm256_srli_epi32(_mm256_castps_si256(even), 16), _mm256_castps_si256(odd));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(row), bits);
+}
+
 // The same for 4 windows (8 cells a row), in 128-bit registers.
 __m128 matches(__m128 v, __m128 m) {
     const __m128 nan = _mm_and_ps(_mm_cmpunord_ps(v, v), _mm_cmpunord_ps(m, m));
@@ -89,6 +101,15 @@ template <class E> void split(const E* row, __m128& even, __m128& odd) {
 template <class E> void join(E* row, __m128 even, __m128 odd) {
     put(row, _mm_unpacklo_ps(even, odd));
     put(row + 4, _mm_unpackhi_ps(even, odd));
+}
+void split(const BFloat16* row, __m128& even, __m128& odd) {
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row));
+    even = _mm_castsi128_ps(_mm_slli_epi32(x, 16));
+    odd = _mm_castsi128_ps(_mm_and_si128(x, _mm_set1_epi32(int(0xffff0000u))));
+}
+void join(BFloat16* row, __m128 even, __m128 odd) {
+    const __m128i bits = _mm_or_si128(_mm_srli_epi32(_mm_castps_si128(even), 16), _mm_castps_si128(odd));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(row), bits);
 }
 __m128 gt_zero(__m128 v) { return _mm_cmpgt_ps(v, _mm_setzero_ps()); }
 __m256 gt_zero(__m256 v) { return _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_GT_OQ); }
@@ -230,15 +251,16 @@ bool max_pool_2x2_forward(DType t, const Pool2dShape& s, const void* x, void* y)
     return true;
 }
 
-bool max_pool_2x2_backward(DType t, const Pool2dShape& s, const void* x, const void* y, const void* gy, void* gx) {
+bool max_pool_2x2_backward(DType t, const Pool2dShape& s, const void* x, const void* y, const void* gy, void* gx,
+                           bool relu) {
     if (!max_pool_2x2_takes(s)) return false;
     if (t == DType::bf16)
         backward(s, static_cast<const BFloat16*>(x), static_cast<const BFloat16*>(y), static_cast<const BFloat16*>(gy),
-                 static_cast<BFloat16*>(gx), false);
+                 static_cast<BFloat16*>(gx), relu);
 #if defined(__F16C__)
     else if (t == DType::f16)
         backward(s, static_cast<const Half*>(x), static_cast<const Half*>(y), static_cast<const Half*>(gy),
-                 static_cast<Half*>(gx), false);
+                 static_cast<Half*>(gx), relu);
 #endif
     else return false;
     return true;
@@ -255,7 +277,9 @@ bool max_pool_2x2_backward(const Pool2dShape&, const float*, const float*, const
     return false;
 }
 bool max_pool_2x2_forward(DType, const Pool2dShape&, const void*, void*) { return false; }
-bool max_pool_2x2_backward(DType, const Pool2dShape&, const void*, const void*, const void*, void*) { return false; }
+bool max_pool_2x2_backward(DType, const Pool2dShape&, const void*, const void*, const void*, void*, bool) {
+    return false;
+}
 }  // namespace fluxion::backend::cpu
 
 #endif

@@ -168,11 +168,19 @@ bool bf16_conv_in_onednn(ConvPass pass, const Conv2dShape& s) {
 }
 }  // namespace
 
+// The direct kernels read and write 16-bit cells themselves (conv_direct.hpp): where they take a
+// pass that is not oneDNN's, they run it without the f32 copies, with the same bits.
+bool direct_conv2d(DType t, const Conv2dShape* s, const void* x, const void* w, const void* bias, bool relu, void* y) {
+    if (t == DType::bf16 && bf16_conv_in_onednn(ConvPass::forward, *s)) return false;
+    return cpu::direct_conv2d(t, ConvPass::forward, *s, x, w, y, bias, relu);
+}
+
 void conv2d(int device, DType t, const Conv2dShape* s, const void* x, const void* w, void* y) {
     if (!is_half(t)) return cpu::conv2d(device, t, s, x, w, y);
     if (t == DType::bf16 && bf16_conv_in_onednn(ConvPass::forward, *s) &&
         onednn_conv2d_bf16(ConvPass::forward, *s, x, w, y))
         return;
+    if (cpu::direct_conv2d(t, ConvPass::forward, *s, x, w, y)) return;
     F32 wx(t, s->n * s->c * s->h * s->w, x), ww(t, s->k * (s->c / s->groups) * s->r * s->s, w);
     F32 wy(t, s->n * s->k * s->oh * s->ow, nullptr);
     cpu::conv2d(device, DType::f32, s, wx.data(), ww.data(), wy.data());
@@ -184,6 +192,7 @@ void conv2d_backward_input(int device, DType t, const Conv2dShape* s, const void
     if (t == DType::bf16 && bf16_conv_in_onednn(ConvPass::backward_input, *s) &&
         onednn_conv2d_bf16(ConvPass::backward_input, *s, gy, w, gx))
         return;
+    if (cpu::direct_conv2d(t, ConvPass::backward_input, *s, gy, w, gx)) return;
     F32 wgy(t, s->n * s->k * s->oh * s->ow, gy), ww(t, s->k * (s->c / s->groups) * s->r * s->s, w);
     F32 wgx(t, s->n * s->c * s->h * s->w, nullptr);
     cpu::conv2d_backward_input(device, DType::f32, s, wgy.data(), ww.data(), wgx.data());
@@ -195,6 +204,7 @@ void conv2d_backward_weight(int device, DType t, const Conv2dShape* s, const voi
     if (t == DType::bf16 && bf16_conv_in_onednn(ConvPass::backward_weight, *s) &&
         onednn_conv2d_bf16(ConvPass::backward_weight, *s, x, gy, gw))
         return;
+    if (cpu::direct_conv2d(t, ConvPass::backward_weight, *s, x, gy, gw)) return;
     F32 wx(t, s->n * s->c * s->h * s->w, x), wgy(t, s->n * s->k * s->oh * s->ow, gy);
     F32 wgw(t, s->k * (s->c / s->groups) * s->r * s->s, nullptr);
     cpu::conv2d_backward_weight(device, DType::f32, s, wx.data(), wgy.data(), wgw.data());
@@ -214,7 +224,7 @@ void pool2d(int device, Pool op, DType t, const Pool2dShape* s, const void* x, v
 void pool2d_backward(int device, Pool op, DType t, const Pool2dShape* s, const void* x, const void* y, const void* gy,
                      void* gx) {
     if (!is_half(t)) return cpu::pool2d_backward(device, op, t, s, x, y, gy, gx);
-    if (op == Pool::max && x && y && max_pool_2x2_backward(t, *s, x, y, gy, gx)) return;
+    if (op == Pool::max && x && y && max_pool_2x2_backward(t, *s, x, y, gy, gx, false)) return;
     const int64_t in = s->n * s->c * s->h * s->w, out = s->n * s->c * s->oh * s->ow;
     F32 wx(t, x ? in : 0, x), wy(t, y ? out : 0, y), wgy(t, out, gy), wgx(t, in, nullptr);
     cpu::pool2d_backward(device, op, DType::f32, s, wx.data(), wy.data(), wgy.data(), wgx.data());
