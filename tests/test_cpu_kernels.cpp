@@ -1378,7 +1378,10 @@ TEST(CpuHalf, GemmCarriesNanAndInfinityIntoTheirRowsAndColumns) {
 // fx::info() names the kernel that f16 and bf16 products run in.
 TEST(CpuHalf, InfoNamesTheHalfProductKernel) {
     const std::string text = fluxion::info();
-    if (be::cpu::onednn_bf16_preferred())
+    if (be::cpu::onednn_amx())
+        EXPECT_NE(text.find("bf16 products and convolutions: oneDNN's bf16 kernels on AMX tiles"), std::string::npos)
+            << text;
+    else if (be::cpu::onednn_bf16_preferred())
         EXPECT_NE(text.find("bf16 products and convolutions: oneDNN's bf16 kernels"), std::string::npos) << text;
     else if (be::cpu::gemm_half_preferred())
         EXPECT_NE(text.find("f16 and bf16 products: converted to f32 as they are packed"), std::string::npos) << text;

@@ -160,7 +160,8 @@ std::string cpu_description() {
     const char* wait = std::getenv("OMP_WAIT_POLICY");
     const cpu::openblas::Library& blas = cpu::openblas::library();
     std::string out = "CPU: " + cpu::cpuinfo_field("model name", "unknown model") + " (" + cpu::cpu_vendor() + "), " +
-                      std::to_string(sysconf(_SC_NPROCESSORS_ONLN)) + " logical cores, " + isa + "\n";
+                      std::to_string(sysconf(_SC_NPROCESSORS_ONLN)) + " logical cores, " + isa +
+                      (cpu::onednn_amx() ? ", AMX (tiles enabled by the OS)" : "") + "\n";
     out += "threads: " + std::to_string(cpu::threads()) + " (FLUXION_NUM_THREADS " +
            (threads_env ? std::string("= ") + threads_env : std::string("unset: every core")) +
            "), OpenMP wait policy " + (wait ? wait : "unset (libgomp's default, spinning a while)") + "\n";
@@ -186,8 +187,10 @@ std::string cpu_description() {
                       r);
     const std::string why = cpu::onednn_bf16_native() ? std::string(", faster here than oneDNN's bf16 kernels") + rate
                                                       : std::string(" (no bf16 instructions)");
-    out += cpu::onednn_bf16_preferred() ? std::string("bf16 products and convolutions: oneDNN's bf16 kernels") + rate + "\n"
-                                        : std::string("bf16 convolutions: widened to f32") + why + "\n";
+    const std::string kernels = cpu::onednn_amx() ? " on AMX tiles" : "";
+    out += cpu::onednn_bf16_preferred()
+               ? std::string("bf16 products and convolutions: oneDNN's bf16 kernels") + kernels + rate + "\n"
+               : std::string("bf16 convolutions: widened to f32") + why + "\n";
 #else
     out += "convolutions: im2col + GEMM and fluxion's own kernels (built without oneDNN)\n";
 #endif
