@@ -326,18 +326,24 @@ TEST_P(Bf16Conv, FastPathTakesThePassesAndMatchesF64) {
     }
     if (weight_taken) check_all(gw, want.gw, want.weight_terms, c.name + " weight gradient");
 
-    // The table's entries run the same kernels, once each, where they are faster than the widened
-    // path, and never elsewhere: not for an input of at most 3 channels that the direct f32 kernels
-    // take (lenet5_first), where the widened direct kernels are faster.
+    // The table's entries run the same kernels, once each, where they are faster than the direct
+    // kernels or the widened path, and never elsewhere: not for an input of at most 3 channels that
+    // the direct kernels take (lenet5_first), nor, with AMX, for the gradients they take
+    // (lenet5_second).
     const be::Backend& table = be::cpu_backend();
     const auto in_onednn = [&](cpu::ConvPass pass) -> std::uint64_t {
-        return cpu::onednn_bf16_preferred() && !(s.c <= 3 && cpu::direct_conv2d_takes(pass, s)) ? 1 : 0;
+        return cpu::bf16_conv_in_onednn(pass, s) ? 1 : 0;
     };
     const std::uint64_t forward = in_onednn(cpu::ConvPass::forward);
     const std::uint64_t input = in_onednn(cpu::ConvPass::backward_input);
     const std::uint64_t weight = weight_taken ? in_onednn(cpu::ConvPass::backward_weight) : 0;
     if (c.name == "lenet5_first" && cpu::direct_conv2d_takes(cpu::ConvPass::forward, s)) {  // built with AVX2
         EXPECT_EQ(forward + input + weight, 0u) << "the direct kernels take all three passes of 1 => 6 channels";
+    }
+    if (c.name == "lenet5_second" && cpu::onednn_amx() &&
+        cpu::direct_conv2d_takes(cpu::ConvPass::backward_weight, s)) {
+        EXPECT_EQ(forward, 1u) << "oneDNN's AMX kernels take the forward pass of 6 => 16 channels";
+        EXPECT_EQ(input + weight, 0u) << "with AMX the direct kernels take the gradients of 6 => 16 channels";
     }
     const auto said = [](std::uint64_t runs) { return runs ? "did not run" : "ran"; };
     std::uint64_t before = cpu::onednn_bf16_runs();

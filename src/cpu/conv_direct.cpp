@@ -23,6 +23,8 @@
 // oneDNN or im2col computes every convolution.
 #include "cpu/conv_direct.hpp"
 
+#include "cpu/onednn.hpp"
+
 #if defined(__AVX2__) && defined(__FMA__)
 
 #include <immintrin.h>
@@ -456,3 +458,24 @@ bool direct_conv2d_takes(ConvPass, const Conv2dShape&) { return false; }
 }  // namespace fluxion::backend::cpu
 
 #endif
+
+namespace fluxion::backend::cpu {
+
+// oneDNN's bf16 kernels block the channels by 16 and pair them for the bf16 dot product (AMX's tiles
+// take 32 at a time), so few input channels fill a fraction of each. LeNet-5's 1 => 6 layer (batch
+// 64) on a Zen 5 took 106 µs forward and 304 µs for the input gradient in oneDNN's bf16, 62 and 90
+// widened to f32 and run directly, copies included; the weight gradient 64 and 65 (BENCHMARKS.md,
+// "Kernel choices"). With AMX, oneDNN's gradient kernels lose to the direct ones on more channels
+// too: its 6 => 16 layer's weight and input gradients took 380 and 247 µs per call (ONEDNN_VERBOSE)
+// on an Intel Xeon of family 6 model 207, and the direct kernels on 16-bit cells took LeNet-5's bf16
+// step from 2.15-2.30 to 2.01-2.14 ms, eager, and from 1.67-1.85 to 1.58-1.73 compiled, in three
+// interleaved rounds (BENCHMARKS.md, "Intel Xeon with AMX"). Its forward pass stays in oneDNN: the
+// direct forward kernels take at most 3 input channels.
+bool bf16_conv_in_onednn(ConvPass pass, const Conv2dShape& s) {
+    if (!onednn_bf16_preferred()) return false;
+    if (!direct_conv2d_takes(pass, s)) return true;
+    const bool amx_gradient = onednn_amx() && pass != ConvPass::forward;
+    return !(s.c <= 3 || amx_gradient);
+}
+
+}  // namespace fluxion::backend::cpu

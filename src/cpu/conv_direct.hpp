@@ -29,4 +29,10 @@ bool direct_conv2d(DType t, ConvPass pass, const Conv2dShape& s, const void* a, 
 // Whether direct_conv2d takes this pass and shape (without running it).
 bool direct_conv2d_takes(ConvPass pass, const Conv2dShape& s);
 
+// Whether a bf16 pass goes to oneDNN's bf16 kernels (onednn_conv2d_bf16) rather than to the direct
+// kernels or f32 copies: where those kernels are preferred (onednn_bf16_preferred()), except for
+// passes the direct kernels take with at most 3 input channels, and, on a CPU with AMX, for the
+// gradients they take (conv_direct.cpp says what was measured).
+bool bf16_conv_in_onednn(ConvPass pass, const Conv2dShape& s);
+
 }  // namespace fluxion::backend::cpu

@@ -156,18 +156,6 @@ void gemm(int device, DType t, bool trans_a, bool trans_b, int64_t m, int64_t n,
     wc.narrow(c);
 }
 
-namespace {
-// Whether a bf16 convolution pass goes to oneDNN's bf16 kernels: where they are preferred, except
-// for an input of at most 3 channels that the direct f32 kernels take (an image network's first
-// layer). oneDNN's kernels block the channels by 16 and pair them for the bf16 dot product, so one
-// channel fills a sixteenth of each: LeNet-5's 1 => 6 layer (batch 64) on a Zen 5 took 106 µs
-// forward and 304 µs for the input gradient in oneDNN's bf16, 62 and 90 widened to f32 and run
-// directly, copies included; the weight gradient 64 and 65 (BENCHMARKS.md, "Kernel choices").
-bool bf16_conv_in_onednn(ConvPass pass, const Conv2dShape& s) {
-    return onednn_bf16_preferred() && !(s.c <= 3 && direct_conv2d_takes(pass, s));
-}
-}  // namespace
-
 // The direct kernels read and write 16-bit cells themselves (conv_direct.hpp): where they take a
 // pass that is not oneDNN's, they run it without the f32 copies, with the same bits.
 bool direct_conv2d(DType t, const Conv2dShape* s, const void* x, const void* w, const void* bias, bool relu, void* y) {
