@@ -12,9 +12,15 @@
 
 namespace fluxion::backend::cpu {
 
+// Each cell into the high half of its 32-bit lane, zeros below, by one byte shuffle of the 16 bytes
+// loaded into both 128-bit halves (a broadcast load, no arithmetic): a zero extension and a shift
+// took two operations, the shift on the ports the multiply-adds beside it need (Intel's AVX2 FMA
+// ports), which made the direct convolutions' bf16 weight gradient 1.35x its f32 time.
 inline __m256 load8(const BFloat16* p) {
-    const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
+    const __m256i bits = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    const __m256i high_halves = _mm256_setr_epi8(-1, -1, 0, 1, -1, -1, 2, 3, -1, -1, 4, 5, -1, -1, 6, 7,     //
+                                                 -1, -1, 8, 9, -1, -1, 10, 11, -1, -1, 12, 13, -1, -1, 14, 15);
+    return _mm256_castsi256_ps(_mm256_shuffle_epi8(bits, high_halves));
 }
 
 inline __m256 load8(const Half* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
