@@ -62,19 +62,12 @@ template <int Max, class F>
 inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
 inline void store8(float* p, __m256 v) { _mm256_storeu_ps(p, v); }
 
-// n cells widened to f32.
-template <class E> void widen(const E* from, int64_t n, float* to) {
-    int64_t i = 0;
-    for (; i + kLanes <= n; i += kLanes) _mm256_storeu_ps(to + i, load8(from + i));
-    for (; i < n; ++i) to[i] = load(from[i]);
-}
-
 // The f32 values of n weights: w itself for f32, else widened into `copy`.
 template <class E> const float* f32_weights(const E* w, int64_t n, float* copy) {
     if constexpr (std::is_same_v<E, float>) {
         return w;
     } else {
-        widen(w, n, copy);
+        cells_to_f32(w, copy, n);
         return copy;
     }
 }
@@ -180,7 +173,7 @@ void forward(const Conv2dShape& s, const E* x, const E* w, const E* bias, bool r
             if constexpr (std::is_same_v<E, float>) {
                 image = x + n * planes;
             } else {
-                if (n != widened) widen(x + n * planes, planes, copy);
+                if (n != widened) cells_to_f32(x + n * planes, copy, planes);
                 widened = n;
                 image = copy;
             }

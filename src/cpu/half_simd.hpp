@@ -8,6 +8,8 @@
 
 #include <immintrin.h>
 
+#include <cstdint>
+
 #include "cpu/half.hpp"
 
 namespace fluxion::backend::cpu {
@@ -64,6 +66,22 @@ inline __m256 round8(Half, __m256 v) {
 }
 inline __m256 round8_number(Half, __m256 v) { return round8(Half{}, v); }
 inline void store8_exact(Half* p, __m256 v) { store8(p, v); }
+
+// n 16-bit cells widened into f32, and n f32 values rounded into 16-bit cells: eight at a time,
+// the rest one by one, bit for bit as half.hpp's load and store.
+template <class E>
+void cells_to_f32(const E* from, float* to, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(to + i, load8(from + i));
+    for (; i < n; ++i) to[i] = load(from[i]);
+}
+
+template <class E>
+void f32_to_cells(const float* from, E* to, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) store8(to + i, _mm256_loadu_ps(from + i));
+    for (; i < n; ++i) to[i] = store<E>(from[i]);
+}
 
 }  // namespace fluxion::backend::cpu
 

@@ -29,15 +29,14 @@ To convert(From x) {
 // gradients this way, every parameter, every step).
 template <class To, class From>
 void convert_range(const From* s, To* d, int64_t begin, int64_t end) {
-    int64_t i = begin;
 #ifdef FLUXION_HALF_SIMD
     if constexpr (std::is_same_v<From, float> && is_half_v<To>) {
-        for (; i + 8 <= end; i += 8) store8(d + i, _mm256_loadu_ps(s + i));
+        return f32_to_cells(s + begin, d + begin, end - begin);
     } else if constexpr (is_half_v<From> && std::is_same_v<To, float>) {
-        for (; i + 8 <= end; i += 8) _mm256_storeu_ps(d + i, load8(s + i));
+        return cells_to_f32(s + begin, d + begin, end - begin);
     }
 #endif
-    for (; i < end; ++i) d[i] = convert<To>(s[i]);
+    for (int64_t i = begin; i < end; ++i) d[i] = convert<To>(s[i]);
 }
 
 // A transposing copy goes tile by tile: 64 rows read as runs, 8 columns gathered at a time. Eight
