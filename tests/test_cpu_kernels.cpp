@@ -489,6 +489,37 @@ TEST(CpuLayout, IndexAddAccumulatesRepeatedIndices) {
     for (int64_t r = 0; r < rows; ++r) EXPECT_EQ(counts[r * width + width - 1], 8.0) << "row " << r;
 }
 
+// Nearest upsampling's shapes, large enough to be split among threads mid-row: single elements
+// (inner 1, the last axis) and short rows, an odd count of indices with repeats; the gradient's
+// index_add in u8, whose sums wrap.
+TEST(CpuLayout, IndexSelectAndAddOfSingleElementsSplitAmongThreads) {
+    const int64_t outer = 4099, n = 7, n_idx = 15;
+    std::vector<int64_t> idx(n_idx);
+    for (int64_t j = 0; j < n_idx; ++j) idx[j] = (j * 3) % n;
+    for (const int64_t inner : {int64_t(1), int64_t(5)}) {
+        const auto src = converted<float>(random_values(outer * n * inner, -1, 1, 11));
+        std::vector<float> dst(outer * n_idx * inner, 0.0f);
+        cpu().index_select(0, DType::f32, outer, n, inner, src.data(), idx.data(), n_idx, dst.data());
+        int64_t wrong = 0;
+        for (int64_t o = 0; o < outer; ++o)
+            for (int64_t j = 0; j < n_idx; ++j)
+                for (int64_t i = 0; i < inner; ++i)
+                    wrong += dst[(o * n_idx + j) * inner + i] != src[(o * n + idx[j]) * inner + i];
+        EXPECT_EQ(wrong, 0) << "index_select, inner " << inner;
+
+        std::vector<std::uint8_t> grad(outer * n_idx * inner), acc(outer * n * inner, 100), expected = acc;
+        for (std::size_t i = 0; i < grad.size(); ++i) grad[i] = std::uint8_t(i % 251);
+        for (int64_t o = 0; o < outer; ++o)
+            for (int64_t j = 0; j < n_idx; ++j)
+                for (int64_t i = 0; i < inner; ++i) {
+                    std::uint8_t& e = expected[(o * n + idx[j]) * inner + i];
+                    e = std::uint8_t(e + grad[(o * n_idx + j) * inner + i]);
+                }
+        cpu().index_add(0, DType::u8, outer, n, inner, grad.data(), idx.data(), n_idx, acc.data());
+        EXPECT_EQ(acc, expected) << "index_add, inner " << inner;
+    }
+}
+
 TEST(CpuLayout, IndexOutOfRangeThrowsAndWritesNothing) {
     const std::vector<float> src{1, 2, 3};
     const std::vector<int64_t> idx{0, 3};

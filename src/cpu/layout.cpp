@@ -143,12 +143,22 @@ void index_select(int device, DType t, int64_t outer, int64_t n_src, int64_t inn
         using T = decltype(tag);
         const T* s = static_cast<const T*>(src);
         T* d = static_cast<T*>(dst);
+        // Rows of the result (o, j) in runs of one o each, with no division per row: nearest
+        // upsampling along the last axis gathers single elements (inner == 1), and a division and a
+        // remainder per element made it a tenth of the speed of memory (the U-Net step's upsampling).
         parallel_for(outer * n_idx, team_for(outer * n_idx * inner), [=](int64_t first, int64_t last) {
-            for (int64_t row = first; row < last; ++row) {
-                const int64_t o = row / n_idx, j = row % n_idx;
-                const T* from = s + (o * n_src + idx[j]) * inner;
+            int64_t o = first / n_idx, j = first % n_idx;
+            for (int64_t row = first; row < last; j = 0, ++o) {
+                const int64_t run = std::min(n_idx - j, last - row);
+                const T* from = s + o * n_src * inner;
                 T* to = d + row * inner;
-                for (int64_t i = 0; i < inner; ++i) to[i] = from[i];
+                if (inner == 1) {
+                    for (int64_t k = 0; k < run; ++k) to[k] = from[idx[j + k]];
+                } else {
+                    for (int64_t k = 0; k < run; ++k, to += inner)
+                        for (int64_t i = 0; i < inner; ++i) to[i] = from[idx[j + k] * inner + i];
+                }
+                row += run;
             }
         });
     });
@@ -166,6 +176,14 @@ void index_add(int device, DType t, int64_t outer, int64_t n_dst, int64_t inner,
         constexpr int64_t block = 1024;
         const int64_t blocks = (inner + block - 1) / block;
         parallel_for(outer * blocks, team_for(outer * n_idx * inner), [=](int64_t first, int64_t last) {
+            if (inner == 1) {  // single elements (nearest upsampling's gradient along the last axis)
+                for (int64_t o = first; o < last; ++o) {
+                    const T* from = s + o * n_idx;
+                    T* to = d + o * n_dst;
+                    for (int64_t j = 0; j < n_idx; ++j) to[idx[j]] = T(W(to[idx[j]]) + W(from[j]));
+                }
+                return;
+            }
             for (int64_t task = first; task < last; ++task) {
                 const int64_t o = task / blocks, i0 = (task % blocks) * block, len = std::min(block, inner - i0);
                 for (int64_t j = 0; j < n_idx; ++j) {
