@@ -144,8 +144,8 @@ void index_select(int device, DType t, int64_t outer, int64_t n_src, int64_t inn
         const T* s = static_cast<const T*>(src);
         T* d = static_cast<T*>(dst);
         // Rows of the result (o, j) in runs of one o each, with no division per row: nearest
-        // upsampling along the last axis gathers single elements (inner == 1), and a division and a
-        // remainder per element made it a tenth of the speed of memory (the U-Net step's upsampling).
+        // upsampling along the last axis gathers single elements (inner == 1), where a division and
+        // a remainder per element made its forward pass 3.5x slower on the U-Net's shapes.
         parallel_for(outer * n_idx, team_for(outer * n_idx * inner), [=](int64_t first, int64_t last) {
             int64_t o = first / n_idx, j = first % n_idx;
             for (int64_t row = first; row < last; j = 0, ++o) {
