@@ -10,11 +10,42 @@
 #include <type_traits>
 
 #include "cpu/dispatch.hpp"
+#include "cpu/half_simd.hpp"
 #include "cpu/kernels.hpp"
 #include "cpu/parallel.hpp"
 
 namespace fluxion::backend::cpu {
 namespace {
+
+// The scans below read a 16-bit range in chunks widened to f32 eight cells at a time where the build
+// has AVX2 and F16C (half_simd.hpp): read cell by cell, f16's widening (half.hpp's branches) kept
+// GCC from vectorising them at all, and bf16's made them slower than f32's on twice the bytes. A
+// chunk is a whole number of the scans' 16 lanes, so each element meets the lane, and the order, it
+// would have met cell by cell: the results are the same bits.
+constexpr int64_t kChunk = 256;
+template <class T>
+inline constexpr bool widened_in_chunks =
+#ifdef FLUXION_HALF_SIMD
+    is_half_v<T>;
+#else
+    false;
+#endif
+
+// Calls f(values, count) on [begin, end) in f32: chunk by chunk for the 16-bit types (their last
+// part shorter), else on the range itself.
+template <class T, class F>
+void in_f32(const T* x, int64_t begin, int64_t end, F&& f) {
+    if constexpr (widened_in_chunks<T>) {
+        float chunk[kChunk];
+        for (int64_t i = begin; i < end; i += kChunk) {
+            const int64_t count = std::min(kChunk, end - i);
+            cells_to_f32(x + i, chunk, count);
+            f(static_cast<const float*>(chunk), count);
+        }
+    } else {
+        f(x + begin, end - begin);
+    }
+}
 
 template <class T>
 bool is_nan(T x) {
@@ -41,11 +72,13 @@ struct Sum {
     static State scan(const T* x, int64_t begin, int64_t end) {
         constexpr int lanes = 16;
         Acc lane[lanes] = {};
-        int64_t i = begin;
-        for (; i + lanes <= end; i += lanes)
+        in_f32(x, begin, end, [&](const auto* v, int64_t count) {
+            int64_t i = 0;
+            for (; i + lanes <= count; i += lanes)
 #pragma GCC unroll 1  // the loop vectoriser takes a loop over the lanes; unrolled, GCC 12 left them scalar
-            for (int l = 0; l < lanes; ++l) lane[l] += Acc(load(x[i + l]));
-        for (; i < end; ++i) lane[0] += Acc(load(x[i]));
+                for (int l = 0; l < lanes; ++l) lane[l] += Acc(load(v[i + l]));
+            for (; i < count; ++i) lane[0] += Acc(load(v[i]));  // only the range's last part
+        });
         Acc total = 0;
         for (int l = 0; l < lanes; ++l) total += lane[l];
         return total;
@@ -75,13 +108,16 @@ struct Extreme {
             C lane[lanes];
             int seen[lanes] = {};
             for (int l = 0; l < lanes; ++l) lane[l] = load(x[begin + l]);
-            for (i = begin + lanes; i + lanes <= end; i += lanes)
+            i = begin + lanes + (end - begin - lanes) / lanes * lanes;  // after the whole lanes
+            in_f32(x, begin + lanes, i, [&](const auto* v, int64_t count) {
+                for (int64_t k = 0; k < count; k += lanes)
 #pragma GCC unroll 1  // as in Sum::scan
-                for (int l = 0; l < lanes; ++l) {
-                    const C v = load(x[i + l]);
-                    lane[l] = (greater ? v > lane[l] : v < lane[l]) ? v : lane[l];
-                    seen[l] |= is_nan(v);
-                }
+                    for (int l = 0; l < lanes; ++l) {
+                        const C value = load(v[k + l]);
+                        lane[l] = (greater ? value > lane[l] : value < lane[l]) ? value : lane[l];
+                        seen[l] |= is_nan(value);
+                    }
+            });
             for (int l = 0; l < lanes; ++l) {
                 s = take(s, lane[l]);
                 nan |= seen[l] != 0;
