@@ -1,6 +1,6 @@
 // test_fused_kernels.cpp — the fused entries of the backend table (core/backend.hpp, "fused
-// kernels"), called directly on every backend present, against the sequence of unfused calls each
-// stands for, on the same device: bit for bit on the CPU; on a GPU within a few units in the last
+// kernels", and mixed precision's multi-tensor kernels), called directly on every backend present
+// that has them, against the sequence of unfused calls each stands for, on the same device: bit for bit on the CPU; on a GPU within a few units in the last
 // place (its compiler may contract the same formula differently in two shaders), and on lavapipe
 // bit for bit as measured. Inputs hold NaN, infinities and signed zeros, which must come out where
 // the unfused calls put them. f32, f64, f16 and bf16 wherever the device takes them.
@@ -270,6 +270,134 @@ TEST(FusedKernels, OptimiserStepsAreTheStepsTheyReplace) {
                         expect_same(many[k], one[k], "optimiser_steps rule " + std::to_string(int(r.rule)) + " " +
                                                          fx::name(t) + " buffer " + std::to_string(k));
             }
+}
+
+// ---- mixed precision's multi-tensor kernels ----
+
+// The devices whose table has `entry`.
+template <class Entry> std::vector<fx::Device> devices_with(DType t, Entry be::Backend::*entry) {
+    std::vector<fx::Device> out;
+    for (const auto& d : devices(t))
+        if (table(d).*entry) out.push_back(d);
+    return out;
+}
+
+// nonfinite_check's flag over `tensors` (all of type t on d).
+float nonfinite_flag(const fx::Device& d, DType t, const std::vector<Tensor>& tensors, double divisor) {
+    std::vector<std::int64_t> n;
+    std::vector<const void*> ptrs;
+    for (const auto& x : tensors) n.push_back(x.numel()), ptrs.push_back(x.data_ptr());
+    Tensor flag = fx::full({}, 7.0, {.device = d});
+    table(d).nonfinite_check(d.index, t, n.size(), n.data(), ptrs.data(), divisor, flag.data_ptr());
+    return flag.item<float>();
+}
+
+// One non-finite element anywhere, in any tensor, of any sign, makes the flag NaN; none makes it 0.
+// Tensors of 70,001 elements are split among threads, so the element sits at a slice's start, middle
+// or end; an empty tensor is passed over.
+TEST(FusedKernels, NonfiniteCheckFindsEveryNonFiniteElement) {
+    const std::int64_t sizes[] = {0, 5, 70001, 1000};
+    for (DType t : kTypes)
+        for (const auto& d : devices_with(t, &be::Backend::nonfinite_check)) {
+            std::vector<Tensor> finite;
+            for (int i = 0; i < 4; ++i) finite.push_back(values(sizes[i], t, d, 100, 3 + i, false));
+            EXPECT_EQ(nonfinite_flag(d, t, finite, 1), 0.0f) << fx::name(t) << " on " << d.str();
+            EXPECT_EQ(nonfinite_flag(d, t, finite, 1024), 0.0f) << fx::name(t) << " on " << d.str();
+            for (int i = 1; i < 4; ++i)
+                for (std::int64_t at : {std::int64_t(0), sizes[i] / 2, sizes[i] - 1})
+                    for (double bad : {std::nan(""), HUGE_VAL, -HUGE_VAL}) {
+                        auto v = finite[std::size_t(i)].to(DType::f64).to_vector<double>();
+                        v[std::size_t(at)] = bad;
+                        auto poisoned = finite;
+                        poisoned[std::size_t(i)] = fx::tensor(v, {sizes[i]}).to(t) | d;
+                        const std::string what = std::string(fx::name(t)) + " on " + d.str() + ": " +
+                                                 std::to_string(bad) + " at " + std::to_string(at) + " of tensor " +
+                                                 std::to_string(i);
+                        EXPECT_TRUE(std::isnan(nonfinite_flag(d, t, poisoned, 1))) << what;
+                        EXPECT_TRUE(std::isnan(nonfinite_flag(d, t, poisoned, 1024))) << what << ", divided";
+                    }
+        }
+}
+
+// Divided, a finite element can overflow: the quotient is what is checked, in t's compute type.
+TEST(FusedKernels, NonfiniteCheckReadsTheQuotients) {
+    for (DType t : {DType::f32, DType::bf16})
+        for (const auto& d : devices_with(t, &be::Backend::nonfinite_check)) {
+            const Tensor big = fx::tensor(std::vector<double>{1.0, -3e38, 2.0}, {3}).to(t) | d;
+            EXPECT_EQ(nonfinite_flag(d, t, {big}, 1), 0.0f) << fx::name(t);
+            EXPECT_TRUE(std::isnan(nonfinite_flag(d, t, {big}, 1.0 / 1024))) << fx::name(t);
+        }
+    for (const auto& d : devices_with(DType::f16, &be::Backend::nonfinite_check)) {
+        // 60000 / 0.5 leaves f16's range but not f32's, where an f16 gradient is divided.
+        const Tensor big = fx::tensor(std::vector<double>{60000.0}, {1}).to(DType::f16) | d;
+        EXPECT_EQ(nonfinite_flag(d, DType::f16, {big}, 0.5), 0.0f);
+    }
+}
+
+// mixed_optimiser_steps against, per tensor, the casts, the division and optimiser_step on f32
+// that MixedPrecision composes where a table lacks it.
+TEST(FusedKernels, MixedOptimiserStepsAreTheCastsAndStepsTheyReplace) {
+    struct Rule {
+        be::Optimiser rule;
+        int states;
+    };
+    for (DType t : {DType::f16, DType::bf16})
+        for (const auto& d : devices_with(t, &be::Backend::mixed_optimiser_steps))
+            for (Rule r : {Rule{be::Optimiser::descent, 0}, Rule{be::Optimiser::momentum, 1},
+                           Rule{be::Optimiser::adam, 2}, Rule{be::Optimiser::amsgrad, 3}})
+                for (double divisor : {1.0, 1024.0}) {
+                    const be::Backend& b = table(d);
+                    const std::int64_t sizes[] = {5, 1000, 70001};
+                    std::vector<Tensor> fused, composed;  // per tensor: parameter, gradient, three states, copy
+                    std::vector<void*> ptrs;
+                    std::vector<be::OptimiserStep> hps;
+                    for (int i = 0; i < 3; ++i)
+                        hps.push_back({.eta = 1e-2 * (i + 1), .rho = 0.9, .beta1 = 0.9, .beta2 = 0.999,
+                                       .epsilon = 1e-8, .t = 3 + i});
+                    for (int i = 0; i < 3; ++i)
+                        for (int k = 0; k < 6; ++k) {
+                            const bool state = k >= 2 && k <= 4, used = !state || k - 2 < r.states;
+                            const int seed = 40 + 6 * i + k;
+                            Tensor v;
+                            if (k == 1) v = values(sizes[i], t, d, 1000, seed);  // specials too
+                            else if (k == 5) v = fx::zeros({sizes[i]}, {.dtype = t, .device = d});
+                            else if (used) v = k == 3 ? fx::abs(values(sizes[i], DType::f32, d, 1, seed, false))
+                                                      : values(sizes[i], DType::f32, d, 1, seed, false);
+                            composed.push_back(v.defined() ? v.clone() : v);
+                            fused.push_back(v);
+                            ptrs.push_back(v.defined() ? v.data_ptr() : nullptr);
+                        }
+                    for (int i = 0; i < 3; ++i) {
+                        auto at = [&](int k) -> Tensor& { return composed[std::size_t(6 * i + k)]; };
+                        auto p = [&](int k) { return at(k).defined() ? at(k).data_ptr() : nullptr; };
+                        Tensor g = at(1).to(DType::f32);
+                        if (divisor != 1) g = g / divisor;
+                        b.optimiser_step(d.index, r.rule, DType::f32, sizes[i], p(0), g.data_ptr(), p(2), p(3), p(4),
+                                         &hps[std::size_t(i)]);
+                        at(5).copy_(at(0));
+                    }
+                    const be::OptimiserStep* hp[] = {&hps[0], &hps[1], &hps[2]};
+                    b.mixed_optimiser_steps(d.index, r.rule, t, 3, sizes, hp, divisor, ptrs.data());
+                    for (std::size_t k = 0; k < fused.size(); ++k)
+                        if (fused[k].defined() && k % 6 != 1)
+                            expect_same(fused[k], composed[k],
+                                        "mixed_optimiser_steps rule " + std::to_string(int(r.rule)) + " " +
+                                            fx::name(t) + " divisor " + std::to_string(divisor) + " buffer " +
+                                            std::to_string(k));
+                }
+}
+
+TEST(FusedKernels, MixedOptimiserStepsRefuseGradientsThatAreNotHalf) {
+    for (const auto& d : devices_with(DType::f32, &be::Backend::mixed_optimiser_steps)) {
+        Tensor p = fx::zeros({4}, {.device = d}), g = fx::ones({4}, {.device = d}), c = fx::zeros({4}, {.device = d});
+        const std::int64_t n = 4;
+        const be::OptimiserStep hp{.eta = 0.1};
+        const be::OptimiserStep* hps[] = {&hp};
+        void* ptrs[] = {p.data_ptr(), g.data_ptr(), nullptr, nullptr, nullptr, c.data_ptr()};
+        EXPECT_THROW(table(d).mixed_optimiser_steps(d.index, be::Optimiser::descent, DType::f32, 1, &n, hps, 1, ptrs),
+                     fx::DTypeError);
+        EXPECT_EQ(p.to_vector<float>(), std::vector<float>(4, 0.0f)) << "nothing written";
+    }
 }
 
 }  // namespace

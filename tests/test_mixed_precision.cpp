@@ -152,6 +152,70 @@ TEST(MixedPrecision, TheScaleGrowsAfterARunOfFiniteSteps) {
     EXPECT_EQ(mp.skipped_steps(), 0);
 }
 
+// On a device whose backend has mixed precision's multi-tensor kernels (the CPU's), a rule of
+// fluxion's takes them: one check of every gradient and one update that widens, unscales, applies
+// and rounds. An OptimiserChain of the same rule alone takes the composed step (no chain is fused).
+// Both compute the same bits: masters, compute copy, optimiser state and losses, over steps that
+// include an overflow (skipped), with a frozen layer, f16 scaled and bf16 not.
+TEST(MixedPrecision, TheFusedStepIsTheComposedStepBitForBit) {
+    const auto [x, target] = problem();
+    for (DType t : {DType::bf16, DType::f16}) {
+        fx::seed(12);
+        const auto init = small_model();
+        const fx::LossScaleOptions scaling{.initial = 1024, .growth_interval = 4};
+        auto fused = fx::MixedPrecision(fx::Adam{.eta = 0.01}, init, t, scaling);
+        auto composed = fx::MixedPrecision(fx::OptimiserChain(fx::Adam{.eta = 0.01}), init, t, scaling);
+        fx::freeze(fused.optimiser(), "layers.2");
+        fx::freeze(composed.optimiser(), "layers.2");
+        for (int step = 0; step < 12; ++step) {
+            const auto lossfn_at = [&](const auto& m, const Tensor& xb, const Tensor& yb) {
+                const Tensor l = lossfn(m, xb, yb);
+                return step == 5 ? l * 60000.0 : l;  // f16: beyond its range once scaled
+            };
+            EXPECT_EQ(fused.step(lossfn_at, x, target), composed.step(lossfn_at, x, target))
+                << fx::name(t) << " step " << step << ", skipped " << fused.skipped_steps() << " and "
+                << composed.skipped_steps();
+        }
+        EXPECT_EQ(fused.skipped_steps(), composed.skipped_steps()) << fx::name(t);
+        EXPECT_EQ(fused.loss_scale(), composed.loss_scale()) << fx::name(t);
+        EXPECT_EQ(values(fused.model()), values(composed.model())) << fx::name(t);
+        EXPECT_EQ(values(fused.compute_model()), values(composed.compute_model())) << fx::name(t);
+        EXPECT_NE(values(fused.model()).at("layers.0.weight"), values(init).at("layers.0.weight"));
+        EXPECT_EQ(values(fused.model()).at("layers.2.weight"), values(init).at("layers.2.weight")) << "frozen";
+        for (std::size_t i = 0; i < fused.optimiser().params.size(); ++i) {
+            const auto& a = fused.optimiser().params[i];
+            const auto& b = composed.optimiser().params[i];
+            EXPECT_EQ(a.t, b.t) << a.path;
+            if (a.state1.defined()) {
+                EXPECT_EQ(a.state1.to_vector<float>(), b.state1.to_vector<float>()) << a.path;
+                EXPECT_EQ(a.state2.to_vector<float>(), b.state2.to_vector<float>()) << a.path;
+            }
+        }
+    }
+}
+
+// A rule of the user's own runs none of the backend's kernels: its steps are composed.
+struct HalveTheGradient {
+    double eta = 0.01;
+    void init(fx::ParamState&, const Tensor&) const {}
+    void step(fx::ParamState& s, Tensor& p, const Tensor& g) const {
+        ++s.t;
+        p.copy_(p - g * (0.5 * eta));
+    }
+};
+
+TEST(MixedPrecision, ARuleOfTheUsersOwnIsComposed) {
+    const auto [x, target] = problem();
+    fx::seed(12);
+    auto mp = fx::MixedPrecision(HalveTheGradient{}, small_model(), DType::bf16);
+    const auto before = values(mp.model());
+    const double first = mp.step(lossfn, x, target);
+    for (int step = 0; step < 20; ++step) mp.step(lossfn, x, target);
+    EXPECT_LT(mp.step(lossfn, x, target), first);
+    EXPECT_NE(values(mp.model()).at("layers.0.weight"), before.at("layers.0.weight"));
+    EXPECT_EQ(mp.optimiser().params[0].t, 22);
+}
+
 TEST(MixedPrecision, RefusesAComputeTypeThatIsNotHalf) {
     EXPECT_THROW(fx::MixedPrecision(fx::Adam{}, small_model(), DType::f32), fx::DTypeError);
     EXPECT_THROW(fx::MixedPrecision(fx::Adam{}, small_model(), DType::f16, {.backoff = 2}), fx::ValueError);

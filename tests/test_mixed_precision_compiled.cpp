@@ -4,6 +4,7 @@
 // CPU and every other device (Vulkan on lavapipe under validation, CUDA where a GPU exists).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -80,6 +81,39 @@ TEST(MixedPrecisionCompiled, Bf16StepsTrainLikeEagerOnes) {
         std::printf("%s: compiled and eager bf16 masters differ by %.2g after 40 steps\n", d.str().c_str(), difference);
         EXPECT_LT(difference, kTolerance) << d.str();
         for (const auto& s : mp.optimiser().params) EXPECT_EQ(s.t, 40) << d.str() << " " << s.path;
+    }
+}
+
+// On the CPU, whose backend has mixed precision's multi-tensor kernels, a compiled step of a rule of
+// fluxion's records them (one check, one update); an OptimiserChain of the same rule records the
+// composed step. The two replay to the same bits, through an f16 overflow (skipped, traced again)
+// and the scale's growth.
+TEST(MixedPrecisionCompiled, TheFusedUpdateReplaysAsTheComposedOne) {
+    const int overflow_at = 7;
+    const auto data = batches(16, overflow_at);
+    for (DType t : {DType::bf16, DType::f16}) {
+        fx::seed(12);
+        const auto init = small_model();
+        const fx::LossScaleOptions scaling{.initial = 1024, .growth_interval = 5};
+        auto fused = fx::MixedPrecision(fx::Adam{.eta = 0.01}, init, t, scaling);
+        auto composed = fx::MixedPrecision(fx::OptimiserChain(fx::Adam{.eta = 0.01}), init, t, scaling);
+        auto fused_step = fx::compile(lossfn, fused);
+        auto composed_step = fx::compile(lossfn, composed);
+        for (std::size_t i = 0; i < data.size(); ++i) {
+            const float a = fused_step(data[i].x, data[i].target), b = composed_step(data[i].x, data[i].target);
+            EXPECT_TRUE(a == b || (std::isnan(a) && std::isnan(b))) << fx::name(t) << " step " << i << ": " << a
+                                                                     << " against " << b;
+        }
+        const auto fused_kernels = fused_step.stats(data[0].x, data[0].target).kernels;
+        const auto composed_kernels = composed_step.stats(data[0].x, data[0].target).kernels;
+        EXPECT_LT(fused_kernels + 20, composed_kernels)
+            << fx::name(t) << ": the fused plan should hold a check and an update where the composed one has a "
+            << "widening, a division and a check per gradient and a cast per parameter";
+        EXPECT_EQ(fused.skipped_steps(), t == DType::f16 ? 1 : 0) << fx::name(t);
+        EXPECT_EQ(composed.skipped_steps(), fused.skipped_steps()) << fx::name(t);
+        EXPECT_EQ(max_difference(fused.model(), composed.model()), 0.0) << fx::name(t);
+        EXPECT_EQ(max_difference(fused.compute_model(), composed.compute_model()), 0.0) << fx::name(t);
+        for (const auto& s : fused.optimiser().params) EXPECT_EQ(s.t, t == DType::f16 ? 15 : 16) << s.path;
     }
 }
 

@@ -17,6 +17,9 @@
 // the backward pass and the gradients divided by it after: a step whose gradients are not finite
 // changes nothing, is counted, and halves the scale; `growth_interval` finite steps in a row
 // double it. bf16 has f32's range and needs no scaling (the scale stays 1 unless asked).
+// Where the device's backend has the multi-tensor kernels for it (the CPU's), the check is one
+// kernel over all gradients and the widening, unscaling, update and rounding one more, as PyTorch's
+// GradScaler and fused optimisers do; elsewhere the same arithmetic runs kernel by kernel.
 // The masters are a copy: the model passed in is not changed. Non-trainable tensors (BatchNorm's
 // running statistics) are kept by the compute copy and copied back to the masters after each step.
 #pragma once
@@ -35,6 +38,7 @@
 
 #include "fluxion/autodiff.hpp"
 #include "fluxion/compile.hpp"
+#include "fluxion/detail/mixed_steps.hpp"
 #include "fluxion/error.hpp"
 #include "fluxion/functor.hpp"
 #include "fluxion/optimisers.hpp"
@@ -81,16 +85,23 @@ private:
 
     using Grads = decltype(f32(std::declval<const M&>()));
     // The forward and backward passes of a step, in the compute type: the loss (unscaled), the
-    // gradients widened to f32 and unscaled, and a one-element tensor that is 0 when every gradient
-    // is finite and NaN otherwise: a gradient's max and min carry any NaN in it (every backend's
-    // kernel contract) and its infinities, and 0 times either is NaN. Exact, with no sum that could
-    // overflow, and two reads of each gradient where sum(g * 0) also wrote a copy of it. Unscaled,
-    // the gradients are read in the compute type, half the bytes of their f32 copies and as finite
-    // (widening is exact); scaled, the f32 quotients are read, which a tiny scale could overflow.
+    // gradients, and a one-element tensor that is 0 when every gradient (divided by the scale) is
+    // finite and NaN otherwise. Where the device's backend has mixed precision's multi-tensor
+    // kernels (core/backend.hpp) and the rule is one of fluxion's, the gradients stay in the
+    // compute type and scaled (`widened` false): one kernel checks them all, and apply's one kernel
+    // widens, unscales and applies them and rounds the masters into the compute copy, as PyTorch's
+    // GradScaler and fused optimisers do. Otherwise the step is composed of the kernels every backend
+    // has: the gradients widened to f32 and unscaled, and a gradient's max and min carry any NaN in
+    // it (every backend's kernel contract) and its infinities, and 0 times either is NaN. Exact, with
+    // no sum that could overflow. Unscaled, the gradients are read in the compute type, half the bytes
+    // of their f32 copies and as finite (widening is exact); scaled, the f32 quotients are read,
+    // which a tiny scale could overflow. The two ways compute the same bits.
     struct Pass {
         Tensor loss;
         Grads grads;
         Tensor nonfinite;
+        bool widened = true;
+        double scale = 1;  // the loss's, which accept() may change before apply() divides by it
     };
     template <class F, class... Args> Pass passes(F& lossfn, const Args&... args) {
         Tensor loss;
@@ -102,6 +113,14 @@ private:
             },
             compute_));
         NoGrad no_grad;
+        if constexpr (detail::is_rule<Rule>) {
+            std::vector<Tensor> all;
+            for_each_tensor(grads, [&](const Tensor& g) {
+                if (g.defined() && g.numel() > 0) all.push_back(g);
+            });
+            if (Tensor flag = detail::nonfinite_fused(all, scale_); flag.defined())
+                return Pass{loss, grads, flag, false, scale_};
+        }
         Pass pass{loss, f32(grads), Tensor()};
         const auto check = [&](const Tensor& g) {
             if (g.numel() == 0) return;
@@ -123,7 +142,7 @@ private:
         Pass pass = passes(lossfn, args...);
         const double value = pass.loss.item();
         check(value);
-        if (accept(std::isfinite(pass.nonfinite.item()))) apply(pass.grads);
+        if (accept(std::isfinite(pass.nonfinite.item()))) apply(pass);
         return value;
     }
     // Counts the step and adjusts the scale: false when its gradients were not finite (skip it).
@@ -141,10 +160,47 @@ private:
         }
         return true;
     }
-    // The rule's update of the masters, then the compute copy rounded from them again.
-    void apply(const Grads& grads) {
-        update(opt_, master_, grads);
-        refresh();
+    // The rule's update of the masters, then the compute copy rounded from them again: in one
+    // kernel where passes left the gradients in the compute type and the backend has it.
+    void apply(Pass& pass) {
+        if (!pass.widened) {
+            if (fused_update(pass.grads, pass.scale)) return refresh(false);
+            pass.grads = fmap([&](const Tensor& g) { return pass.scale == 1 ? f32(g) : f32(g) / pass.scale; },
+                              pass.grads);
+            pass.widened = true;
+        }
+        update(opt_, master_, pass.grads);
+        refresh(true);
+    }
+    // detail::mixed_update_fused over the trainable tensors that are not frozen; false where it
+    // cannot run (then nothing changed).
+    bool fused_update(const Grads& grads, double scale) {
+        if constexpr (detail::is_rule<Rule>) {
+            auto params = detail::trainable_of(master_), gs = detail::trainable_of(grads);
+            auto copies = detail::trainable_of(compute_);
+            detail::check_update(opt_.params, params, gs);
+            if (copies.paths != params.paths) return false;
+            detail::follow_schedules(opt_);
+            std::vector<Tensor> p, g, c;
+            std::vector<ParamState*> states;
+            for (std::size_t i = 0; i < opt_.params.size(); ++i) {
+                if (opt_.params[i].frozen) continue;
+                p.push_back(params.tensors[i]);
+                g.push_back(gs.tensors[i]);
+                c.push_back(copies.tensors[i]);
+                states.push_back(&opt_.params[i]);
+            }
+            if (p.empty()) return true;
+            return detail::mixed_update_fused(
+                [this] {
+                    ParamState scratch;
+                    opt_.rule.step(scratch, probe_, probe_);
+                },
+                p, g, states, c, scale);
+        } else {
+            (void)grads, (void)scale;
+            return false;
+        }
     }
 
     static DType checked(DType compute) {
@@ -168,17 +224,21 @@ private:
     }
 
     // Trainable tensors from the masters, the others (running statistics) from the compute copy,
-    // in place: the tensors stay the same objects, as a compiled step needs.
-    void refresh() {
+    // in place: the tensors stay the same objects, as a compiled step needs. Without `updated`,
+    // the trainable tensors that are not frozen are left alone (the fused update rounded them).
+    void refresh(bool updated) {
         NoGrad no_grad;
-        std::set<std::string> trainable;
+        std::set<std::string> trainable, rounded;
         visit_trainable(master_, [&](const std::string& path, const Tensor&) { trainable.insert(path); });
+        if (!updated)
+            for (const auto& s : opt_.params)
+                if (!s.frozen) rounded.insert(s.path);
         std::map<std::string, Tensor> masters, computed;
         visit_tensors(master_, [&](const std::string& path, const Tensor& t) { masters[path] = t; });
         visit_tensors(compute_, [&](const std::string& path, Tensor& t) {
             if (!t.defined()) return;
-            if (trainable.count(path)) t.copy_(masters.at(path));
-            else computed[path] = t;
+            if (!trainable.count(path)) computed[path] = t;
+            else if (!rounded.count(path)) t.copy_(masters.at(path));
         });
         visit_tensors(master_, [&](const std::string& path, Tensor& t) {
             if (t.defined() && !trainable.count(path)) t.copy_(computed.at(path));
@@ -192,6 +252,7 @@ private:
     bool dynamic_;
     double scale_;
     std::int64_t steps_ = 0, skipped_ = 0, good_steps_ = 0;
+    Tensor probe_ = zeros({1});  // fused_update's: the rule's step on it tells its kernel (none runs)
 };
 
 // A compiled mixed-precision step (fx::compile's replay, see compile.hpp): the forward and backward
@@ -258,7 +319,7 @@ private:
             check(value);
             detail::CompiledPlans::mark_phase();
             if (mp_.accept(finite)) {
-                mp_.apply(pass.grads);
+                mp_.apply(pass);
                 applied = true;
             }
             return out;

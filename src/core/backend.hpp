@@ -16,7 +16,7 @@
 
 namespace fluxion::backend {
 
-inline constexpr int kAbiVersion = 6;
+inline constexpr int kAbiVersion = 7;
 inline constexpr int kMaxDims = 8;
 
 // One code per line of core/elementwise_formulas.def, the op registry, whose lines say what the
@@ -243,6 +243,25 @@ struct Backend {
     void* (*capture_end)(int device);
     void (*capture_run)(int device, void* recording);
     void (*capture_free)(int device, void* recording);
+
+    // ---- mixed precision's multi-tensor kernels (optional; null where a backend has none) ----
+    // fx::MixedPrecision calls these once a step where its device's table has them, as PyTorch's
+    // GradScaler and fused optimisers do, and otherwise composes the same work from the kernels above
+    // (a widening cast, a division and two reductions per gradient, the rule, a rounding cast per
+    // parameter), which these compute bit for bit on the CPU.
+    //
+    // Whether every element of `count` tensors of type t (tensor i: n[i] elements at ptrs[i]),
+    // divided by `divisor` in t's compute type (f32 for f16 and bf16) unless it is 1, is finite:
+    // writes 0 to the f32 at `flag` if so, NaN otherwise (the loss scale's overflow check).
+    void (*nonfinite_check)(int device, DType t, std::size_t count, const std::int64_t* n, const void* const* ptrs,
+                            double divisor, void* flag);
+    // optimiser_steps on f32 parameters and state from gradients of type t (f16 or bf16): each
+    // gradient element widened to f32 and, unless divisor is 1, divided by the f32 divisor, as a cast
+    // and a division would; each updated parameter then rounded to t into its copy, as a cast would.
+    // ptrs[6i .. 6i + 5]: parameter, gradient, state1, state2, state3 (null where the rule keeps none),
+    // copy.
+    void (*mixed_optimiser_steps)(int device, Optimiser rule, DType t, std::size_t count, const std::int64_t* n,
+                                  const OptimiserStep* const* hp, double divisor, void* const* ptrs);
 };
 
 // What a plugin exports (extern "C"): returns its table, or null if `abi_version` does not match.

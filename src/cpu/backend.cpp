@@ -248,6 +248,8 @@ const Backend& cpu_backend() {
             .capture_end = nullptr,
             .capture_run = nullptr,
             .capture_free = nullptr,
+            .nonfinite_check = cpu::nonfinite_check,
+            .mixed_optimiser_steps = cpu::mixed_optimiser_steps,
         };
     }();
     return table;

@@ -1,6 +1,7 @@
 // half_simd.hpp — the 16-bit floats converted eight at a time (AVX2, F16C), bit for bit as half.hpp's
 // scalar conversions: round to nearest even, NaN kept quiet. Only where the compiler targets AVX2
-// with F16C (FLUXION_HALF_SIMD is then defined); elsewhere callers use half.hpp alone.
+// with F16C (FLUXION_HALF_SIMD is then defined); elsewhere only cells_to_f32 and f32_to_cells are
+// defined, one cell at a time through half.hpp.
 #pragma once
 
 #if defined(__AVX2__) && defined(__F16C__)
@@ -81,6 +82,26 @@ void f32_to_cells(const float* from, E* to, int64_t n) {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) store8(to + i, _mm256_loadu_ps(from + i));
     for (; i < n; ++i) to[i] = store<E>(from[i]);
+}
+
+}  // namespace fluxion::backend::cpu
+
+#else
+
+#include <cstdint>
+
+#include "cpu/half.hpp"
+
+namespace fluxion::backend::cpu {
+
+template <class E>
+void cells_to_f32(const E* from, float* to, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) to[i] = load(from[i]);
+}
+
+template <class E>
+void f32_to_cells(const float* from, E* to, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) to[i] = store<E>(from[i]);
 }
 
 }  // namespace fluxion::backend::cpu

@@ -161,6 +161,12 @@ void lstm_cell_backward(int device, DType t, int64_t n, int64_t h, const void* g
 // ---- optimiser.cpp ----
 void optimiser_step(int device, Optimiser rule, DType t, int64_t n, void* param, const void* grad, void* state1,
                     void* state2, void* state3, const OptimiserStep* hp);
+void mixed_optimiser_steps(int device, Optimiser rule, DType t, std::size_t count, const int64_t* n,
+                           const OptimiserStep* const* hp, double divisor, void* const* ptrs);
+
+// ---- nonfinite_check.cpp ----
+void nonfinite_check(int device, DType t, std::size_t count, const int64_t* n, const void* const* ptrs,
+                     double divisor, void* flag);
 
 // ---- widen.cpp: the table's entries for the kernels above that take no f16 or bf16 of their own:
 // the 16-bit floats run the f32 kernel on widened copies and round the results back; every other

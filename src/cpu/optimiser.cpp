@@ -1,6 +1,6 @@
-// optimiser.cpp — one fused optimiser step over a flat parameter buffer, and over many (the
-// compiled steps' multi-tensor step), with PyTorch's update rules from the op registry
-// (core/elementwise_formulas.def, FX_OPTIMISER).
+// optimiser.cpp — one fused optimiser step over a flat parameter buffer, over many (the compiled
+// steps' multi-tensor step), and over many f32 parameters from 16-bit gradients (mixed precision's),
+// with PyTorch's update rules from the op registry (core/elementwise_formulas.def, FX_OPTIMISER).
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -8,6 +8,7 @@
 #include "core/optimiser_constants.hpp"
 #include "cpu/dispatch.hpp"
 #include "cpu/fused.hpp"
+#include "cpu/half_simd.hpp"
 #include "cpu/kernels.hpp"
 #include "cpu/parallel.hpp"
 
@@ -36,11 +37,11 @@ template <class T> T fx_sqrt(T x) { return std::sqrt(x); }
 template <class T> T fx_abs(T x) { return std::abs(x); }
 
 // Each rule is one pass over the slice [begin, end) of the buffers, its formulas those of
-// core/elementwise_formulas.def; the step's constants are computed in double and rounded once.
+// core/elementwise_formulas.def; the step's constants k are computed in double (optimiser_constants)
+// and rounded once.
 template <class T>
 void step(Optimiser rule, int64_t begin, int64_t end, T* pp, const T* gp, T* s1p, T* s2p, T* s3p,
-          const OptimiserStep& hp) {
-    const OptimiserConstants k = optimiser_constants(rule, hp);
+          const OptimiserConstants& k) {
     const T eta = T(k.eta), rho = T(k.rho), epsilon = T(k.epsilon), beta1 = T(k.beta1), beta2 = T(k.beta2);
     const T lower = T(k.lower), upper = T(k.upper), c1 = T(k.c1), c2 = T(k.c2), shrink = T(k.shrink);
     const T k1 = T(k.k1), k2 = T(k.k2);
@@ -80,8 +81,9 @@ void optimiser_step(int device, Optimiser rule, DType t, int64_t n, void* param,
         T* s1 = static_cast<T*>(state1);
         T* s2 = static_cast<T*>(state2);
         T* s3 = static_cast<T*>(state3);
+        const OptimiserConstants k = optimiser_constants(rule, *hp);
         parallel_for(n, team_for(n),
-                     [&](int64_t begin, int64_t end) { step(rule, begin, end, p, g, s1, s2, s3, *hp); });
+                     [&](int64_t begin, int64_t end) { step(rule, begin, end, p, g, s1, s2, s3, k); });
     });
 }
 
@@ -110,9 +112,62 @@ void optimiser_steps(int device, Optimiser rule, DType t, std::size_t count, con
                 if (lo >= hi) continue;
                 void* const* p = ptrs + 5 * i;
                 step(rule, lo, hi, static_cast<T*>(p[0]), static_cast<const T*>(p[1]), static_cast<T*>(p[2]),
-                     static_cast<T*>(p[3]), static_cast<T*>(p[4]), *hp[i]);
+                     static_cast<T*>(p[3]), static_cast<T*>(p[4]), optimiser_constants(rule, *hp[i]));
             }
         });
+    });
+}
+
+namespace {
+
+// Elements [lo, hi) of one tensor of mixed_optimiser_steps, in chunks that stay in the L1 cache: the
+// gradient widened (and divided) into f32 on the stack, the f32 rule's pass over the chunk, the
+// updated parameters rounded into the copy.
+template <class E>
+void mixed_slice(Optimiser rule, int64_t lo, int64_t hi, void* const* p, const OptimiserConstants& k, float divisor) {
+    constexpr int64_t kChunk = 1024;
+    alignas(64) float g[kChunk];
+    auto* param = static_cast<float*>(p[0]);
+    const auto* grad = static_cast<const E*>(p[1]);
+    auto* s1 = static_cast<float*>(p[2]);
+    auto* s2 = static_cast<float*>(p[3]);
+    auto* s3 = static_cast<float*>(p[4]);
+    auto* copy = static_cast<E*>(p[5]);
+    for (int64_t c = lo; c < hi; c += kChunk) {
+        const int64_t m = std::min(kChunk, hi - c);
+        cells_to_f32(grad + c, g, m);
+        if (divisor != 1.0f)
+            for (int64_t i = 0; i < m; ++i) g[i] /= divisor;
+        step<float>(rule, 0, m, param + c, g, s1 ? s1 + c : nullptr, s2 ? s2 + c : nullptr, s3 ? s3 + c : nullptr, k);
+        f32_to_cells(param + c, copy + c, m);
+    }
+}
+
+}  // namespace
+
+// As optimiser_steps, each thread on its slice of the tensors laid end to end.
+void mixed_optimiser_steps(int device, Optimiser rule, DType t, std::size_t count, const int64_t* n,
+                           const OptimiserStep* const* hp, double divisor, void* const* ptrs) {
+    if (t != DType::f16 && t != DType::bf16)
+        throw DTypeError(std::string("mixed_optimiser_steps: the gradients are ") + name(t) +
+                         "; it takes f16 or bf16 (the parameters and state are f32)");
+    int64_t total = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+        check(rule, ptrs[6 * i + 2], ptrs[6 * i + 3], ptrs[6 * i + 4], *hp[i]);
+        total += n[i];
+    }
+    const auto d = float(divisor);
+    dispatch_float_or_half(t, "mixed_optimiser_steps", [&](auto tag) {
+        using E = decltype(tag);
+        if constexpr (is_half_v<E>) {
+            parallel_for(total, team_for(total), [&](int64_t begin, int64_t end) {
+                int64_t first = 0;  // of tensor i in the whole
+                for (std::size_t i = 0; i < count && first < end; first += n[i], ++i) {
+                    const int64_t lo = std::max(begin, first) - first, hi = std::min(end, first + n[i]) - first;
+                    if (lo < hi) mixed_slice<E>(rule, lo, hi, ptrs + 6 * i, optimiser_constants(rule, *hp[i]), d);
+                }
+            });
+        }
     });
 }
 

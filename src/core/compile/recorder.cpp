@@ -81,6 +81,11 @@ BufferRef Recorder::resolve(int space, const void* ptr) const {
 
 void Recorder::record(int space, std::initializer_list<const void*> ptrs, PreparedCall run, Kernel kernel,
                       int device) {
+    record(space, std::vector<const void*>(ptrs), std::move(run), kernel, device);
+}
+
+void Recorder::record(int space, const std::vector<const void*>& ptrs, PreparedCall run, Kernel kernel,
+                      int device) {
     auto at = static_cast<std::int64_t>(calls.size());
     RecordedCall call{std::move(run), refs.size(), ptrs.size(), space, false, kernel, t_recorded_table[space], device};
     for (const void* p : ptrs) add_ref(at, space, p);

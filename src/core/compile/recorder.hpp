@@ -115,6 +115,8 @@ public:
     // `kernel` says what the call is (a call of `space`'s table on `device` that fusion may merge), or nothing.
     void record(int space, std::initializer_list<const void*> ptrs, PreparedCall run, Kernel kernel = {},
                 int device = 0);
+    void record(int space, const std::vector<const void*>& ptrs, PreparedCall run, Kernel kernel = {},
+                int device = 0);
     struct Pointer {
         const void* ptr;
         int space;

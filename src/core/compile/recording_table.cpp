@@ -198,6 +198,34 @@ template <int S> struct Recording {
             OptimiserCall{rule, t, n, kept}, d);
     }
 
+    // Mixed precision's multi-tensor kernels, opaque to fusion; each tensor's hyper-parameters are
+    // kept, in order, as optimiser_step's are, so that replays advance every step count.
+    static void nonfinite_check(int d, DType t, std::size_t count, const I* n, const void* const* ptrs, double divisor,
+                                void* flag) {
+        real()->nonfinite_check(d, t, count, n, ptrs, divisor, flag);
+        std::vector<const void*> args(ptrs, ptrs + count);
+        args.push_back(flag);
+        rec().record(
+            S, args,
+            [R = real(), d, t, sizes = std::vector<I>(n, n + count), divisor](void* const* p) {
+                R->nonfinite_check(d, t, sizes.size(), sizes.data(), p, divisor, p[sizes.size()]);
+            },
+            {}, d);
+    }
+
+    static void mixed_optimiser_steps(int d, Optimiser rule, DType t, std::size_t count, const I* n,
+                                      const OptimiserStep* const* hp, double divisor, void* const* ptrs) {
+        real()->mixed_optimiser_steps(d, rule, t, count, n, hp, divisor, ptrs);
+        std::vector<const OptimiserStep*> kept;
+        for (std::size_t i = 0; i < count; ++i) kept.push_back(rec().keep(*hp[i]));
+        rec().record(
+            S, std::vector<const void*>(ptrs, ptrs + 6 * count),
+            [R = real(), d, rule, t, sizes = std::vector<I>(n, n + count), kept, divisor](void* const* p) {
+                R->mixed_optimiser_steps(d, rule, t, sizes.size(), sizes.data(), kept.data(), divisor, p);
+            },
+            {}, d);
+    }
+
     // A host source outside every tensor is data the step made on the host (a constant): kept as is.
     static void copy_from_host(int d, void* dst, const void* src, std::size_t bytes) {
         real()->copy_from_host(d, dst, src, bytes);
@@ -252,6 +280,8 @@ template <int S> struct Recording {
         if (r.lstm_cell) b.lstm_cell = lstm_cell;
         if (r.lstm_cell_backward) b.lstm_cell_backward = lstm_cell_backward;
         b.optimiser_step = optimiser_step;
+        if (r.nonfinite_check) b.nonfinite_check = nonfinite_check;
+        if (r.mixed_optimiser_steps) b.mixed_optimiser_steps = mixed_optimiser_steps;
         b.copy_from_host = copy_from_host;
         b.copy_to_host = copy_to_host;
         b.copy_device = copy_device;
@@ -263,8 +293,8 @@ template <int S> struct Recording {
 // too, or compiled steps would silently skip it.
 // (ABI 2 added priority, device_properties and supports, ABI 3 the capture entries: none of them
 // is a kernel; ABI 4 the LSTM cell's two kernels, recorded above; ABI 6 the fused kernels, which
-// only the fusion of a recording calls, at replay.)
-static_assert(sizeof(Backend) == 42 * sizeof(void*), "the backend table changed: record its new kernels here");
+// only the fusion of a recording calls, at replay; ABI 7 mixed precision's two, recorded above.)
+static_assert(sizeof(Backend) == 44 * sizeof(void*), "the backend table changed: record its new kernels here");
 
 }  // namespace
 

@@ -6,23 +6,31 @@
 namespace fluxion::detail {
 namespace {
 thread_local backend::OptimiserStep* capturing = nullptr;
+thread_local backend::Optimiser captured_rule = backend::Optimiser::descent;
 thread_local bool captured = false;
 }  // namespace
 
-bool capture_optimiser_step(backend::OptimiserStep& hp, const std::function<void()>& run) {
+bool capture_optimiser_step(backend::OptimiserStep& hp, backend::Optimiser& rule, const std::function<void()>& run) {
     capturing = &hp;
     captured = false;
     struct Restore {
         ~Restore() { capturing = nullptr; }
     } restore;
     run();
+    rule = captured_rule;
     return captured;
+}
+
+bool capture_optimiser_step(backend::OptimiserStep& hp, const std::function<void()>& run) {
+    backend::Optimiser rule;
+    return capture_optimiser_step(hp, rule, run);
 }
 
 void optimiser_step(backend::Optimiser rule, Tensor& param, const Tensor& grad, Tensor& state1, Tensor& state2,
                     Tensor& state3, const backend::OptimiserStep& hp) {
     if (capturing) {
         *capturing = hp;
+        captured_rule = rule;
         captured = true;
         return;
     }

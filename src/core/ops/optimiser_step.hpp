@@ -15,5 +15,7 @@ void optimiser_step(backend::Optimiser rule, Tensor& param, const Tensor& grad, 
 // Runs `run` with optimiser_step recording its hyper-parameters into `hp` instead of running a
 // kernel (fx::compile's replays take a rule's current values so); whether it was called.
 bool capture_optimiser_step(backend::OptimiserStep& hp, const std::function<void()>& run);
+// The same, also telling which rule's kernel it was.
+bool capture_optimiser_step(backend::OptimiserStep& hp, backend::Optimiser& rule, const std::function<void()>& run);
 
 }  // namespace fluxion::detail

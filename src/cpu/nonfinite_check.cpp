@@ -1,0 +1,91 @@
+// nonfinite_check.cpp — mixed precision's overflow check (core/backend.hpp, nonfinite_check): one
+// parallel pass over every gradient of a step. An element is finite when its exponent bits are not
+// all ones, so each scan keeps the largest exponent field it sees, a max of integers that vectorises;
+// a divided value is first computed in f32 as a division kernel would.
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "cpu/dispatch.hpp"
+#include "cpu/half_simd.hpp"
+#include "cpu/kernels.hpp"
+#include "cpu/parallel.hpp"
+
+namespace fluxion::backend::cpu {
+namespace {
+
+// The exponent field of each type's bits, all ones for infinities and NaN.
+template <class T> struct Bits;
+template <> struct Bits<float> {
+    using U = std::uint32_t;
+    static constexpr U kExponent = 0x7f800000u;
+};
+template <> struct Bits<double> {
+    using U = std::uint64_t;
+    static constexpr U kExponent = 0x7ff0000000000000u;
+};
+template <> struct Bits<BFloat16> {
+    using U = std::uint16_t;
+    static constexpr U kExponent = 0x7f80u;
+};
+template <> struct Bits<Half> {
+    using U = std::uint16_t;
+    static constexpr U kExponent = 0x7c00u;
+};
+
+// Whether x[0, n) holds a value that is not finite.
+template <class T> bool any_nonfinite(const T* x, int64_t n) {
+    using U = typename Bits<T>::U;
+    U top = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        U bits;
+        std::memcpy(&bits, x + i, sizeof(U));
+        top = std::max<U>(top, bits & Bits<T>::kExponent);
+    }
+    return top == Bits<T>::kExponent;
+}
+
+// The same for x[i] / divisor in T's compute type (16-bit cells widened to f32 chunk by chunk).
+template <class T> bool any_nonfinite_divided(const T* x, int64_t n, double divisor) {
+    using C = Compute<T>;
+    constexpr int64_t kChunk = 1024;
+    alignas(64) C v[kChunk];
+    const C d = C(divisor);
+    for (int64_t c = 0; c < n; c += kChunk) {
+        const int64_t m = std::min(kChunk, n - c);
+        if constexpr (is_half_v<T>) cells_to_f32(x + c, v, m);
+        else std::copy(x + c, x + c + m, v);
+        for (int64_t i = 0; i < m; ++i) v[i] /= d;
+        if (any_nonfinite(v, m)) return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+void nonfinite_check(int device, DType t, std::size_t count, const int64_t* n, const void* const* ptrs,
+                     double divisor, void* flag) {
+    int64_t total = 0;
+    for (std::size_t i = 0; i < count; ++i) total += n[i];
+    std::atomic<bool> found{false};
+    dispatch_float_or_half(t, "nonfinite_check", [&](auto tag) {
+        using T = decltype(tag);
+        parallel_for(total, team_for(total), [&](int64_t begin, int64_t end) {
+            int64_t first = 0;  // of tensor i in the whole
+            for (std::size_t i = 0; i < count && first < end; first += n[i], ++i) {
+                const int64_t lo = std::max(begin, first) - first, hi = std::min(end, first + n[i]) - first;
+                if (lo >= hi || found.load(std::memory_order_relaxed)) continue;
+                const T* x = static_cast<const T*>(ptrs[i]) + lo;
+                const bool bad = divisor == 1 ? any_nonfinite(x, hi - lo) : any_nonfinite_divided(x, hi - lo, divisor);
+                if (bad) found.store(true, std::memory_order_relaxed);
+            }
+        });
+    });
+    const float value = found.load() ? std::numeric_limits<float>::quiet_NaN() : 0.0f;
+    std::memcpy(flag, &value, sizeof value);
+}
+
+}  // namespace fluxion::backend::cpu
