@@ -89,8 +89,17 @@ void lstm_cell_backward(int device, DType t, std::int64_t n, std::int64_t h, con
                         const void* c_prev, const void* c, const void* gh, std::int64_t ld_gh, const void* gh_next,
                         void* gc, void* dgates);
 
-// optimiser.cu
+// optimiser.cu; the mixed step: f32 parameters and state, f16 or bf16 (t) gradients and copy
 void optimiser_step(int device, Optimiser rule, DType t, std::int64_t n, void* param, const void* grad,
                     void* state1, void* state2, void* state3, const OptimiserStep* hp);
+void optimiser_step_mixed(int device, Optimiser rule, DType t, std::int64_t n, void* param, const void* grad,
+                          void* state1, void* state2, void* state3, void* copy, double divisor,
+                          const OptimiserStep* hp);
+
+// mixed_precision.cu: mixed precision's multi-tensor kernels (core/backend.hpp)
+void nonfinite_check(int device, DType t, std::size_t count, const std::int64_t* n, const void* const* ptrs,
+                     double divisor, void* flag);
+void mixed_optimiser_steps(int device, Optimiser rule, DType t, std::size_t count, const std::int64_t* n,
+                           const OptimiserStep* const* hp, double divisor, void* const* ptrs);
 
 }  // namespace fluxion::cuda
