@@ -74,14 +74,12 @@ void nonfinite_check(int device, DType t, std::size_t count, const int64_t* n, c
     dispatch_float_or_half(t, "nonfinite_check", [&](auto tag) {
         using T = decltype(tag);
         parallel_for(total, team_for(total), [&](int64_t begin, int64_t end) {
-            int64_t first = 0;  // of tensor i in the whole
-            for (std::size_t i = 0; i < count && first < end; first += n[i], ++i) {
-                const int64_t lo = std::max(begin, first) - first, hi = std::min(end, first + n[i]) - first;
-                if (lo >= hi || found.load(std::memory_order_relaxed)) continue;
+            for_each_part(count, n, begin, end, [&](std::size_t i, int64_t lo, int64_t hi) {
+                if (found.load(std::memory_order_relaxed)) return;
                 const T* x = static_cast<const T*>(ptrs[i]) + lo;
                 const bool bad = divisor == 1 ? any_nonfinite(x, hi - lo) : any_nonfinite_divided(x, hi - lo, divisor);
                 if (bad) found.store(true, std::memory_order_relaxed);
-            }
+            });
         });
     });
     const float value = found.load() ? std::numeric_limits<float>::quiet_NaN() : 0.0f;

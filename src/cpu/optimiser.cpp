@@ -106,14 +106,11 @@ void optimiser_steps(int device, Optimiser rule, DType t, std::size_t count, con
     dispatch_float(t, kKernelNames[int(rule)], [&](auto tag) {
         using T = decltype(tag);
         parallel_for(total, team_for(total), [&](int64_t begin, int64_t end) {
-            int64_t first = 0;  // of tensor i in the whole
-            for (std::size_t i = 0; i < count && first < end; first += n[i], ++i) {
-                const int64_t lo = std::max(begin, first) - first, hi = std::min(end, first + n[i]) - first;
-                if (lo >= hi) continue;
+            for_each_part(count, n, begin, end, [&](std::size_t i, int64_t lo, int64_t hi) {
                 void* const* p = ptrs + 5 * i;
                 step(rule, lo, hi, static_cast<T*>(p[0]), static_cast<const T*>(p[1]), static_cast<T*>(p[2]),
                      static_cast<T*>(p[3]), static_cast<T*>(p[4]), optimiser_constants(rule, *hp[i]));
-            }
+            });
         });
     });
 }
@@ -161,11 +158,9 @@ void mixed_optimiser_steps(int device, Optimiser rule, DType t, std::size_t coun
         using E = decltype(tag);
         if constexpr (is_half_v<E>) {
             parallel_for(total, team_for(total), [&](int64_t begin, int64_t end) {
-                int64_t first = 0;  // of tensor i in the whole
-                for (std::size_t i = 0; i < count && first < end; first += n[i], ++i) {
-                    const int64_t lo = std::max(begin, first) - first, hi = std::min(end, first + n[i]) - first;
-                    if (lo < hi) mixed_slice<E>(rule, lo, hi, ptrs + 6 * i, optimiser_constants(rule, *hp[i]), d);
-                }
+                for_each_part(count, n, begin, end, [&](std::size_t i, int64_t lo, int64_t hi) {
+                    mixed_slice<E>(rule, lo, hi, ptrs + 6 * i, optimiser_constants(rule, *hp[i]), d);
+                });
             });
         }
     });

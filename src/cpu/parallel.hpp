@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 
 #include "cpu/kernels.hpp"
@@ -36,6 +37,18 @@ void parallel_for(int64_t count, int64_t team_wanted, Body&& body) {
         const int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
         const int64_t begin = count * t / n, end = count * (t + 1) / n;
         if (begin < end) body(begin, end);
+    }
+}
+
+// The parts of `count` tensors laid end to end (tensor i: n[i] elements) that fall in the slice
+// [begin, end) of the whole: f(i, lo, hi) for tensor i's elements [lo, hi), in order. The
+// multi-tensor kernels give each thread such a slice of all their tensors' elements.
+template <class F>
+void for_each_part(std::size_t count, const int64_t* n, int64_t begin, int64_t end, F&& f) {
+    int64_t first = 0;  // of tensor i in the whole
+    for (std::size_t i = 0; i < count && first < end; first += n[i], ++i) {
+        const int64_t lo = std::max(begin, first) - first, hi = std::min(end, first + n[i]) - first;
+        if (lo < hi) f(i, lo, hi);
     }
 }
 
