@@ -87,7 +87,8 @@ private:
     // The forward and backward passes of a step, in the compute type: the loss (unscaled), the
     // gradients, and a one-element tensor that is 0 when every gradient (divided by the scale) is
     // finite and NaN otherwise. Where the device's backend has mixed precision's multi-tensor
-    // kernels (core/backend.hpp) and the rule is one of fluxion's, the gradients stay in the
+    // kernels (core/backend.hpp) and the rule is one of fluxion's (detail::is_kernel_rule: not a
+    // chain, not the user's own), the gradients stay in the
     // compute type and scaled (`widened` false): one kernel checks them all, and apply's one kernel
     // widens, unscales and applies them and rounds the masters into the compute copy, as PyTorch's
     // GradScaler and fused optimisers do. Otherwise the step is composed of the kernels every backend
@@ -113,7 +114,7 @@ private:
             },
             compute_));
         NoGrad no_grad;
-        if constexpr (detail::is_rule<Rule>) {
+        if constexpr (detail::is_kernel_rule<Rule>) {
             std::vector<Tensor> all;
             for_each_tensor(grads, [&](const Tensor& g) {
                 if (g.defined() && g.numel() > 0) all.push_back(g);
@@ -164,18 +165,18 @@ private:
     // kernel where passes left the gradients in the compute type and the backend has it.
     void apply(Pass& pass) {
         if (!pass.widened) {
-            if (fused_update(pass.grads, pass.scale)) return refresh(false);
+            if (fused_update(pass.grads, pass.scale)) return refresh(false);  // the copies are rounded
             pass.grads = fmap([&](const Tensor& g) { return pass.scale == 1 ? f32(g) : f32(g) / pass.scale; },
                               pass.grads);
             pass.widened = true;
         }
         update(opt_, master_, pass.grads);
-        refresh(true);
+        refresh(true);  // the copies too
     }
     // detail::mixed_update_fused over the trainable tensors that are not frozen; false where it
     // cannot run (then nothing changed).
     bool fused_update(const Grads& grads, double scale) {
-        if constexpr (detail::is_rule<Rule>) {
+        if constexpr (detail::is_kernel_rule<Rule>) {
             auto params = detail::trainable_of(master_), gs = detail::trainable_of(grads);
             auto copies = detail::trainable_of(compute_);
             detail::check_update(opt_.params, params, gs);
@@ -224,13 +225,14 @@ private:
     }
 
     // Trainable tensors from the masters, the others (running statistics) from the compute copy,
-    // in place: the tensors stay the same objects, as a compiled step needs. Without `updated`,
-    // the trainable tensors that are not frozen are left alone (the fused update rounded them).
-    void refresh(bool updated) {
+    // in place: the tensors stay the same objects, as a compiled step needs. Without
+    // `all_trainable`, the trainable tensors that are not frozen are left alone (the fused update
+    // rounded them).
+    void refresh(bool all_trainable) {
         NoGrad no_grad;
         std::set<std::string> trainable, rounded;
         visit_trainable(master_, [&](const std::string& path, const Tensor&) { trainable.insert(path); });
-        if (!updated)
+        if (!all_trainable)
             for (const auto& s : opt_.params)
                 if (!s.frozen) rounded.insert(s.path);
         std::map<std::string, Tensor> masters, computed;

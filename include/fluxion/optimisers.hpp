@@ -155,6 +155,15 @@ struct AccumGrad {
 
 namespace detail {
 template <class R> inline constexpr bool is_rule = requires(const R& r, ParamState& s, Tensor& p) { r.step(s, p, p); };
+// fluxion's own rules, each one call of the backend's optimiser_step per tensor on the gradient as
+// given: what a fused multi-tensor step may stand for (a rule of the user's own may do more).
+template <class R>
+inline constexpr bool is_kernel_rule =
+    std::is_same_v<R, Descent> || std::is_same_v<R, Momentum> || std::is_same_v<R, Nesterov> ||
+    std::is_same_v<R, RMSProp> || std::is_same_v<R, Adam> || std::is_same_v<R, AdamW> || std::is_same_v<R, AMSGrad> ||
+    std::is_same_v<R, OAdam> || std::is_same_v<R, AdaGrad> || std::is_same_v<R, AdaDelta> ||
+    std::is_same_v<R, AdaMax> || std::is_same_v<R, NAdam> || std::is_same_v<R, RAdam> ||
+    std::is_same_v<R, AdaBelief> || std::is_same_v<R, Lion> || std::is_same_v<R, Rprop>;
 template <class R>
 inline constexpr bool is_modifier =
     requires(const R& r, std::vector<Tensor>& g) { r.modify(g, g); } || std::is_same_v<R, AccumGrad>;
