@@ -91,5 +91,9 @@ void optimiser_steps(int device, Optimiser rule, DType t, std::size_t count, con
 // optimiser.cpp
 void optimiser_step(int device, Optimiser rule, DType t, std::int64_t n, void* param, const void* grad,
                     void* state1, void* state2, void* state3, const OptimiserStep* hp);
+void mixed_optimiser_steps(int device, Optimiser rule, DType t, std::size_t count, const std::int64_t* n,
+                           const OptimiserStep* const* hp, double divisor, void* const* ptrs);
+void nonfinite_check(int device, DType t, std::size_t count, const std::int64_t* n, const void* const* ptrs,
+                     double divisor, void* flag);
 
 }  // namespace fluxion::vulkan

@@ -55,9 +55,8 @@ constexpr backend::Backend kTable{
     .capture_end = capture_end,
     .capture_run = capture_run,
     .capture_free = capture_free,
-    // Mixed precision's multi-tensor kernels: none yet, so MixedPrecision composes its step.
-    .nonfinite_check = nullptr,
-    .mixed_optimiser_steps = nullptr,
+    .nonfinite_check = nonfinite_check,
+    .mixed_optimiser_steps = mixed_optimiser_steps,
 };
 
 }  // namespace

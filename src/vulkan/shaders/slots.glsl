@@ -1,9 +1,9 @@
-// slots.glsl — the storage buffers of a shader: slot Sk (k = 0..4) at binding k + 1 when Sk_T is
+// slots.glsl — the storage buffers of a shader: slot Sk (k = 0..5) at binding k + 1 when Sk_T is
 // defined. LOADk(i) reads element i as stored (8-bit types as uint; f16 and bf16, whether in
 // uint16_t or packed in words, as float; u16 as uint), STOREk(i, v) writes it (bool slots store
 // v != 0, f16 and bf16 round to nearest even). A shader defines Sk_QUAL as readonly for the slots
 // it only reads, which tells synchronization validation (and the driver) that they are not written.
-// (Generated once by hand from one pattern; keep the five blocks alike.)
+// (Generated once by hand from one pattern; keep the six blocks alike.)
 
 #ifdef S0_T
 #ifndef S0_QUAL
@@ -140,6 +140,33 @@ layout(std430, binding = 5) S4_QUAL buffer Slot4 { S4_T s4[]; };
 #endif
 #endif
 
+#ifdef S5_T
+#ifndef S5_QUAL
+#define S5_QUAL
+#endif
+#if S5_BYTE
+layout(std430, binding = 6) S5_QUAL buffer Slot5 { uint s5[]; };
+#define LOAD5(i) BYTE_AT(s5, i)
+#if S5_BOOL
+#define STORE5(i, v) SET_BYTE(s5, i, ((v) != 0 ? 1u : 0u))
+#else
+#define STORE5(i, v) SET_BYTE(s5, i, uint(v))
+#endif
+#elif S5_16BIT
+layout(std430, binding = 6) S5_QUAL buffer Slot5 { uint16_t s5[]; };
+#define LOAD5(i) S5_FROM_BITS(uint(s5[i]))
+#define STORE5(i, v) s5[i] = uint16_t(S5_TO_BITS(S5_T(v)))
+#elif S5_PACKED
+layout(std430, binding = 6) S5_QUAL buffer Slot5 { uint s5[]; };
+#define LOAD5(i) S5_FROM_BITS(HALF_AT(s5, i))
+#define STORE5(i, v) SET_HALF(s5, i, S5_TO_BITS(S5_T(v)))
+#else
+layout(std430, binding = 6) S5_QUAL buffer Slot5 { S5_T s5[]; };
+#define LOAD5(i) s5[i]
+#define STORE5(i, v) s5[i] = S5_T(v)
+#endif
+#endif
+
 // AS_STOREDk(v): v as slot k would store it (f16 and bf16 rounded to nearest even; other types
 // unchanged), for fused kernels that keep in registers a value the unfused kernels store and read.
 #if defined(S0_FROM_BITS) && defined(S0_FLOAT)
@@ -166,4 +193,9 @@ layout(std430, binding = 5) S4_QUAL buffer Slot4 { S4_T s4[]; };
 #define AS_STORED4(v) S4_FROM_BITS(S4_TO_BITS(float(v)))
 #else
 #define AS_STORED4(v) (v)
+#endif
+#if defined(S5_FROM_BITS) && defined(S5_FLOAT)
+#define AS_STORED5(v) S5_FROM_BITS(S5_TO_BITS(float(v)))
+#else
+#define AS_STORED5(v) (v)
 #endif
