@@ -57,8 +57,9 @@ template <int Max, class F>
 // Cells of the tensors the kernels read and write: f32 as they are, bf16 and f16 (half_simd.hpp)
 // widened on loading and rounded to nearest even on storing. Weights are always read as f32: a
 // 16-bit weight is widened once into a copy (a few thousand values), so that the inner loops
-// broadcast it from memory as the f32 kernels do; so is the forward pass's input, an image at a
-// time, which every tap reads again.
+// broadcast it from memory as the f32 kernels do; so are the forward pass's input and the input
+// gradient's output gradient, an image at a time, which every tap, and every input channel, reads
+// again.
 inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
 inline void store8(float* p, __m256 v) { _mm256_storeu_ps(p, v); }
 
@@ -275,9 +276,9 @@ struct ColumnLayout {
 
 // Rows [r0, r0 + RB) of the image's column matrix for the pixel vectors [v0, v0 + PV):
 // Σ_k w[k][r] gy[k][p]. Row r goes to columns + row[r] (ColumnLayout::row of r within its
-// channel), pixel vector v at[v] after it.
-template <int RB, int PV, class E>
-[[gnu::noinline]] void column_tile(const Conv2dShape& s, const E* gy, const float* w, const int64_t* row,
+// channel), pixel vector v at[v] after it. gy is the image's output gradient in f32.
+template <int RB, int PV>
+[[gnu::noinline]] void column_tile(const Conv2dShape& s, const float* gy, const float* w, const int64_t* row,
                                    const int64_t* at, float* columns, int64_t r0, int64_t v0) {
     const int64_t crs = s.c * s.r * s.s, ohw = s.oh * s.ow;
     __m256 acc[RB][PV];
@@ -286,7 +287,7 @@ template <int RB, int PV, class E>
         __m256 g[PV];
         #pragma GCC unroll 32
         for (int v = 0; v < PV; ++v) {
-            g[v] = load8(gy + k * ohw + (v0 + v) * kLanes);
+            g[v] = _mm256_loadu_ps(gy + k * ohw + (v0 + v) * kLanes);
             in_register(g[v]);
         }
         #pragma GCC unroll 32
@@ -343,27 +344,39 @@ template <class E> void backward_input(const Conv2dShape& s, const E* gy, const 
     const ColumnLayout layout(s);
     const int64_t size = layout.size(s), image_in = s.k * s.oh * s.ow, plane = s.h * s.w;
     const int64_t work = s.n * s.k * s.oh * s.ow * s.c * rs;
-    // 16-bit weights widened, in a whole number of 64-byte lines (the indices after them stay aligned).
-    const int64_t weights = std::is_same_v<E, float> ? 0 : (s.k * s.c * rs + 15) / 16 * 16;
+    // 16-bit weights widened, and each image's 16-bit output gradient, which the column tiles of
+    // every channel read again (c × the tiles of a channel's rows times: 30 on LeNet-5's second
+    // layer), widened once; each in a whole number of 64-byte lines, so that what follows stays
+    // aligned.
+    constexpr bool half = !std::is_same_v<E, float>;
+    const int64_t weights = half ? (s.k * s.c * rs + 15) / 16 * 16 : 0;
+    const int64_t gradient = half ? (image_in + 15) / 16 * 16 : 0;
     parallel_for(s.n, team_for(work), [&](int64_t first, int64_t last) {
-        const Scratch scratch(std::size_t(size + weights) * sizeof(float) +
+        const Scratch scratch(std::size_t(size + weights + gradient) * sizeof(float) +
                               std::size_t(rs + vectors) * sizeof(int64_t));
         float* columns = scratch.as<float>();
         std::fill(columns, columns + size, 0.0f);  // the margins stay zero
         const float* w = f32_weights(w16, s.k * s.c * rs, columns + size);
-        auto* row = reinterpret_cast<int64_t*>(columns + size + weights);
+        float* widened = columns + size + weights;
+        auto* row = reinterpret_cast<int64_t*>(widened + gradient);
         int64_t* at = row + rs;
         for (int64_t r = 0; r < rs; ++r) row[r] = layout.row(s, r);
         for (int64_t v = 0; v < vectors; ++v) at[v] = v / per_row * s.s * layout.width + v % per_row * kLanes;
         for (int64_t n = first; n < last; ++n) {
-            const E* g = gy + n * image_in;
+            const float* g;
+            if constexpr (half) {
+                cells_to_f32(gy + n * image_in, widened, image_in);
+                g = widened;
+            } else {
+                g = gy + n * image_in;
+            }
             for (int64_t c = 0; c < s.c; ++c) {
                 const float* wc = w + c * rs;  // the weight's rows of channel c: w[k][c rs + r] = wc[k crs + r]
                 for (int64_t r0 = 0; r0 < rs; r0 += rb)
                     for (int64_t v0 = 0; v0 < vectors; v0 += 4)
                         with_constant<6>(std::min(rb, rs - r0), [&](auto rows) {
                             with_constant<4>(std::min<int64_t>(4, vectors - v0), [&](auto pixels) {
-                                column_tile<rows.value, pixels.value, E>(s, g, wc, row, at, columns, r0, v0);
+                                column_tile<rows.value, pixels.value>(s, g, wc, row, at, columns, r0, v0);
                             });
                         });
                 with_constant<4>((s.w + kLanes - 1) / kLanes, [&](auto segments) {
