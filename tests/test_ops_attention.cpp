@@ -5,9 +5,13 @@
 // not the whole {..., L, S} matrix. PyTorch's values come through the op table (op_cases.hpp).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "allocation_counting.hpp"
@@ -85,19 +89,32 @@ TEST(Attention, BlocksOfQueriesEqualTheWholeScoreMatrixWithGradients) {
         }
 }
 
-// 3 samples × 2 heads × 20 queries × 900 keys: 288 KiB of f64 scores per sample, more than a run
-// of batch entries takes (256 KiB), so the samples go one at a time through the products and the
-// softmax; with the weights kept (one block of queries) and recomputed (blocks of 7).
+namespace {
+
+// The threads fluxion's CPU kernels use (FLUXION_NUM_THREADS, else every core): a run of batch
+// entries takes 256 KiB of scores per thread.
+std::int64_t cpu_threads() {
+    const char* set = std::getenv("FLUXION_NUM_THREADS");
+    const long n = set && *set ? std::strtol(set, nullptr, 10) : long(std::thread::hardware_concurrency());
+    return std::max<std::int64_t>(1, n);
+}
+
+}  // namespace
+
+// Samples × 2 heads × 20 queries × 900 keys: 288 KiB of f64 scores per sample, so that a run holds
+// fewer samples than there are (one on up to 3 threads) and the samples go through the products and
+// the softmax in runs; with the weights kept (one block of queries) and recomputed (blocks of 7).
 TEST(Attention, RunsOfSamplesEqualTheWholeScoreMatrixWithGradients) {
     fx::seed(12);
-    const Tensor q = fx::randn({3, 2, 20, 4}, {.dtype = fx::DType::f64});
-    const Tensor k = fx::randn({3, 2, 900, 4}, {.dtype = fx::DType::f64});
-    const Tensor v = fx::randn({3, 2, 900, 5}, {.dtype = fx::DType::f64});
+    const std::int64_t per_run = std::max<std::int64_t>(1, cpu_threads() * 256 / 288), samples = per_run + 2;
+    const Tensor q = fx::randn({samples, 2, 20, 4}, {.dtype = fx::DType::f64});
+    const Tensor k = fx::randn({samples, 2, 900, 4}, {.dtype = fx::DType::f64});
+    const Tensor v = fx::randn({samples, 2, 900, 5}, {.dtype = fx::DType::f64});
     std::vector<double> hidden;  // per sample and query, never the first key
-    for (int n = 0; n < 3; ++n)
+    for (std::int64_t n = 0; n < samples; ++n)
         for (int l = 0; l < 20; ++l)
             for (int s = 0; s < 900; ++s) hidden.push_back(s > 0 && (7 * s + 3 * l + n) % 5 == 0 ? 1.0 : 0.0);
-    const Tensor mask = fx::gt(fx::tensor(hidden, {3, 1, 20, 900}), fx::scalar(0.5));
+    const Tensor mask = fx::gt(fx::tensor(hidden, {samples, 1, 20, 900}), fx::scalar(0.5));
     for (const std::int64_t block : {0, 7}) {
         SCOPED_TRACE("block " + std::to_string(block));
         auto loss = [&](auto attend) {

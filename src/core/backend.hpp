@@ -271,5 +271,8 @@ inline constexpr const char* kEntrySymbol = "fluxion_backend_entry";
 const Backend& cpu_backend();  // the built-in CPU table (also reused by the test plugin)
 // The CPU backend's lines of fx::info(): the CPU, threads, the BLAS kernel, the convolution library.
 std::string cpu_description();
+// The threads among which the CPU backend's kernels share their work (FLUXION_NUM_THREADS, else
+// every core).
+int cpu_threads();
 
 }  // namespace fluxion::backend

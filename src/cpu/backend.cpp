@@ -149,6 +149,8 @@ void copy_device(int dst_device, void* dst, int src_device, const void* src, std
 
 namespace fluxion::backend {
 
+int cpu_threads() { return cpu::threads(); }
+
 std::string cpu_description() {
     __builtin_cpu_init();
     const char* isa = __builtin_cpu_supports("avx512bf16")                              ? "AVX-512 with BF16"

@@ -4,7 +4,8 @@
 // gradient and write the output and the gradients through their strides (a head's rows inside
 // {N, L, heads · d} included), so the views that split and merge heads are never copied; the scale
 // is the GEMM's alpha. On the CPU a block's batch entries go through the products and the softmax a
-// run at a time (about 256 KiB of scores), so that the scores stay in the cache between the calls. When all
+// run at a time (about 256 KiB of scores per thread), so that the scores stay in the cache between
+// the calls. When all
 // the queries fit in one block the forward pass keeps its weights for the backward pass; otherwise
 // the backward pass recomputes a block's weights instead of keeping {L, S} scores for the whole batch.
 #include "core/ops/attention.hpp"
@@ -15,6 +16,7 @@
 #include <numeric>
 #include <optional>
 
+#include "core/backend.hpp"
 #include "core/op_arguments.hpp"
 #include "fluxion/autodiff.hpp"
 #include "fluxion/ops.hpp"
@@ -121,9 +123,12 @@ void weights_into(const Plan& p, const Tensor& q, const Tensor& k, const Tensor&
 }
 
 // Calls body(chunk) for runs of the batch entries whose scores for `rows` queries take about
-// kScoreBytesPerChunk, so that they stay in the cache from the product that makes them through the
-// softmax to the products that read them; chunk(t) restricts a tensor with q's batch axes (or one
-// broadcast along them) to the run's entries. The runs split the first batch axis longer than 1,
+// kScoreBytesPerChunk per CPU thread, so that each thread's share stays in its cache from the
+// product that makes it through the softmax to the products that read it; chunk(t) restricts a
+// tensor with q's batch axes (or one broadcast along them) to the run's entries. A run sized for one
+// thread's cache left the others idle: the products walk the heads one call each, and a call over
+// six images (the encoder bench's run) is below what the CPU's GEMM splits between threads, so
+// attention's products ran on one thread at any thread count. The runs split the first batch axis longer than 1,
 // so that a run of a dense tensor is dense. A GPU takes the whole batch in one run: its products and
 // softmax cover any batch in one kernel each, and runs sized for a CPU's cache only multiplied its
 // launches (a compiled encoder step replayed 373 kernels on an H100, three quarters of them
@@ -135,7 +140,8 @@ void for_each_chunk(const Plan& p, const Tensor& q, std::int64_t rows, std::int6
     if (axis == p.rows || !q.device().is_cpu()) return body([](const Tensor& t) { return t; });
     std::int64_t entry = std::max<std::int64_t>(1, rows * s * std::int64_t(itemsize(q.dtype())));
     for (int i = axis + 1; i < p.rows; ++i) entry *= q.shape(i);
-    const std::int64_t run = std::max<std::int64_t>(1, static_cast<std::int64_t>(kScoreBytesPerChunk) / entry);
+    const std::int64_t bytes = static_cast<std::int64_t>(kScoreBytesPerChunk) * backend::cpu_threads();
+    const std::int64_t run = std::max<std::int64_t>(1, bytes / entry);
     for (std::int64_t first = 0; first < q.shape(axis); first += run) {
         const std::int64_t last = std::min(q.shape(axis), first + run);
         body([&](const Tensor& t) { return t.shape(axis) == 1 ? t : t.slice(axis, first, last); });
