@@ -6,8 +6,10 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <string>
 
 #include "core/backend.hpp"
+#include "fluxion/error.hpp"
 
 namespace fluxion::backend {
 
@@ -43,6 +45,14 @@ inline bool optimiser_counts_steps(Optimiser rule) {
         case Optimiser::oadam: return true;
         default: return false;
     }
+}
+
+// mixed_optimiser_steps' gradients are f16 or bf16 (the parameters and state are f32); every
+// backend checks it before it updates anything.
+inline void check_mixed_gradients(DType t) {
+    if (t != DType::f16 && t != DType::bf16)
+        throw DTypeError(std::string("mixed_optimiser_steps: the gradients are ") + name(t) +
+                         "; it takes f16 or bf16 (the parameters and state are f32)");
 }
 
 // The constants the formulas read (names as there).

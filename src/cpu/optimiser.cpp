@@ -145,9 +145,7 @@ void mixed_slice(Optimiser rule, int64_t lo, int64_t hi, void* const* p, const O
 // As optimiser_steps, each thread on its slice of the tensors laid end to end.
 void mixed_optimiser_steps(int device, Optimiser rule, DType t, std::size_t count, const int64_t* n,
                            const OptimiserStep* const* hp, double divisor, void* const* ptrs) {
-    if (t != DType::f16 && t != DType::bf16)
-        throw DTypeError(std::string("mixed_optimiser_steps: the gradients are ") + name(t) +
-                         "; it takes f16 or bf16 (the parameters and state are f32)");
+    check_mixed_gradients(t);
     int64_t total = 0;
     for (std::size_t i = 0; i < count; ++i) {
         check(rule, ptrs[6 * i + 2], ptrs[6 * i + 3], ptrs[6 * i + 4], *hp[i]);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/optimiser_constants.hpp"
 #include "cuda/check.hpp"
 #include "cuda/context.hpp"
 #include "cuda/dtype_dispatch.cuh"
@@ -46,9 +47,7 @@ void nonfinite_check(int device, DType t, std::size_t count, const std::int64_t*
 
 void mixed_optimiser_steps(int device, Optimiser rule, DType t, std::size_t count, const std::int64_t* n,
                            const OptimiserStep* const* hp, double divisor, void* const* ptrs) {
-    if (t != DType::f16 && t != DType::bf16)
-        throw DTypeError(std::string("mixed_optimiser_steps: the gradients are ") + name(t) +
-                         "; it takes f16 or bf16 (the parameters and state are f32)");
+    backend::check_mixed_gradients(t);
     for (std::size_t i = 0; i < count; ++i) {
         void* const* p = ptrs + 6 * i;
         optimiser_step_mixed(device, rule, t, n[i], p[0], p[1], p[2], p[3], p[4], p[5], divisor, hp[i]);

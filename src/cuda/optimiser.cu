@@ -127,9 +127,7 @@ void optimiser_step_mixed(int device, Optimiser rule, DType t, std::int64_t n, v
                           void* state1, void* state2, void* state3, void* copy, double divisor,
                           const OptimiserStep* hp) {
     const std::string op = checked(rule, state1, state2, state3, hp);
-    if (t != DType::f16 && t != DType::bf16)
-        throw DTypeError(std::string("mixed_optimiser_steps: the gradients are ") + name(t) +
-                         "; it takes f16 or bf16 (the parameters and state are f32)");
+    backend::check_mixed_gradients(t);
     if (n <= 0) return;
     if (t == DType::f16) launch_step<float, __half>(device, rule, n, param, grad, state1, state2, state3, copy, divisor, hp);
     else launch_step<float, __nv_bfloat16>(device, rule, n, param, grad, state1, state2, state3, copy, divisor, hp);

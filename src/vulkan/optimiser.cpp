@@ -84,9 +84,7 @@ void optimiser_step(int device, Optimiser rule, DType t, std::int64_t n, void* p
 
 void mixed_optimiser_steps(int device, Optimiser rule, DType t, std::size_t count, const std::int64_t* n,
                            const OptimiserStep* const* hp, double divisor, void* const* ptrs) {
-    if (t != DType::f16 && t != DType::bf16)
-        throw DTypeError(std::string("mixed_optimiser_steps: the gradients are ") + name(t) +
-                         "; it takes f16 or bf16 (the parameters and state are f32)");
+    backend::check_mixed_gradients(t);
     for (std::size_t i = 0; i < count; ++i) {
         void* const* p = ptrs + 6 * i;
         launch_step(device, rule, t, n[i], p[0], p[1], p[2], p[3], p[4], p[5], divisor, hp[i]);
