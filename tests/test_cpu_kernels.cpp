@@ -1934,6 +1934,84 @@ TEST(CpuSoftmax, BackwardMatchesFiniteDifferences) {
     }
 }
 
+// f32 rows of every length up to 80 (every position of a vector's last masked lane), across the
+// 1,024-term blocks of the sums, and with a -inf entry (a masked score): forward and backward
+// against the f64 kernel on the same values, within what f32 rounding allows (u = 2^-24: the row's
+// sum, 4u·√n relative, and exp's argument, u·|x - max|). A lane left out of a sum or a tail left
+// unwritten is off by far more.
+TEST(CpuSoftmax, F32RowsOfEveryLengthMatchF64) {
+    const double u = std::ldexp(1.0, -24);
+    std::vector<int64_t> lengths;
+    for (int64_t n = 1; n <= 80; ++n) lengths.push_back(n);
+    for (int64_t n : {1023, 1024, 1025, 2049}) lengths.push_back(n);
+    for (const int64_t n : lengths) {
+        const int64_t rows = 3, size = rows * n;
+        std::vector<float> x = converted<float>(random_values(size, -8, 8, unsigned(90 + n)));
+        std::vector<float> gy = converted<float>(random_values(size, -1, 1, unsigned(190 + n)));
+        if (n >= 3) x[n + n / 2] = -std::numeric_limits<float>::infinity();  // row 1
+        const std::vector<double> xd(x.begin(), x.end()), gyd(gy.begin(), gy.end());
+        for (bool log : {false, true}) {
+            SCOPED_TRACE(std::string(log ? "logsoftmax" : "softmax") + ", rows of " + std::to_string(n));
+            std::vector<float> y(size), gx(size);
+            std::vector<double> yd(size), gxd(size);
+            cpu().softmax(0, log, DType::f32, rows, n, 1, x.data(), y.data());
+            cpu().softmax(0, log, DType::f64, rows, n, 1, xd.data(), yd.data());
+            // The gradient from the f32 forward's values, in both types.
+            const std::vector<double> y32(y.begin(), y.end());
+            cpu().softmax_backward(0, log, DType::f32, rows, n, 1, y.data(), gy.data(), gx.data());
+            cpu().softmax_backward(0, log, DType::f64, rows, n, 1, y32.data(), gyd.data(), gxd.data());
+            for (int64_t r = 0; r < rows; ++r) {
+                double top = -INFINITY, scale = 0;
+                for (int64_t j = 0; j < n; ++j) top = std::max(top, xd[r * n + j]);
+                for (int64_t j = 0; j < n; ++j) {
+                    const int64_t i = r * n + j;
+                    scale += std::abs(gyd[i]) * (log ? 1.0 : std::abs(y32[i]));
+                }
+                for (int64_t j = 0; j < n; ++j) {
+                    const int64_t i = r * n + j;
+                    if (std::isinf(xd[i])) {
+                        ASSERT_EQ(y[i], log ? -INFINITY : 0.0f) << "column " << j;
+                        continue;
+                    }
+                    const double spread = 4 * u * (std::sqrt(double(n)) + std::abs(xd[i] - top) + 4);
+                    const double bound = log ? spread + 4 * u * std::abs(yd[i]) : spread * yd[i];
+                    ASSERT_NEAR(y[i], yd[i], bound) << "row " << r << ", column " << j;
+                    const double weight = log ? std::exp(y32[i]) : std::abs(y32[i]);
+                    const double g_bound = 8 * u * std::sqrt(double(n)) * (std::abs(gyd[i]) + weight * scale) + 1e-30;
+                    ASSERT_NEAR(gx[i], gxd[i], g_bound) << "gradient, row " << r << ", column " << j;
+                }
+            }
+        }
+    }
+}
+
+// Log-softmax's gradient gy - exp(y) Σgy with gy = (-1, 0, 0, ...) is exp(y) exactly after the first
+// column: the kernel's exponential (sixteen lanes at a time where the CPU has AVX-512) gives the
+// unary exp kernel's bits, for values across the whole f32 range, NaN, ±∞ and subnormals included.
+TEST(CpuSoftmax, LogSoftmaxGradientTakesExpAsTheUnaryKernelDoes) {
+    std::vector<float> values;
+    for (uint64_t bits = 0; bits < (uint64_t(1) << 32); bits += 65521) values.push_back(std::bit_cast<float>(uint32_t(bits)));
+    for (float v : {-104.0f, -103.97f, -87.3f, 88.72f, 88.73f, 89.0f, 0.0f, -0.0f}) values.push_back(v);
+    std::vector<float> want(values.size());
+    cpu().unary(0, be::Unary::exp, DType::f32, int64_t(values.size()), values.data(), want.data(), 0, 0);
+    for (const int64_t n : {2, 17, 49, 1000}) {  // each row: a first column, then n - 1 of the values
+        const int64_t per_row = n - 1, rows = (int64_t(values.size()) + per_row - 1) / per_row;
+        std::vector<float> y(rows * n, 0.0f), gy(rows * n, 0.0f), gx(rows * n);
+        for (int64_t r = 0; r < rows; ++r) {
+            gy[r * n] = -1;
+            for (int64_t j = 1; j < n && r * per_row + j - 1 < int64_t(values.size()); ++j)
+                y[r * n + j] = values[r * per_row + j - 1];
+        }
+        cpu().softmax_backward(0, true, DType::f32, rows, n, 1, y.data(), gy.data(), gx.data());
+        for (int64_t r = 0; r < rows; ++r)
+            for (int64_t j = 1; j < n && r * per_row + j - 1 < int64_t(values.size()); ++j) {
+                const int64_t v = r * per_row + j - 1;
+                ASSERT_EQ(std::bit_cast<uint32_t>(gx[r * n + j]), std::bit_cast<uint32_t>(want[v]))
+                    << "exp(" << values[v] << ") in rows of " << n << ": " << gx[r * n + j] << " against " << want[v];
+            }
+    }
+}
+
 // ---------------------------------------------------------------- optimisers
 
 template <class T> void expect_step(be::Optimiser rule, const be::OptimiserStep& hp, T p, T g, T s1, T s2, T want_p,

@@ -9,6 +9,10 @@
 // with vector_math.hpp's polynomial instead of calls to expf, so that the compiler vectorises a row (whose sums it
 // may not reorder on its own): in attention, rows of 49 scores, the calls to expf were half of the
 // softmax's time.
+// GCC 12's AVX-512 intrinsics pass an uninitialised vector as the unused source of their unmasked
+// forms, which -Wmaybe-uninitialized reports once they are inlined here (GCC bug 105593).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -124,6 +128,81 @@ void backward_columns(bool log, int64_t n, int64_t inner, int64_t len, const T* 
             gx[at] = log ? gy[at] - exp_of(y[at]) * total[i] : y[at] * (gy[at] - total[i]);
         }
 }
+
+#if defined(__AVX512F__)
+// f32 rows of a contiguous axis sixteen lanes at a time, the row's last vector masked, the lanes
+// combined in registers. The loops above leave a row's tail and the combination of its lanes to
+// scalar code, which on attention's rows of 49 scores took as long as the rest: these take 0.58 of
+// their time on such rows (BENCHMARKS.md, "attention's products on every thread"). Sums keep their
+// blocks of kBlock terms, added in f64; the exponential is vector_math's, bit for bit.
+
+// Calls f(j, mask) for j = 0, 16, ... below n, the last vector's mask covering what is left of the row.
+template <class F>
+[[gnu::always_inline]] inline void for_each_vector(int64_t n, F&& f) {
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16) f(j, __mmask16(0xffff));
+    if (j < n) f(j, __mmask16((1u << (n - j)) - 1));
+}
+
+// max(v, m) keeps m where v is NaN, as std::max(m, v) does in row_max.
+float vector_row_max(int64_t n, const float* x) {
+    __m512 m = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+    for_each_vector(n, [&](int64_t j, __mmask16 k) { m = _mm512_mask_max_ps(m, k, _mm512_maskz_loadu_ps(k, x + j), m); });
+    return _mm512_reduce_max_ps(m);
+}
+
+// The sum of term(j, mask)'s lanes in the mask, over the row.
+template <class Term>
+float vector_sum(int64_t n, Term&& term) {
+    double total = 0;
+    for (int64_t start = 0; start < n; start += kBlock) {
+        __m512 s = _mm512_setzero_ps();
+        for_each_vector(std::min(kBlock, n - start),
+                        [&](int64_t j, __mmask16 k) { s = _mm512_mask_add_ps(s, k, s, term(start + j, k)); });
+        total += _mm512_reduce_add_ps(s);
+    }
+    return float(total);
+}
+
+void forward_row(bool log, int64_t n, const float* x, float* y) {
+    const __m512 m = _mm512_set1_ps(vector_row_max(n, x));
+    const float s = vector_sum(n, [&](int64_t j, __mmask16 k) {
+        const __m512 e = vector_math::exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + j), m));
+        _mm512_mask_storeu_ps(y + j, k, e);
+        return e;
+    });
+    if (log) {
+        const __m512 log_s = _mm512_set1_ps(std::log(s));
+        for_each_vector(n, [&](int64_t j, __mmask16 k) {
+            _mm512_mask_storeu_ps(y + j, k, _mm512_sub_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + j), m), log_s));
+        });
+    } else {
+        const __m512 scale = _mm512_set1_ps(1.0f / s);
+        for_each_vector(n, [&](int64_t j, __mmask16 k) {
+            _mm512_mask_storeu_ps(y + j, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, y + j), scale));
+        });
+    }
+}
+
+void backward_row(bool log, int64_t n, const float* y, const float* gy, float* gx) {
+    if (log) {
+        const __m512 total =
+            _mm512_set1_ps(vector_sum(n, [&](int64_t j, __mmask16 k) { return _mm512_maskz_loadu_ps(k, gy + j); }));
+        for_each_vector(n, [&](int64_t j, __mmask16 k) {
+            const __m512 e = vector_math::exp(_mm512_maskz_loadu_ps(k, y + j));
+            _mm512_mask_storeu_ps(gx + j, k, _mm512_sub_ps(_mm512_maskz_loadu_ps(k, gy + j), _mm512_mul_ps(e, total)));
+        });
+    } else {
+        const __m512 total = _mm512_set1_ps(vector_sum(n, [&](int64_t j, __mmask16 k) {
+            return _mm512_mul_ps(_mm512_maskz_loadu_ps(k, gy + j), _mm512_maskz_loadu_ps(k, y + j));
+        }));
+        for_each_vector(n, [&](int64_t j, __mmask16 k) {
+            const __m512 yv = _mm512_maskz_loadu_ps(k, y + j);
+            _mm512_mask_storeu_ps(gx + j, k, _mm512_mul_ps(yv, _mm512_sub_ps(_mm512_maskz_loadu_ps(k, gy + j), total)));
+        });
+    }
+}
+#endif
 
 // Calls body(x offset, columns) for every block of columns of every outer slice, in parallel.
 template <class Body>

@@ -17,6 +17,10 @@
 #include <cmath>
 #include <cstdint>
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
 namespace fluxion::backend::cpu::vector_math {
 
 // e^x = 2^n e^r with n = round(x / ln 2), r = x - n ln 2 in [-ln2/2, ln2/2], and
@@ -62,5 +66,33 @@ namespace fluxion::backend::cpu::vector_math {
     const float large = 1.0f - 2.0f / (exp(2.0f * a) + 1.0f);
     return std::copysign(a < 0.625f ? small : large, x);
 }
+
+#if defined(__AVX512F__)
+// exp(float)'s operations on sixteen lanes, written out for the loops the compiler does not
+// vectorise on its own (softmax.cpp's rows, whose last vector is masked): its results bit for bit,
+// NaN included (tests/test_cpu_vector_math.cpp). max and min return their second operand when
+// either is NaN, which passes x through as the comparisons above do.
+[[gnu::always_inline]] inline __m512 exp(__m512 x) {
+    x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
+    x = _mm512_min_ps(_mm512_set1_ps(89.0f), x);
+    const __m512 shifter = _mm512_set1_ps(0x1.8p23f);
+    const __m512 k = _mm512_fmadd_ps(x, _mm512_set1_ps(0x1.715476p0f), shifter);
+    const __m512 n = _mm512_sub_ps(k, shifter);
+    const __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-0x1.bd0106p-13f),
+                                      _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.63p-1f), x));
+    __m512 p = _mm512_set1_ps(0x1.6d10fcp-10f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0x1.120b62p-7f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0x1.55551ap-5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0x1.5554dep-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    const __m512 e = _mm512_add_ps(_mm512_set1_ps(1.0f), _mm512_fmadd_ps(_mm512_mul_ps(r, r), p, r));
+    const __m512i ni = _mm512_sub_epi32(_mm512_castps_si512(k), _mm512_set1_epi32(0x4b400000));
+    const __m512i half = _mm512_srai_epi32(ni, 1);
+    const __m512i bias = _mm512_set1_epi32(127);
+    const __m512 s1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(half, bias), 23));
+    const __m512 s2 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_sub_epi32(ni, half), bias), 23));
+    return _mm512_mul_ps(_mm512_mul_ps(e, s1), s2);
+}
+#endif
 
 }  // namespace fluxion::backend::cpu::vector_math
