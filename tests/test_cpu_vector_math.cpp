@@ -107,6 +107,38 @@ TEST(CpuVectorMath, F32WithinTheStatedUlpBounds) {
     }
 }
 
+// Softmax's rows take exp through their own sixteen-lane copy of the formula where the CPU has
+// AVX-512 (softmax.cpp), the last vector of a row masked. Log-softmax's gradient gy - exp(y) Σgy
+// with gy = (-1, 0, 0, ...) is exp(y) exactly after a row's first column: held to exp's bound over
+// the sweep, in rows of 2, 17 and 49, with exp's exact special values.
+TEST(CpuVectorMath, F32ExpInSoftmaxRowsWithinTheStatedUlpBound) {
+    const std::vector<float> xs = sweep();
+    const std::int64_t count = std::int64_t(xs.size());
+    for (const std::int64_t n : {2, 17, 49}) {
+        const std::int64_t per_row = n - 1, rows = (count + per_row - 1) / per_row;
+        std::vector<float> y(rows * n, 0.0f), gy(rows * n, 0.0f), gx(rows * n);
+        auto value = [&](std::int64_t r, std::int64_t j) { return r * per_row + j - 1; };  // of xs, for j >= 1
+        for (std::int64_t r = 0; r < rows; ++r) {
+            gy[r * n] = -1;
+            for (std::int64_t j = 1; j < n && value(r, j) < count; ++j) y[r * n + j] = xs[value(r, j)];
+        }
+        be::cpu_backend().softmax_backward(0, true, DType::f32, rows, n, 1, y.data(), gy.data(), gx.data());
+        double worst = 0;
+        for (std::int64_t r = 0; r < rows; ++r)
+            for (std::int64_t j = 1; j < n && value(r, j) < count; ++j) {
+                const float x = xs[value(r, j)], e = gx[r * n + j];
+                if (std::isnan(x) || std::isinf(x) || x == 0) {
+                    const float want = std::isnan(x) ? kNaN : x == kInf ? kInf : x == -kInf ? 0.0f : 1.0f;
+                    ASSERT_TRUE(std::isnan(want) ? std::isnan(e) : e == want) << "exp(" << x << ") = " << e;
+                    continue;
+                }
+                worst = std::max(worst, ulps(e, std::exp(double(x))));
+            }
+        EXPECT_LE(worst, 1.5) << "rows of " << n;
+        EXPECT_GT(worst, 0.5) << "rows of " << n << ": is the sweep reaching the kernel?";
+    }
+}
+
 // Exact answers, where std:: gives them exactly too: signs of zero, limits at ±∞, NaN.
 TEST(CpuVectorMath, F32SpecialValuesAreExact) {
     const std::vector<float> x{0.0f, -0.0f, kInf, -kInf, kNaN, 1e-30f, -FLT_TRUE_MIN, 200.0f, -200.0f};

@@ -134,7 +134,7 @@ void backward_columns(bool log, int64_t n, int64_t inner, int64_t len, const T* 
 // combined in registers. The loops above leave a row's tail and the combination of its lanes to
 // scalar code, which on attention's rows of 49 scores took as long as the rest: these take 0.58 of
 // their time on such rows (BENCHMARKS.md, "attention's products on every thread"). Sums keep their
-// blocks of kBlock terms, added in f64; the exponential is vector_math's, bit for bit.
+// blocks of kBlock terms, added in f64; the exponential is vector_math's formula.
 
 // Calls f(j, mask) for j = 0, 16, ... below n, the last vector's mask covering what is left of the row.
 template <class F>

@@ -69,9 +69,10 @@ namespace fluxion::backend::cpu::vector_math {
 
 #if defined(__AVX512F__)
 // exp(float)'s operations on sixteen lanes, written out for the loops the compiler does not
-// vectorise on its own (softmax.cpp's rows, whose last vector is masked): its results bit for bit,
-// NaN included (tests/test_cpu_vector_math.cpp). max and min return their second operand when
-// either is NaN, which passes x through as the comparisons above do.
+// vectorise on its own (softmax.cpp's rows, whose last vector is masked), its multiply-adds fused
+// as GCC fuses them in exp(float) when it optimises (then the two agree bit for bit); held to the
+// same bound (tests/test_cpu_vector_math.cpp). max and min return their second operand when either
+// is NaN, which passes x through as the comparisons above do.
 [[gnu::always_inline]] inline __m512 exp(__m512 x) {
     x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
     x = _mm512_min_ps(_mm512_set1_ps(89.0f), x);
