@@ -1,5 +1,6 @@
 // test_cpu_bf16.cpp — the CPU's bf16 fast paths (oneDNN's native bf16 matmul and convolutions,
-// src/cpu/matmul_onednn.cpp and conv_onednn.cpp): that they take the products and convolutions
+// src/cpu/matmul_onednn.cpp and conv_onednn.cpp, and the convolution gradients on AMX tiles,
+// conv_amx.cpp): that they take the products and convolutions
 // layers make (transposed, batched, broadcast, strided operands, odd sizes, strides, padding,
 // dilation, groups), that the backend table's bf16 entries use them (counted: their results are the
 // widened path's, most often bit for bit), and that the results match an f64 reference on the same
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "cpu/conv_amx.hpp"
 #include "cpu/conv_direct.hpp"
 #include "cpu/conv_onednn.hpp"
 #include "cpu/half.hpp"
@@ -328,8 +330,8 @@ TEST_P(Bf16Conv, FastPathTakesThePassesAndMatchesF64) {
 
     // The table's entries run the same kernels, once each, where they are faster than the direct
     // kernels or the widened path, and never elsewhere: not for an input of at most 3 channels that
-    // the direct kernels take (lenet5_first), nor, with AMX, for the gradients they take
-    // (lenet5_second).
+    // the direct kernels take (lenet5_first), nor, with AMX, for the gradients the direct kernels
+    // take (lenet5_second; fluxion's own AMX kernels take those, Bf16AmxConv).
     const be::Backend& table = be::cpu_backend();
     const auto in_onednn = [&](cpu::ConvPass pass) -> std::uint64_t {
         return cpu::bf16_conv_in_onednn(pass, s) ? 1 : 0;
@@ -377,6 +379,91 @@ TEST_P(Bf16Conv, EntriesMatchF64) {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, Bf16Conv, ::testing::ValuesIn(kConvs),
                          [](const auto& info) { return info.param.name; });
+
+// The gradients on AMX tiles (conv_amx.cpp) for the shapes the direct kernels take: each case
+// stresses a part of the layout. LeNet-5's layers (one group of accumulator tiles and 18 blocks of
+// 32 pixels an image; two groups of five tiles); 24 pixels an image, less than one block, with 27
+// taps and an odd number of filters (the input gradient's last pair half zero); 200 taps, three
+// groups, 48 pixels (a block and a half); 20 filters, over one tile's 16 for the weight gradient,
+// which is then declined; 32 filters, the input gradient's most. The table's entries must run the
+// same kernel (counted) and give its bits.
+TEST(Bf16AmxConv, GradientsMatchF64AndTheEntriesRunThem) {
+    if (!cpu::amx_usable())
+        GTEST_SKIP() << "no AMX-BF16 here: the CPU lacks it, Linux refused its tiles, or libfluxion was built "
+                        "without it (-march=native on another CPU)";
+    struct Case {
+        std::string name;
+        be::Conv2dShape s;
+        bool input, weight;  // which gradients the AMX kernels take
+    };
+    const std::vector<Case> cases = {
+        {"lenet5_first", shape(3, 1, 28, 28, 6, 5, 5, 1, 0, 1, 1), true, true},
+        {"lenet5_second", shape(3, 6, 12, 12, 16, 5, 5, 1, 0, 1, 1), true, true},
+        {"part_of_a_block", shape(2, 3, 5, 10, 5, 3, 3, 1, 0, 1, 1), true, true},
+        {"three_groups", shape(2, 8, 10, 12, 12, 5, 5, 1, 0, 1, 1), true, true},
+        {"twenty_filters", shape(2, 2, 10, 10, 20, 3, 3, 1, 0, 1, 1), true, false},
+        {"thirty_two_filters", shape(1, 4, 10, 10, 32, 3, 3, 1, 0, 1, 1), true, false},
+    };
+    const be::Backend& table = be::cpu_backend();
+    for (const Case& c : cases) {
+        const be::Conv2dShape& s = c.s;
+        ASSERT_TRUE(cpu::direct_conv2d_takes(cpu::ConvPass::backward_input, s)) << c.name;
+        EXPECT_FALSE(cpu::amx_conv2d_takes(cpu::ConvPass::forward, s)) << c.name;
+        const ConvRun v(s);
+        const ConvReference want(s, v);
+        const auto run = [&](cpu::ConvPass pass, bool taken, const Values& a, const Values& b, const Reference& ref,
+                             int64_t terms, std::size_t n, const char* what) {
+            const std::string label = c.name + " " + what;
+            ASSERT_EQ(cpu::amx_conv2d_takes(pass, s), taken) << label;
+            std::vector<std::uint16_t> got(n, 0x7fc1), entry(n, 0x7fc1);  // NaN until written
+            ASSERT_EQ(cpu::amx_conv2d(pass, s, a.bits.data(), b.bits.data(), got.data()), taken) << label;
+            const std::uint64_t before = cpu::amx_conv_runs();
+            if (pass == cpu::ConvPass::backward_input)
+                table.conv2d_backward_input(0, DType::bf16, &s, a.bits.data(), b.bits.data(), entry.data());
+            else
+                table.conv2d_backward_weight(0, DType::bf16, &s, a.bits.data(), b.bits.data(), entry.data());
+            EXPECT_EQ(cpu::amx_conv_runs() - before, taken ? 1u : 0u) << label << ": the entry's kernel";
+            if (!taken) return;
+            check_all(got, ref, terms, label);
+            for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(entry[i], got[i]) << label << " through the entry, " << i;
+        };
+        run(cpu::ConvPass::backward_input, c.input, v.gy, v.w, want.gx, want.input_terms, v.x.bits.size(),
+            "input gradient");
+        run(cpu::ConvPass::backward_weight, c.weight, v.x, v.gy, want.gw, want.weight_terms, v.w.bits.size(),
+            "weight gradient");
+    }
+
+    // The weight gradient multiplies input pixels past the output rows by zero, so a NaN or an
+    // infinity in x sends the call to the direct kernels, whose bits the entry then gives; the
+    // input gradient takes it, and a NaN in gy reaches only the input pixels it feeds.
+    const be::Conv2dShape s = shape(2, 6, 12, 12, 16, 5, 5, 1, 0, 1, 1);
+    ConvRun v(s);
+    v.x.bits[s.c * s.h * s.w + 11] = 0x7f80;  // +inf in image 1, channel 0, row 0, the last column
+    v.x.bits[5] = 0x7fc0;                      // NaN in image 0, read only by taps kx >= 1 of column 0
+    std::vector<std::uint16_t> direct(v.w.bits.size()), entry(v.w.bits.size(), 0x1234);
+    EXPECT_FALSE(cpu::amx_conv2d(cpu::ConvPass::backward_weight, s, v.x.bits.data(), v.gy.bits.data(), entry.data()));
+    ASSERT_TRUE(cpu::direct_conv2d(DType::bf16, cpu::ConvPass::backward_weight, s, v.x.bits.data(), v.gy.bits.data(),
+                                   direct.data()));
+    table.conv2d_backward_weight(0, DType::bf16, &s, v.x.bits.data(), v.gy.bits.data(), entry.data());
+    int64_t finite = 0;
+    for (std::size_t i = 0; i < direct.size(); ++i) {
+        ASSERT_EQ(entry[i], direct[i]) << "weight gradient with a NaN and an infinity in x, " << i;
+        finite += (entry[i] & 0x7f80) != 0x7f80;
+    }
+    EXPECT_GT(finite, 0) << "every tap saw the NaN or the infinity: the test would not see one spread too far";
+    v.gy.bits[7] = 0x7fc0;  // NaN at image 0, filter 0, output pixel (0, 7)
+    v.gy.exact[7] = NAN;
+    const ConvReference want(s, v);
+    std::vector<std::uint16_t> gx(v.x.bits.size(), 0x1234);
+    ASSERT_TRUE(cpu::amx_conv2d(cpu::ConvPass::backward_input, s, v.gy.bits.data(), v.w.bits.data(), gx.data()));
+    for (std::size_t i = 0; i < gx.size(); ++i) {
+        if (std::isnan(want.gx.sum[i])) {
+            ASSERT_TRUE(std::isnan(value(gx[i]))) << "input gradient " << i << " should be NaN";
+        } else {
+            ASSERT_NO_FATAL_FAILURE(expect_within(gx, want.gx, i, want.input_terms, "input gradient beside a NaN"));
+        }
+    }
+}
 
 TEST(F16Gemm, ComputesThroughF32) {
     // oneDNN 2.6 has no f16 kernels for this CPU: the f16 entry still computes, through f32.

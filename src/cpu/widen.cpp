@@ -7,6 +7,9 @@
 // (half.hpp's Compute), and are not here: a whole-tensor f32 copy of every operand and result
 // tripled the memory traffic of the ops that are all memory traffic.
 //
+// bf16 convolution gradients of the few-channel shapes the direct kernels take go first, on a CPU
+// with AMX, to fluxion's own AMX kernels (conv_amx.hpp): f32 sums in another order, one rounding.
+//
 // f16 and bf16 matrix products go to gemm_half.cpp where it is built and preferred (AVX2 without
 // AVX-512): it converts the operands while packing them, without f32 copies.
 //
@@ -19,6 +22,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "cpu/conv_amx.hpp"
 #include "cpu/conv_direct.hpp"
 #include "cpu/conv_onednn.hpp"
 #include "cpu/gemm_half.hpp"
@@ -180,6 +184,7 @@ void conv2d_backward_input(int device, DType t, const Conv2dShape* s, const void
     if (t == DType::bf16 && bf16_conv_in_onednn(ConvPass::backward_input, *s) &&
         onednn_conv2d_bf16(ConvPass::backward_input, *s, gy, w, gx))
         return;
+    if (t == DType::bf16 && amx_conv2d(ConvPass::backward_input, *s, gy, w, gx)) return;
     if (cpu::direct_conv2d(t, ConvPass::backward_input, *s, gy, w, gx)) return;
     F32 wgy(t, s->n * s->k * s->oh * s->ow, gy), ww(t, s->k * (s->c / s->groups) * s->r * s->s, w);
     F32 wgx(t, s->n * s->c * s->h * s->w, nullptr);
@@ -192,6 +197,7 @@ void conv2d_backward_weight(int device, DType t, const Conv2dShape* s, const voi
     if (t == DType::bf16 && bf16_conv_in_onednn(ConvPass::backward_weight, *s) &&
         onednn_conv2d_bf16(ConvPass::backward_weight, *s, x, gy, gw))
         return;
+    if (t == DType::bf16 && amx_conv2d(ConvPass::backward_weight, *s, x, gy, gw)) return;
     if (cpu::direct_conv2d(t, ConvPass::backward_weight, *s, x, gy, gw)) return;
     F32 wx(t, s->n * s->c * s->h * s->w, x), wgy(t, s->n * s->k * s->oh * s->ow, gy);
     F32 wgw(t, s->k * (s->c / s->groups) * s->r * s->s, nullptr);
