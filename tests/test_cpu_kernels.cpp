@@ -2020,6 +2020,50 @@ TEST(CpuOptimiser, StepsMatchHandComputedValues) {
     }
 }
 
+// The CPU's optimiser steps run with subnormals flushed to zero (optimiser.cpp says why: a first
+// moment decaying in the subnormal range made Adam's step 15 times slower): a subnormal first moment
+// with a zero gradient becomes 0, where IEEE arithmetic would keep 0.9 of it, while normal states
+// step as always. The caller's floating-point mode is left as it was, on the calling thread and so
+// for the code after the step: subnormal arithmetic still gives subnormals there. Through the one-
+// tensor entry (on several threads), the multi-tensor one and mixed precision's.
+TEST(CpuOptimiser, SubnormalStatesFlushToZeroAndTheCallersModeIsKept) {
+    const int64_t n = 100000;
+    const float subnormal = 1e-39f;
+    ASSERT_EQ(std::fpclassify(subnormal), FP_SUBNORMAL);
+    be::OptimiserStep hp;
+    hp.eta = 0.01, hp.beta1 = 0.9, hp.beta2 = 0.999, hp.epsilon = 1e-8, hp.t = 5;
+    const auto expect_flushed = [&](const char* entry, const std::vector<float>& p, const std::vector<float>& m,
+                                    const std::vector<float>& v) {
+        for (int64_t i = 0; i < int64_t(m.size()); i += 991) {
+            ASSERT_EQ(m[i], 0.0f) << entry << ": the subnormal first moment " << i << " was not flushed";
+            ASSERT_FLOAT_EQ(v[i], 0.999f * 1e-6f) << entry << ", " << i;
+            ASSERT_EQ(p[i], 1.0f) << entry << ", " << i;  // a zero first moment moves nothing
+        }
+        volatile float tiny = 1e-38f;
+        EXPECT_EQ(std::fpclassify(tiny * 0.5f), FP_SUBNORMAL) << entry << " left the caller flushing subnormals";
+    };
+    std::vector<float> p(n, 1.0f), g(n, 0.0f), m(n, subnormal), v(n, 1e-6f);
+    cpu().optimiser_step(0, be::Optimiser::adam, DType::f32, n, p.data(), g.data(), m.data(), v.data(), nullptr, &hp);
+    expect_flushed("optimiser_step", p, m, v);
+
+    std::fill(m.begin(), m.end(), subnormal);
+    std::fill(v.begin(), v.end(), 1e-6f);
+    const int64_t sizes[] = {n / 2, n / 2};
+    const be::OptimiserStep* steps[] = {&hp, &hp};
+    void* const tensors[] = {p.data(), g.data(), m.data(), v.data(), nullptr,
+                             p.data() + n / 2, g.data() + n / 2, m.data() + n / 2, v.data() + n / 2, nullptr};
+    cpu().optimiser_steps(0, be::Optimiser::adam, DType::f32, 2, sizes, steps, tensors);
+    expect_flushed("optimiser_steps", p, m, v);
+
+    std::fill(m.begin(), m.end(), subnormal);
+    std::fill(v.begin(), v.end(), 1e-6f);
+    std::vector<std::uint16_t> g16(n, 0), copy(n, 0);
+    void* const mixed[] = {p.data(), g16.data(), m.data(), v.data(), nullptr, copy.data()};
+    cpu().mixed_optimiser_steps(0, be::Optimiser::adam, DType::bf16, 1, &n, steps, 1.0, mixed);
+    expect_flushed("mixed_optimiser_steps", p, m, v);
+    EXPECT_EQ(copy[0], 0x3f80) << "the bf16 copy of the parameter 1";
+}
+
 TEST(CpuOptimiser, LargeBuffersAndMissingState) {
     const int64_t n = 100000;
     std::vector<float> p(n, 1.0f), g(n, 2.0f), s1(n, 0.0f), s2(n, 0.0f);

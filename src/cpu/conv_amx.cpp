@@ -35,6 +35,7 @@
 #include <cstring>
 
 #include "cpu/half.hpp"
+#include "cpu/half_simd.hpp"
 #include "cpu/kernels.hpp"
 #include "cpu/parallel.hpp"
 #endif
@@ -189,8 +190,10 @@ inline void transpose16(__m512i (&r)[16]) {
 }
 
 // One share: images [n0, n1), every kernel row, into `sums` (rows × S × 16 f32: sums[c ky][kx][k]).
-void weight_task(const Conv2dShape& s, const WeightPlan& p, const std::uint16_t* x, const std::uint16_t* gy,
+// False, having summed nothing, where x holds a NaN or an infinity in these images.
+bool weight_task(const Conv2dShape& s, const WeightPlan& p, const std::uint16_t* x, const std::uint16_t* gy,
                  int64_t n0, int64_t n1, char* scratch) {
+    if (!all_finite(x + n0 * p.plane, (n1 - n0) * p.plane)) return false;
     auto* b = reinterpret_cast<std::uint32_t*>(scratch);  // per image and block, b[i][k]: pixels 2i, 2i + 1
     auto* valid = reinterpret_cast<__mmask32*>(scratch + p.b_bytes);
     auto* before = reinterpret_cast<std::uint32_t*>(valid + p.blocks);  // real pixels before each block
@@ -244,25 +247,37 @@ void weight_task(const Conv2dShape& s, const WeightPlan& p, const std::uint16_t*
         }
         for (int t = 0; t < count; ++t) store_accumulator(t, sums + (first + t) * s.s * kRows, kRows * 4);
     }
+    return true;
 }
 
-void weight_gradient(const Conv2dShape& s, const std::uint16_t* x, const std::uint16_t* gy, std::uint16_t* gw) {
+// False, having written nothing, where x holds a NaN or an infinity (WeightPlan says why).
+bool weight_gradient(const Conv2dShape& s, const std::uint16_t* x, const std::uint16_t* gy, std::uint16_t* gw) {
     const WeightPlan p(s);
-    const Scratch scratch(std::size_t(p.parts * p.task_bytes));
+    const int64_t taps = p.rows * s.s, sums_at = p.task_bytes - round_up(taps * kRows * 4, 64);
+    // The shares' scratch, then gw in f32 (k-major) for one rounding pass.
+    const Scratch scratch(std::size_t(p.parts * p.task_bytes + s.k * taps * 4));
     char* base = scratch.as<char>();
+    std::atomic<bool> finite{true};
     parallel_for(p.parts, p.parts, [&](int64_t begin, int64_t end) {
         for (int64_t part = begin; part < end; ++part)
-            weight_task(s, p, x, gy, s.n * part / p.parts, s.n * (part + 1) / p.parts, base + part * p.task_bytes);
+            if (!weight_task(s, p, x, gy, s.n * part / p.parts, s.n * (part + 1) / p.parts, base + part * p.task_bytes))
+                finite.store(false, std::memory_order_relaxed);
     });
-    // gw[k][c][ky][kx]: the shares' sums in order.
-    const int64_t sums_at = p.task_bytes - round_up(p.rows * s.s * kRows * 4, 64);
-    for (int64_t k = 0; k < s.k; ++k)
-        for (int64_t j = 0; j < p.rows * s.s; ++j) {
-            float total = 0;
-            for (int64_t part = 0; part < p.parts; ++part)
-                total += reinterpret_cast<const float*>(base + part * p.task_bytes + sums_at)[j * kRows + k];
-            gw[k * p.rows * s.s + j] = store<BFloat16>(total).bits;
-        }
+    if (!finite.load(std::memory_order_relaxed)) return false;
+    // The shares' sums in order, a tap's 16 filters at a time, transposed into gw's layout.
+    auto* wide = reinterpret_cast<float*>(base + p.parts * p.task_bytes);
+    const __mmask16 filters = __mmask16((1u << s.k) - 1);
+    alignas(64) float lanes[kRows];
+    for (int64_t j = 0; j < taps; ++j) {
+        __m512 total = _mm512_setzero_ps();
+        for (int64_t part = 0; part < p.parts; ++part)
+            total = _mm512_add_ps(total, _mm512_loadu_ps(reinterpret_cast<const float*>(base + part * p.task_bytes +
+                                                                                      sums_at) + j * kRows));
+        _mm512_mask_store_ps(lanes, filters, total);
+        for (int64_t k = 0; k < s.k; ++k) wide[k * taps + j] = lanes[k];
+    }
+    f32_to_cells(wide, reinterpret_cast<BFloat16*>(gw), s.k * taps);
+    return true;
 }
 
 // ---- backward_input ----
@@ -363,11 +378,10 @@ bool amx_conv2d(ConvPass pass, const Conv2dShape& s, const void* a, const void* 
     if (!amx_conv2d_takes(pass, s)) return false;
     const auto cells = [](const void* p) { return static_cast<const std::uint16_t*>(p); };
     if (pass == ConvPass::backward_weight) {
-        if (!all_finite(cells(a), s.n * s.c * s.h * s.w)) return false;  // see WeightPlan
-        weight_gradient(s, cells(a), cells(b), static_cast<std::uint16_t*>(out));
-    }
-    else
+        if (!weight_gradient(s, cells(a), cells(b), static_cast<std::uint16_t*>(out))) return false;
+    } else {
         input_gradient(s, cells(a), cells(b), static_cast<std::uint16_t*>(out));
+    }
     runs.fetch_add(1, std::memory_order_relaxed);
     return true;
 }

@@ -5,6 +5,10 @@
 #include <cmath>
 #include <string>
 
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
+
 #include "core/optimiser_constants.hpp"
 #include "cpu/dispatch.hpp"
 #include "cpu/fused.hpp"
@@ -32,6 +36,29 @@ void check(Optimiser rule, const void* state1, const void* state2, const void* s
         throw ValueError(std::string(kernel) + ": step count t = " + std::to_string(hp.t) +
                          " must start at 1 (the bias correction divides by 1 - beta^t)");
 }
+
+// Subnormal results flushed to zero and subnormal operands read as zero (MXCSR's FTZ and DAZ) on
+// this thread for the guard's lifetime, as XLA's CPU kernels run. A state that decays toward zero
+// (Adam's first moment for a unit whose gradient stays zero: 0.9^t, subnormal after ~800 steps)
+// would otherwise cost a microcode assist per operation that touches it: Adam's step over 22,000
+// elements took 320 µs with subnormal first moments against 22 µs (Intel Xeon, family 6 model
+// 207), and on LeNet-5 the thread whose slice held its dead units' states took 2.5× the other's.
+// Values that flush are below 2^-126 (f32) or 2^-1022 (f64), far under any step's effect on a
+// parameter.
+class FlushSubnormals {
+public:
+#if defined(__SSE__)
+    FlushSubnormals() : saved_(_mm_getcsr()) { _mm_setcsr(saved_ | 0x8040u); }
+    ~FlushSubnormals() { _mm_setcsr(saved_); }
+#endif
+    FlushSubnormals(const FlushSubnormals&) = delete;
+    FlushSubnormals& operator=(const FlushSubnormals&) = delete;
+
+private:
+#if defined(__SSE__)
+    unsigned saved_;
+#endif
+};
 
 template <class T> T fx_sqrt(T x) { return std::sqrt(x); }
 template <class T> T fx_abs(T x) { return std::abs(x); }
@@ -82,8 +109,10 @@ void optimiser_step(int device, Optimiser rule, DType t, int64_t n, void* param,
         T* s2 = static_cast<T*>(state2);
         T* s3 = static_cast<T*>(state3);
         const OptimiserConstants k = optimiser_constants(rule, *hp);
-        parallel_for(n, team_for(n),
-                     [&](int64_t begin, int64_t end) { step(rule, begin, end, p, g, s1, s2, s3, k); });
+        parallel_for(n, team_for(n), [&](int64_t begin, int64_t end) {
+            const FlushSubnormals flush;
+            step(rule, begin, end, p, g, s1, s2, s3, k);
+        });
     });
 }
 
@@ -106,6 +135,7 @@ void optimiser_steps(int device, Optimiser rule, DType t, std::size_t count, con
     dispatch_float(t, kKernelNames[int(rule)], [&](auto tag) {
         using T = decltype(tag);
         parallel_for(total, team_for(total), [&](int64_t begin, int64_t end) {
+            const FlushSubnormals flush;
             for_each_part(count, n, begin, end, [&](std::size_t i, int64_t lo, int64_t hi) {
                 void* const* p = ptrs + 5 * i;
                 step(rule, lo, hi, static_cast<T*>(p[0]), static_cast<const T*>(p[1]), static_cast<T*>(p[2]),
@@ -156,6 +186,7 @@ void mixed_optimiser_steps(int device, Optimiser rule, DType t, std::size_t coun
         using E = decltype(tag);
         if constexpr (is_half_v<E>) {
             parallel_for(total, team_for(total), [&](int64_t begin, int64_t end) {
+                const FlushSubnormals flush;
                 for_each_part(count, n, begin, end, [&](std::size_t i, int64_t lo, int64_t hi) {
                     mixed_slice<E>(rule, lo, hi, ptrs + 6 * i, optimiser_constants(rule, *hp[i]), d);
                 });
