@@ -1,7 +1,11 @@
-// bf16 convolution gradients on AMX tiles (conv_amx.hpp). A tile product C += A·B takes A as 16
-// rows of 32 bf16 values and B as 16 rows of 16 pairs (the pairs that A's rows multiply, "VNNI"
-// order), and adds 16 × 16 f32 sums; eight tile registers hold them.
+// bf16 convolutions on AMX tiles (conv_amx.hpp). A tile product C += A·B takes A as 16 rows of 32
+// bf16 values and B as 16 rows of 16 pairs (the pairs that A's rows multiply, "VNNI" order), and
+// adds 16 × 16 f32 sums; eight tile registers hold them.
 //
+//   forward          per image, 16 output pixels at a time: C[k][p] = Σ_i A[k][i] B[i][p] over the
+//                    pairs of taps i, A the weight (packed once), B each pixel's two input values
+//                    of each pair (ForwardPlan says how); two accumulators take turns, so that one
+//                    block's sums are rounded and stored while the tiles work on the next.
 //   backward_weight  gw[k][c][ky][kx]: C[kx][k] += A[kx][p] B[p][k] over the output pixels p of
 //                    every image, 32 at a time, one accumulator tile per kernel row (c, ky). A's rows
 //                    are read from x itself (WeightPlan says how); B is the output gradient, its
@@ -117,6 +121,158 @@ inline void store_cells(std::uint16_t* p, __mmask16 m, __m512 v) {
     __m512i r = _mm512_add_epi32(x, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), odd));
     r = _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_or_si512(x, _mm512_set1_epi32(0x400000)));
     _mm256_mask_storeu_epi16(p, m, _mm512_cvtepi32_epi16(_mm512_srli_epi32(r, 16)));
+}
+
+// ---- forward ----
+
+// y[k][p] = Σ over pairs of taps i of A[k][i] · B[i][p]: A the weight, a kernel row's taps (c, ky,
+// kx) paired (an odd row's last tap with zero); B's row i, for 16 output pixels, pairs each pixel's
+// two input values, which are x[c][oy + ky][ox + kx] and the cell after it. Output rows are taken w
+// wide, as in the weight gradient, so that a tap's 16 values are one run of x; the extra pixels'
+// sums are dropped when the row is stored (compressed), so x past them may be anything.
+struct ForwardPlan {
+    int64_t pairs, chunks;   // pairs of taps; tiles of at most 16 pairs
+    int64_t pixels, blocks;  // output pixels an image, w wide; blocks of 16
+    int64_t plane, reach, last;  // an image's cells; the cells its tiles read; the last image's copy
+    explicit ForwardPlan(const Conv2dShape& s) {
+        pairs = s.c * s.r * ((s.s + 1) / 2), chunks = (pairs + kRows - 1) / kRows;
+        pixels = s.oh * s.w, blocks = (pixels + kRows - 1) / kRows;
+        plane = s.c * s.h * s.w;
+        reach = (s.c - 1) * s.h * s.w + (s.r - 1) * s.w + s.s + blocks * kRows;
+        last = round_up(std::max(plane, reach), 32);
+    }
+};
+
+// v rounded to bf16 (the f32 value of the nearest-even bf16; NaN kept quiet), as to_bfloat16.
+inline __m512 round_cells(__m512 v) {
+    const __m512i x = _mm512_castps_si512(v);
+    const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_add_epi32(x, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), odd));
+    r = _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_or_si512(x, _mm512_set1_epi32(0x400000)));
+    return _mm512_castsi512_ps(_mm512_and_si512(r, _mm512_set1_epi32(int(0xffff0000u))));
+}
+
+void forward(const Conv2dShape& s, const std::uint16_t* x, const std::uint16_t* w, const std::uint16_t* bias,
+             bool relu, std::uint16_t* y) {
+    const ForwardPlan p(s);
+    const int64_t total = s.n * p.plane, ohw = s.oh * s.ow, crs = s.c * s.r * s.s, half = (s.s + 1) / 2;
+    const int64_t work = s.n * s.k * ohw * crs;
+    parallel_for(s.n, team_for(double(work)), [&](int64_t first, int64_t last) {
+        // A (16 rows of 64 bytes a chunk), B (two tiles), C (two tiles of 16 × 16 f32), the last
+        // image's copy, the blocks' masks
+        const Scratch scratch(std::size_t(p.chunks * 1024 + 2048 + 2048 + round_up(p.last * 2, 64) + p.blocks * 2));
+        auto* a = scratch.as<std::uint32_t>();  // a[chunk][k][pair]
+        auto* b = a + p.chunks * 256;           // b[pair][pixel], two tiles
+        auto* c = reinterpret_cast<float*>(b + 512);  // two tiles of sums
+        auto* copy = reinterpret_cast<std::uint16_t*>(c + 512);
+        std::memset(a, 0, std::size_t(p.chunks) * 1024);
+        for (int64_t k = 0; k < s.k; ++k)
+            for (int64_t i = 0; i < p.pairs; ++i) {
+                const int64_t row = i / half, kx = i % half * 2;  // row = (c, ky)
+                const std::uint16_t* wk = w + (k * s.c * s.r + row) * s.s;
+                const std::uint32_t second = kx + 1 < s.s ? wk[kx + 1] : 0;
+                a[(i / kRows * kRows + k) * kRows + i % kRows] = wk[kx] | second << 16;
+            }
+        // Where pair i's first tap (c, ky, kx) reads in an image; the last pair of a kernel row of odd
+        // width has no second tap.
+        int64_t offset[3 * kRows];
+        bool second[3 * kRows];
+        for (int64_t i = 0; i < p.pairs; ++i) {
+            const int64_t row = i / half, kx = i % half * 2;
+            offset[i] = (row / s.r * s.h + row % s.r) * s.w + kx;
+            second[i] = kx + 1 < s.s;
+        }
+        // Each block's real pixels: those left of ow in their row, and inside the image.
+        auto* reals = reinterpret_cast<__mmask16*>(copy + round_up(p.last, 32));
+        for (int64_t q = 0; q < p.blocks; ++q) {
+            __mmask16 real = 0;
+            for (int64_t i = 0; i < kRows; ++i)
+                if (q * kRows + i < p.pixels && (q * kRows + i) % s.w < s.ow) real |= __mmask16(1u << i);
+            reals[q] = real;
+        }
+        float biases[kRows] = {};
+        if (bias)
+            for (int64_t k = 0; k < s.k; ++k) biases[k] = to_float(BFloat16{bias[k]});
+        TileConfig config;
+        config.set(0, kRows, 64);  // C, even blocks
+        config.set(7, kRows, 64);  // C, odd blocks
+        for (int64_t chunk = 0; chunk < p.chunks; ++chunk)  // A
+            config.set(int(1 + chunk), kRows, 4 * std::min(kRows, p.pairs - chunk * kRows));
+        for (int64_t chunk = 0; chunk < p.chunks; ++chunk)  // B
+            config.set(int(4 + chunk), std::min(kRows, p.pairs - chunk * kRows), 64);
+        const Tiles tiles(config);
+        for (int64_t chunk = 0; chunk < p.chunks; ++chunk) {
+            const std::uint32_t* at = a + chunk * 256;
+            if (chunk == 0) _tile_loadd(1, at, 64);
+            else if (chunk == 1) _tile_loadd(2, at, 64);
+            else _tile_loadd(3, at, 64);
+        }
+        for (int64_t n = first; n < last; ++n) {
+            const std::uint16_t* image = x + n * p.plane;
+            if (n * p.plane + p.reach > total) {  // the tiles' rows would read past x
+                std::memcpy(copy, image, std::size_t(p.plane) * 2);
+                std::memset(copy + p.plane, 0, std::size_t(p.last - p.plane) * 2);
+                image = copy;
+            }
+            std::uint16_t* out = y + n * s.k * ohw;
+            int64_t written = 0;  // output pixels stored so far
+            // Block q's sums go to accumulator 0 or 7 and to c's first or second half by parity,
+            // and its B to b's first or second half: the output of block q - 1 is stored while the
+            // tiles work on block q, instead of waiting for each product.
+            const auto emit = [&](int64_t q) {
+                const float* sums = c + q % 2 * 256;
+                const __mmask16 real = reals[q];
+                for (int64_t k = 0; k < s.k; ++k) {
+                    // The bias after the rounded sum, and relu after it, each rounded as the eager
+                    // calls' results are (x < 0 ? 0 : x keeps NaN and -0).
+                    __m512 r = round_cells(_mm512_loadu_ps(sums + k * kRows));
+                    if (bias) r = round_cells(_mm512_add_ps(r, _mm512_set1_ps(biases[k])));
+                    if (relu) r = _mm512_maskz_mov_ps(~_mm512_cmp_ps_mask(r, _mm512_setzero_ps(), _CMP_LT_OQ), r);
+                    _mm256_mask_compressstoreu_epi16(out + k * ohw + written, real,
+                                                     _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(r), 16)));
+                }
+                written += __builtin_popcount(unsigned(real));
+            };
+            for (int64_t q = 0; q < p.blocks; ++q) {
+                const int64_t p0 = q * kRows;
+                const bool odd = q % 2;
+                if (odd) _tile_zero(7);
+                else _tile_zero(0);
+                for (int64_t chunk = 0; chunk < p.chunks; ++chunk) {
+                    std::uint32_t* pairs = b + (q % 2) * 256;
+                    const int64_t count = std::min(kRows, p.pairs - chunk * kRows);
+                    for (int64_t r = 0; r < count; ++r) {
+                        const int64_t i = chunk * kRows + r;
+                        const std::uint16_t* in = image + offset[i] + p0;
+                        const __m512i first_tap = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in)));
+                        const __m512i second_tap =
+                            second[i]
+                                ? _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 1)))
+                                : _mm512_setzero_si512();
+                        _mm512_storeu_si512(pairs + r * kRows, _mm512_or_si512(first_tap, _mm512_slli_epi32(second_tap, 16)));
+                    }
+                    packed();
+                    if (chunk == 0) {
+                        _tile_loadd(4, pairs, 64);
+                        if (odd) _tile_dpbf16ps(7, 1, 4);
+                        else _tile_dpbf16ps(0, 1, 4);
+                    } else if (chunk == 1) {
+                        _tile_loadd(5, pairs, 64);
+                        if (odd) _tile_dpbf16ps(7, 2, 5);
+                        else _tile_dpbf16ps(0, 2, 5);
+                    } else {
+                        _tile_loadd(6, pairs, 64);
+                        if (odd) _tile_dpbf16ps(7, 3, 6);
+                        else _tile_dpbf16ps(0, 3, 6);
+                    }
+                }
+                if (odd) _tile_stored(7, c + 256, 64);
+                else _tile_stored(0, c, 64);
+                if (q > 0) emit(q - 1);
+            }
+            emit(p.blocks - 1);
+        }
+    });
 }
 
 // ---- backward_weight ----
@@ -370,14 +526,22 @@ bool amx_usable() {
 }
 
 bool amx_conv2d_takes(ConvPass pass, const Conv2dShape& s) {
-    if (pass == ConvPass::forward || !amx_usable() || !direct_conv2d_takes(pass, s)) return false;
-    return pass == ConvPass::backward_weight ? s.k <= kRows : s.k <= kDepth && s.s <= kMaxTaps;
+    if (!amx_usable() || !direct_conv2d_takes(pass, s)) return false;
+    switch (pass) {
+        case ConvPass::forward: return s.k <= kRows && ForwardPlan(s).chunks <= 3;
+        case ConvPass::backward_weight: return s.k <= kRows;
+        case ConvPass::backward_input: return s.k <= kDepth && s.s <= kMaxTaps;
+    }
+    return false;
 }
 
-bool amx_conv2d(ConvPass pass, const Conv2dShape& s, const void* a, const void* b, void* out) {
+bool amx_conv2d(ConvPass pass, const Conv2dShape& s, const void* a, const void* b, void* out, const void* bias,
+                bool relu) {
     if (!amx_conv2d_takes(pass, s)) return false;
     const auto cells = [](const void* p) { return static_cast<const std::uint16_t*>(p); };
-    if (pass == ConvPass::backward_weight) {
+    if (pass == ConvPass::forward) {
+        forward(s, cells(a), cells(b), cells(bias), relu, static_cast<std::uint16_t*>(out));
+    } else if (pass == ConvPass::backward_weight) {
         if (!weight_gradient(s, cells(a), cells(b), static_cast<std::uint16_t*>(out))) return false;
     } else {
         input_gradient(s, cells(a), cells(b), static_cast<std::uint16_t*>(out));
@@ -390,7 +554,7 @@ bool amx_conv2d(ConvPass pass, const Conv2dShape& s, const void* a, const void* 
 
 bool amx_usable() { return false; }
 bool amx_conv2d_takes(ConvPass, const Conv2dShape&) { return false; }
-bool amx_conv2d(ConvPass, const Conv2dShape&, const void*, const void*, void*) { return false; }
+bool amx_conv2d(ConvPass, const Conv2dShape&, const void*, const void*, void*, const void*, bool) { return false; }
 
 #endif
 

@@ -1,9 +1,8 @@
-// conv_amx.hpp — bf16 convolution gradients on AMX tiles, for the few-channel shapes the direct
-// kernels take (LeNet-5's). oneDNN's AMX kernels block channels by 16 and 32, so that 1 or 6 input
-// channels fill a fraction of each tile and its gradients lose to the direct kernels; here the
-// products are laid out as im2col matrices instead, whose dot products run over all of a filter's
-// taps (150 on LeNet-5's second layer) or over output pixels, which fill the tiles whatever the
-// channel count. widen.cpp tries these before the direct kernels on bf16.
+// conv_amx.hpp — bf16 convolutions on AMX tiles, for the few-channel shapes the direct kernels
+// take (LeNet-5's). oneDNN's AMX kernels block channels by 16 and 32, so that 1 or 6 input channels
+// fill a fraction of each tile, and they lose to the direct kernels there; here the dot products
+// run over a kernel row's taps, pairs of taps or output pixels instead, which fill the tiles
+// whatever the channel count. widen.cpp tries these before the direct kernels on bf16.
 #pragma once
 #include <cstdint>
 
@@ -16,17 +15,19 @@ namespace fluxion::backend::cpu {
 // Linux lets this process use the tiles (the first call asks, once).
 bool amx_usable();
 
-// Whether amx_conv2d takes the pass and shape: where amx_usable(), the gradients (backward_input:
-// at most 32 filters; backward_weight: at most 16) of the shapes the direct kernels take
-// (direct_conv2d_takes). The forward pass is not taken.
+// Whether amx_conv2d takes the pass and shape: where amx_usable(), the shapes the direct kernels
+// take (direct_conv2d_takes) with at most 16 filters (the input gradient: 32, kernel rows of at most
+// 8 taps; the forward pass: at most 48 pairs of taps a filter).
 bool amx_conv2d_takes(ConvPass pass, const Conv2dShape& s);
 
-// The pass on bf16 cells (backward_input: a = gy, b = w, out = gx; backward_weight: a = x, b = gy,
+// The pass on bf16 cells (forward: a = x, b = w, out = y, with an optional bias and relu as
+// direct_conv2d adds them; backward_input: a = gy, b = w, out = gx; backward_weight: a = x, b = gy,
 // out = gw): exact products summed in f32, in another order than the f32 kernels', each result
 // rounded once to bf16. AMX treats subnormal inputs as zero and flushes subnormal sums, as oneDNN's
 // bf16 kernels on these CPUs do. Returns false, having written nothing, where it does not take the
-// pass.
-bool amx_conv2d(ConvPass pass, const Conv2dShape& s, const void* a, const void* b, void* out);
+// pass, and for a weight gradient whose x holds a NaN or an infinity (conv_amx.cpp says why).
+bool amx_conv2d(ConvPass pass, const Conv2dShape& s, const void* a, const void* b, void* out,
+                const void* bias = nullptr, bool relu = false);
 
 // How many passes amx_conv2d has run since the process started (for tests of the routing).
 std::uint64_t amx_conv_runs();

@@ -7,8 +7,8 @@
 // (half.hpp's Compute), and are not here: a whole-tensor f32 copy of every operand and result
 // tripled the memory traffic of the ops that are all memory traffic.
 //
-// bf16 convolution gradients of the few-channel shapes the direct kernels take go first, on a CPU
-// with AMX, to fluxion's own AMX kernels (conv_amx.hpp): f32 sums in another order, one rounding.
+// bf16 convolutions of the few-channel shapes the direct kernels take go first, on a CPU with AMX,
+// to fluxion's own AMX kernels (conv_amx.hpp): f32 sums in another order, one rounding.
 //
 // f16 and bf16 matrix products go to gemm_half.cpp where it is built and preferred (AVX2 without
 // AVX-512): it converts the operands while packing them, without f32 copies.
@@ -161,9 +161,11 @@ void gemm(int device, DType t, bool trans_a, bool trans_b, int64_t m, int64_t n,
 }
 
 // The direct kernels read and write 16-bit cells themselves (conv_direct.hpp): where they take a
-// pass that is not oneDNN's, they run it without the f32 copies, with the same bits.
+// pass that is not oneDNN's, they run it without the f32 copies, with the same bits; on bf16 with
+// AMX, the AMX kernel runs it, with the bias and relu as the eager calls give them.
 bool direct_conv2d(DType t, const Conv2dShape* s, const void* x, const void* w, const void* bias, bool relu, void* y) {
     if (t == DType::bf16 && bf16_conv_in_onednn(ConvPass::forward, *s)) return false;
+    if (t == DType::bf16 && amx_conv2d(ConvPass::forward, *s, x, w, y, bias, relu)) return true;
     return cpu::direct_conv2d(t, ConvPass::forward, *s, x, w, y, bias, relu);
 }
 
@@ -172,6 +174,7 @@ void conv2d(int device, DType t, const Conv2dShape* s, const void* x, const void
     if (t == DType::bf16 && bf16_conv_in_onednn(ConvPass::forward, *s) &&
         onednn_conv2d_bf16(ConvPass::forward, *s, x, w, y))
         return;
+    if (t == DType::bf16 && amx_conv2d(ConvPass::forward, *s, x, w, y)) return;
     if (cpu::direct_conv2d(t, ConvPass::forward, *s, x, w, y)) return;
     F32 wx(t, s->n * s->c * s->h * s->w, x), ww(t, s->k * (s->c / s->groups) * s->r * s->s, w);
     F32 wy(t, s->n * s->k * s->oh * s->ow, nullptr);
