@@ -392,10 +392,10 @@ TEST(Bf16AmxConv, ForwardBiasAndReluGiveTheEagerBits) {
     ConvRun v(s);
     const int64_t plane = s.h * s.w, ny = int64_t(v.gy.bits.size());
     for (int64_t i = plane; i < 2 * plane; ++i) v.x.bits[i] = i % 7 ? (i % 2 ? 0x8000 : 0) : 0x0001;
-    v.x.bits[2 * plane + 40] = 0x7fc0;                     // NaN
-    v.x.bits[2 * plane + plane / 2] = 0xff80;              // -inf
+    v.x.bits[2 * plane + 40] = 0x7fc0;         // NaN
+    v.x.bits[2 * plane + plane / 2] = 0xff80;  // -inf
     Values bias(s.k, 9);
-    bias.bits[0] = 0x8000;                                 // -0 keeps the sums' -0
+    bias.bits[0] = 0x8000;  // -0 keeps the sums' -0
     const be::Backend& table = be::cpu_backend();
     std::vector<std::uint16_t> y(ny), want(ny), got(ny, 0x1234), fused(ny, 0x1234);
     table.conv2d(0, DType::bf16, &s, v.x.bits.data(), v.w.bits.data(), y.data());

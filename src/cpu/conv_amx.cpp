@@ -113,14 +113,22 @@ inline void store_accumulator(int t, float* to, int64_t stride) {
 }
 #undef FLUXION_AMX_CASES
 
-// The lanes of m of v rounded to bf16 cells at p, as to_bfloat16 rounds (to nearest even, NaN kept
-// quiet).
-inline void store_cells(std::uint16_t* p, __mmask16 m, __m512 v) {
+// v rounded to bf16 (the f32 value of the nearest-even bf16; NaN kept quiet), as to_bfloat16.
+inline __m512 round_cells(__m512 v) {
     const __m512i x = _mm512_castps_si512(v);
     const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
     __m512i r = _mm512_add_epi32(x, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), odd));
-    r = _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_or_si512(x, _mm512_set1_epi32(0x400000)));
-    _mm256_mask_storeu_epi16(p, m, _mm512_cvtepi32_epi16(_mm512_srli_epi32(r, 16)));
+    r = _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q),
+                              _mm512_or_si512(x, _mm512_set1_epi32(0x400000)));
+    return _mm512_castsi512_ps(_mm512_and_si512(r, _mm512_set1_epi32(int(0xffff0000u))));
+}
+
+// The bf16 cells of v, whose lanes are bf16 values (round_cells's).
+inline __m256i cells_of(__m512 v) { return _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(v), 16)); }
+
+// The lanes of m of v rounded to bf16 cells at p.
+inline void store_cells(std::uint16_t* p, __mmask16 m, __m512 v) {
+    _mm256_mask_storeu_epi16(p, m, cells_of(round_cells(v)));
 }
 
 // ---- forward ----
@@ -131,8 +139,8 @@ inline void store_cells(std::uint16_t* p, __mmask16 m, __m512 v) {
 // wide, as in the weight gradient, so that a tap's 16 values are one run of x; the extra pixels'
 // sums are dropped when the row is stored (compressed), so x past them may be anything.
 struct ForwardPlan {
-    int64_t pairs, chunks;   // pairs of taps; tiles of at most 16 pairs
-    int64_t pixels, blocks;  // output pixels an image, w wide; blocks of 16
+    int64_t pairs, chunks;       // pairs of taps; tiles of at most 16 pairs
+    int64_t pixels, blocks;      // output pixels an image, w wide; blocks of 16
     int64_t plane, reach, last;  // an image's cells; the cells its tiles read; the last image's copy
     explicit ForwardPlan(const Conv2dShape& s) {
         pairs = s.c * s.r * ((s.s + 1) / 2), chunks = (pairs + kRows - 1) / kRows;
@@ -143,17 +151,8 @@ struct ForwardPlan {
     }
 };
 
-// v rounded to bf16 (the f32 value of the nearest-even bf16; NaN kept quiet), as to_bfloat16.
-inline __m512 round_cells(__m512 v) {
-    const __m512i x = _mm512_castps_si512(v);
-    const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
-    __m512i r = _mm512_add_epi32(x, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), odd));
-    r = _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_or_si512(x, _mm512_set1_epi32(0x400000)));
-    return _mm512_castsi512_ps(_mm512_and_si512(r, _mm512_set1_epi32(int(0xffff0000u))));
-}
-
-void forward(const Conv2dShape& s, const std::uint16_t* x, const std::uint16_t* w, const std::uint16_t* bias,
-             bool relu, std::uint16_t* y) {
+void forward(const Conv2dShape& s, const std::uint16_t* x, const std::uint16_t* w, const std::uint16_t* bias, bool relu,
+             std::uint16_t* y) {
     const ForwardPlan p(s);
     const int64_t total = s.n * p.plane, ohw = s.oh * s.ow, crs = s.c * s.r * s.s, half = (s.s + 1) / 2;
     const int64_t work = s.n * s.k * ohw * crs;
@@ -161,8 +160,8 @@ void forward(const Conv2dShape& s, const std::uint16_t* x, const std::uint16_t* 
         // A (16 rows of 64 bytes a chunk), B (two tiles), C (two tiles of 16 × 16 f32), the last
         // image's copy, the blocks' masks
         const Scratch scratch(std::size_t(p.chunks * 1024 + 2048 + 2048 + round_up(p.last * 2, 64) + p.blocks * 2));
-        auto* a = scratch.as<std::uint32_t>();  // a[chunk][k][pair]
-        auto* b = a + p.chunks * 256;           // b[pair][pixel], two tiles
+        auto* a = scratch.as<std::uint32_t>();        // a[chunk][k][pair]
+        auto* b = a + p.chunks * 256;                 // b[pair][pixel], two tiles
         auto* c = reinterpret_cast<float*>(b + 512);  // two tiles of sums
         auto* copy = reinterpret_cast<std::uint16_t*>(c + 512);
         std::memset(a, 0, std::size_t(p.chunks) * 1024);
@@ -194,8 +193,8 @@ void forward(const Conv2dShape& s, const std::uint16_t* x, const std::uint16_t* 
         if (bias)
             for (int64_t k = 0; k < s.k; ++k) biases[k] = to_float(BFloat16{bias[k]});
         TileConfig config;
-        config.set(0, kRows, 64);  // C, even blocks
-        config.set(7, kRows, 64);  // C, odd blocks
+        config.set(0, kRows, 64);                           // C, even blocks
+        config.set(7, kRows, 64);                           // C, odd blocks
         for (int64_t chunk = 0; chunk < p.chunks; ++chunk)  // A
             config.set(int(1 + chunk), kRows, 4 * std::min(kRows, p.pairs - chunk * kRows));
         for (int64_t chunk = 0; chunk < p.chunks; ++chunk)  // B
@@ -228,8 +227,7 @@ void forward(const Conv2dShape& s, const std::uint16_t* x, const std::uint16_t* 
                     __m512 r = round_cells(_mm512_loadu_ps(sums + k * kRows));
                     if (bias) r = round_cells(_mm512_add_ps(r, _mm512_set1_ps(biases[k])));
                     if (relu) r = _mm512_maskz_mov_ps(~_mm512_cmp_ps_mask(r, _mm512_setzero_ps(), _CMP_LT_OQ), r);
-                    _mm256_mask_compressstoreu_epi16(out + k * ohw + written, real,
-                                                     _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(r), 16)));
+                    _mm256_mask_compressstoreu_epi16(out + k * ohw + written, real, cells_of(r));
                 }
                 written += __builtin_popcount(unsigned(real));
             };
@@ -244,12 +242,14 @@ void forward(const Conv2dShape& s, const std::uint16_t* x, const std::uint16_t* 
                     for (int64_t r = 0; r < count; ++r) {
                         const int64_t i = chunk * kRows + r;
                         const std::uint16_t* in = image + offset[i] + p0;
-                        const __m512i first_tap = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in)));
+                        const __m512i first_tap =
+                            _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in)));
                         const __m512i second_tap =
                             second[i]
                                 ? _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 1)))
                                 : _mm512_setzero_si512();
-                        _mm512_storeu_si512(pairs + r * kRows, _mm512_or_si512(first_tap, _mm512_slli_epi32(second_tap, 16)));
+                        _mm512_storeu_si512(pairs + r * kRows,
+                                            _mm512_or_si512(first_tap, _mm512_slli_epi32(second_tap, 16)));
                     }
                     packed();
                     if (chunk == 0) {
@@ -286,11 +286,11 @@ void forward(const Conv2dShape& s, const std::uint16_t* x, const std::uint16_t* 
 // a call with a NaN or an infinity in x goes to the direct kernels. The last image's tiles would
 // read past x, so it is copied first, with zeros after.
 struct WeightPlan {
-    int64_t pixels, span, blocks;       // output pixels an image, w wide; rounded to 32; blocks of 32
-    int64_t rows, groups, per_group;   // kernel rows (c, ky); groups of at most 6, one accumulator each
-    int64_t parts;                     // shares of the images, one a thread
-    int64_t plane, last, reach;        // x's cells an image; the copy of the last image, with room
-    int64_t b_bytes, task_bytes;       // a share's B tiles; its scratch
+    int64_t pixels, span, blocks;     // output pixels an image, w wide; rounded to 32; blocks of 32
+    int64_t rows, groups, per_group;  // kernel rows (c, ky); groups of at most 6, one accumulator each
+    int64_t parts;                    // shares of the images, one a thread
+    int64_t plane, last, reach;       // x's cells an image; the copy of the last image, with room
+    int64_t b_bytes, task_bytes;      // a share's B tiles; its scratch
     WeightPlan(const Conv2dShape& s) {
         pixels = s.oh * s.w, span = round_up(pixels, kDepth), blocks = span / kDepth;
         rows = s.c * s.r;
@@ -298,7 +298,8 @@ struct WeightPlan {
         per_group = (rows + groups - 1) / groups;
         parts = std::clamp<int64_t>(threads(), 1, s.n);
         plane = s.c * s.h * s.w;
-        reach = (s.c - 1) * s.h * s.w + (s.r - 1) * s.w + (s.s - 1) + span;  // cells a tile may read, from an image's start
+        reach =
+            (s.c - 1) * s.h * s.w + (s.r - 1) * s.w + (s.s - 1) + span;  // cells a tile may read, from an image's start
         last = round_up(std::max(plane, reach), 32);
         b_bytes = ((s.n + parts - 1) / parts) * blocks * kRows * 64;
         // the B tiles of the share's images, the masks, the last image's copy, the sums (rows × S × 16 f32)
@@ -347,8 +348,8 @@ inline void transpose16(__m512i (&r)[16]) {
 
 // One share: images [n0, n1), every kernel row, into `sums` (rows × S × 16 f32: sums[c ky][kx][k]).
 // False, having summed nothing, where x holds a NaN or an infinity in these images.
-bool weight_task(const Conv2dShape& s, const WeightPlan& p, const std::uint16_t* x, const std::uint16_t* gy,
-                 int64_t n0, int64_t n1, char* scratch) {
+bool weight_task(const Conv2dShape& s, const WeightPlan& p, const std::uint16_t* x, const std::uint16_t* gy, int64_t n0,
+                 int64_t n1, char* scratch) {
     if (!all_finite(x + n0 * p.plane, (n1 - n0) * p.plane)) return false;
     auto* b = reinterpret_cast<std::uint32_t*>(scratch);  // per image and block, b[i][k]: pixels 2i, 2i + 1
     auto* valid = reinterpret_cast<__mmask32*>(scratch + p.b_bytes);
@@ -427,8 +428,9 @@ bool weight_gradient(const Conv2dShape& s, const std::uint16_t* x, const std::ui
     for (int64_t j = 0; j < taps; ++j) {
         __m512 total = _mm512_setzero_ps();
         for (int64_t part = 0; part < p.parts; ++part)
-            total = _mm512_add_ps(total, _mm512_loadu_ps(reinterpret_cast<const float*>(base + part * p.task_bytes +
-                                                                                      sums_at) + j * kRows));
+            total = _mm512_add_ps(
+                total,
+                _mm512_loadu_ps(reinterpret_cast<const float*>(base + part * p.task_bytes + sums_at) + j * kRows));
         _mm512_mask_store_ps(lanes, filters, total);
         for (int64_t k = 0; k < s.k; ++k) wide[k * taps + j] = lanes[k];
     }
@@ -445,7 +447,7 @@ void input_gradient(const Conv2dShape& s, const std::uint16_t* gy, const std::ui
     const int64_t work = s.n * s.k * ohw * crs;
     parallel_for(s.n, team_for(double(work)), [&](int64_t first, int64_t last) {
         const Scratch scratch(std::size_t(a_cells * 2 + b_words * 4 + col_floats * 4));
-        auto* a = scratch.as<std::uint16_t>();                  // a[j][k] = w[k][j]
+        auto* a = scratch.as<std::uint16_t>();                    // a[j][k] = w[k][j]
         auto* b = reinterpret_cast<std::uint32_t*>(a + a_cells);  // b[i][p]: filters 2i, 2i + 1 at pixel p
         auto* columns = reinterpret_cast<float*>(b + b_words);    // columns[j][p]
         // Lanes [kx, kx + ow) of an input row: where column rows shifted by kx land; all its lanes.
@@ -467,9 +469,9 @@ void input_gradient(const Conv2dShape& s, const std::uint16_t* gy, const std::ui
                     const int64_t left = std::min<int64_t>(16, ohw - q);
                     const __mmask16 m = left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1);
                     const __m512i even = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, g + 2 * i * ohw + q));
-                    const __m512i odd = 2 * i + 1 < s.k
-                                            ? _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, g + (2 * i + 1) * ohw + q))
-                                            : _mm512_setzero_si512();
+                    const __m512i odd =
+                        2 * i + 1 < s.k ? _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, g + (2 * i + 1) * ohw + q))
+                                        : _mm512_setzero_si512();
                     _mm512_storeu_si512(b + i * span + q, _mm512_or_si512(even, _mm512_slli_epi32(odd, 16)));
                 }
             packed();
@@ -518,8 +520,8 @@ bool amx_usable() {
         unsigned a = 0, b = 0, c = 0, d = 0;
         if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
         if (!(d & (1u << 24)) || !(d & (1u << 22))) return false;  // AMX-TILE, AMX-BF16
-        constexpr long kRequestPermission = 0x1023;                   // ARCH_REQ_XCOMP_PERM
-        constexpr long kTileData = 18;                                // XFEATURE_XTILEDATA
+        constexpr long kRequestPermission = 0x1023;                // ARCH_REQ_XCOMP_PERM
+        constexpr long kTileData = 18;                             // XFEATURE_XTILEDATA
         return syscall(SYS_arch_prctl, kRequestPermission, kTileData) == 0;
     }();
     return usable;
