@@ -435,7 +435,8 @@ TEST(Bf16AmxConv, ForwardBiasAndReluGiveTheEagerBits) {
 // 18 pairs in two tiles); 200 taps, three groups, 48 pixels (a block and a half); 20 filters, over
 // one tile's 16 for the weight gradient and the forward pass, which are then declined; 32 filters,
 // the input gradient's most; 3 channels of 5 × 5, the forward pass's three tiles of pairs, and of
-// 7 × 7, more than it takes. The forward pass takes at most 3 channels, as the direct kernels do.
+// 7 × 7, more than it takes; 150 images, which the weight gradient takes in runs of 32 a thread.
+// The forward pass takes at most 3 channels, as the direct kernels do.
 // The table's entries must run the same kernel (counted) and give its bits.
 TEST(Bf16AmxConv, PassesMatchF64AndTheEntriesRunThem) {
     if (!cpu::amx_usable())
@@ -455,6 +456,7 @@ TEST(Bf16AmxConv, PassesMatchF64AndTheEntriesRunThem) {
         {"thirty_two_filters", shape(1, 4, 10, 10, 32, 3, 3, 1, 0, 1, 1), false, true, false},
         {"three_tiles_of_pairs", shape(2, 3, 12, 20, 8, 5, 5, 1, 0, 1, 1), true, true, true},
         {"seven_by_seven", shape(2, 3, 14, 14, 4, 7, 7, 1, 0, 1, 1), false, true, true},
+        {"many_images", shape(150, 2, 10, 10, 4, 3, 3, 1, 0, 1, 1), true, true, true},
     };
     const be::Backend& table = be::cpu_backend();
     for (const Case& c : cases) {

@@ -59,6 +59,7 @@ constexpr int64_t kRows = 16;     // rows of a tile; f32 sums in an accumulator'
 constexpr int64_t kDepth = 32;    // bf16 values in a row of A (64 bytes)
 constexpr int kAccumulators = 6;  // tiles 0-5; 6 holds A, 7 holds B
 constexpr int64_t kMaxTaps = 8;   // of a kernel row (the direct kernels' shapes: at most 7)
+constexpr int64_t kImages = 32;   // whose B tiles the weight gradient packs at a time
 
 int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
@@ -104,6 +105,12 @@ inline void multiply_into(int t, const std::uint16_t* a, int64_t stride) {
     case i: _tile_dpbf16ps(i, 6, 7); break;
     switch (t) { FLUXION_AMX_CASES(FLUXION_AMX_DP) }
 #undef FLUXION_AMX_DP
+}
+inline void load_accumulator(int t, const float* from, int64_t stride) {
+#define FLUXION_AMX_LOAD(i) \
+    case i: _tile_loadd(i, from, stride); break;
+    switch (t) { FLUXION_AMX_CASES(FLUXION_AMX_LOAD) }
+#undef FLUXION_AMX_LOAD
 }
 inline void store_accumulator(int t, float* to, int64_t stride) {
 #define FLUXION_AMX_STORE(i) \
@@ -290,7 +297,7 @@ struct WeightPlan {
     int64_t rows, groups, per_group;  // kernel rows (c, ky); groups of at most 6, one accumulator each
     int64_t parts;                    // shares of the images, one a thread
     int64_t plane, last, reach;       // x's cells an image; the copy of the last image, with room
-    int64_t b_bytes, task_bytes;      // a share's B tiles; its scratch
+    int64_t b_bytes, task_bytes;      // the B tiles of a run of images; a share's scratch
     WeightPlan(const Conv2dShape& s) {
         pixels = s.oh * s.w, span = round_up(pixels, kDepth), blocks = span / kDepth;
         rows = s.c * s.r;
@@ -301,8 +308,8 @@ struct WeightPlan {
         reach =
             (s.c - 1) * s.h * s.w + (s.r - 1) * s.w + (s.s - 1) + span;  // cells a tile may read, from an image's start
         last = round_up(std::max(plane, reach), 32);
-        b_bytes = ((s.n + parts - 1) / parts) * blocks * kRows * 64;
-        // the B tiles of the share's images, the masks, the last image's copy, the sums (rows × S × 16 f32)
+        b_bytes = std::min((s.n + parts - 1) / parts, kImages) * blocks * kRows * 64;
+        // the B tiles of up to kImages images, the masks, the last image's copy, the sums (rows × S × 16 f32)
         task_bytes = b_bytes + round_up(blocks * 8, 64) + round_up(last * 2, 64) + round_up(rows * s.s * kRows * 4, 64);
     }
 };
@@ -365,44 +372,52 @@ bool weight_task(const Conv2dShape& s, const WeightPlan& p, const std::uint16_t*
         before[q] = seen;
         seen += std::uint32_t(__builtin_popcount(m));
     }
-    // B: each block of the output gradient w wide (the extra pixels zero), its pixels paired.
-    const int64_t ohw = s.oh * s.ow;
-    for (int64_t n = n0; n < n1; ++n)
-        for (int64_t q = 0; q < p.blocks; ++q) {
-            __m512i r[16];
-            for (int64_t k = 0; k < 16; ++k)
-                r[k] = k < s.k ? _mm512_maskz_expandloadu_epi16(valid[q], gy + (n * s.k + k) * ohw + before[q])
-                               : _mm512_setzero_si512();
-            transpose16(r);
-            std::uint32_t* to = b + ((n - n0) * p.blocks + q) * kRows * kRows;
-            for (int i = 0; i < 16; ++i) _mm512_storeu_si512(to + i * kRows, r[i]);
-        }
-    const int64_t total = s.n * p.plane;
+    const int64_t ohw = s.oh * s.ow, total = s.n * p.plane;
     TileConfig config;
     for (int t = 0; t < kAccumulators; ++t) config.set(t, s.s, 64);
     config.set(6, s.s, 64);
     config.set(7, kRows, 64);
     const Tiles tiles(config);
-    for (int64_t first = 0; first < p.rows; first += p.per_group) {
-        const int count = int(std::min(p.per_group, p.rows - first));
-        for (int t = 0; t < count; ++t) zero_accumulator(t);
-        for (int64_t n = n0; n < n1; ++n) {
-            const std::uint16_t* image = x + n * p.plane;
-            if (n * p.plane + p.reach > total) {  // the tiles would read past x
-                std::memcpy(copy, image, std::size_t(p.plane) * 2);
-                std::memset(copy + p.plane, 0, std::size_t(p.last - p.plane) * 2);
-                image = copy;
-            }
-            packed();
+    // Runs of up to kImages images, so that their B tiles stay few whatever the batch; the
+    // accumulators are kept in `sums` from one run to the next.
+    for (int64_t g0 = n0; g0 < n1; g0 += kImages) {
+        const int64_t g1 = std::min(n1, g0 + kImages);
+        // B: each block of the output gradient w wide (the extra pixels zero), its pixels paired.
+        for (int64_t n = g0; n < g1; ++n)
             for (int64_t q = 0; q < p.blocks; ++q) {
-                _tile_loadd(7, b + ((n - n0) * p.blocks + q) * kRows * kRows, 64);
-                for (int t = 0; t < count; ++t) {
-                    const int64_t row = first + t, c = row / s.r, ky = row % s.r;
-                    multiply_into(t, image + (c * s.h + ky) * s.w + q * kDepth, 2);
+                __m512i r[16];
+                for (int64_t k = 0; k < 16; ++k)
+                    r[k] = k < s.k ? _mm512_maskz_expandloadu_epi16(valid[q], gy + (n * s.k + k) * ohw + before[q])
+                                   : _mm512_setzero_si512();
+                transpose16(r);
+                std::uint32_t* to = b + ((n - g0) * p.blocks + q) * kRows * kRows;
+                for (int i = 0; i < 16; ++i) _mm512_storeu_si512(to + i * kRows, r[i]);
+            }
+        packed();
+        for (int64_t first = 0; first < p.rows; first += p.per_group) {
+            const int count = int(std::min(p.per_group, p.rows - first));
+            for (int t = 0; t < count; ++t) {
+                if (g0 == n0) zero_accumulator(t);
+                else load_accumulator(t, sums + (first + t) * s.s * kRows, kRows * 4);
+            }
+            for (int64_t n = g0; n < g1; ++n) {
+                const std::uint16_t* image = x + n * p.plane;
+                if (n * p.plane + p.reach > total) {  // the tiles would read past x
+                    std::memcpy(copy, image, std::size_t(p.plane) * 2);
+                    std::memset(copy + p.plane, 0, std::size_t(p.last - p.plane) * 2);
+                    image = copy;
+                    packed();
+                }
+                for (int64_t q = 0; q < p.blocks; ++q) {
+                    _tile_loadd(7, b + ((n - g0) * p.blocks + q) * kRows * kRows, 64);
+                    for (int t = 0; t < count; ++t) {
+                        const int64_t row = first + t, c = row / s.r, ky = row % s.r;
+                        multiply_into(t, image + (c * s.h + ky) * s.w + q * kDepth, 2);
+                    }
                 }
             }
+            for (int t = 0; t < count; ++t) store_accumulator(t, sums + (first + t) * s.s * kRows, kRows * 4);
         }
-        for (int t = 0; t < count; ++t) store_accumulator(t, sums + (first + t) * s.s * kRows, kRows * 4);
     }
     return true;
 }
