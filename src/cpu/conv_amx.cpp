@@ -41,6 +41,7 @@
 #include "cpu/half.hpp"
 #include "cpu/half_simd.hpp"
 #include "cpu/kernels.hpp"
+#include "cpu/nonfinite.hpp"
 #include "cpu/parallel.hpp"
 #endif
 
@@ -164,12 +165,14 @@ void forward(const Conv2dShape& s, const std::uint16_t* x, const std::uint16_t* 
     const int64_t total = s.n * p.plane, ohw = s.oh * s.ow, crs = s.c * s.r * s.s, half = (s.s + 1) / 2;
     const int64_t work = s.n * s.k * ohw * crs;
     parallel_for(s.n, team_for(double(work)), [&](int64_t first, int64_t last) {
-        // A (16 rows of 64 bytes a chunk), B (two tiles), C (two tiles of 16 × 16 f32), the last
-        // image's copy, the blocks' masks
-        const Scratch scratch(std::size_t(p.chunks * 1024 + 2048 + 2048 + round_up(p.last * 2, 64) + p.blocks * 2));
-        auto* a = scratch.as<std::uint32_t>();        // a[chunk][k][pair]
-        auto* b = a + p.chunks * 256;                 // b[pair][pixel], two tiles
-        auto* c = reinterpret_cast<float*>(b + 512);  // two tiles of sums
+        // A (16 rows of 64 bytes a chunk), B (a tile a chunk, twice), C (two tiles of 16 × 16 f32),
+        // the last image's copy, the blocks' masks. Each chunk's B has a place of its own: the tile
+        // loads do not tell the compiler that they read it, so it may not be written over before
+        // the next block's tile store (which does tell it).
+        const Scratch scratch(std::size_t(3 * p.chunks * 1024 + 2048 + round_up(p.last * 2, 64) + p.blocks * 2));
+        auto* a = scratch.as<std::uint32_t>();                       // a[chunk][k][pair]
+        auto* b = a + p.chunks * 256;                                // b[parity][chunk][pair][pixel]
+        auto* c = reinterpret_cast<float*>(b + 2 * p.chunks * 256);  // two tiles of sums
         auto* copy = reinterpret_cast<std::uint16_t*>(c + 512);
         std::memset(a, 0, std::size_t(p.chunks) * 1024);
         for (int64_t k = 0; k < s.k; ++k)
@@ -223,7 +226,7 @@ void forward(const Conv2dShape& s, const std::uint16_t* x, const std::uint16_t* 
             std::uint16_t* out = y + n * s.k * ohw;
             int64_t written = 0;  // output pixels stored so far
             // Block q's sums go to accumulator 0 or 7 and to c's first or second half by parity,
-            // and its B to b's first or second half: the output of block q - 1 is stored while the
+            // and its B tiles to b's first or second half: the output of block q - 1 is stored while the
             // tiles work on block q, instead of waiting for each product.
             const auto emit = [&](int64_t q) {
                 const float* sums = c + q % 2 * 256;
@@ -244,7 +247,7 @@ void forward(const Conv2dShape& s, const std::uint16_t* x, const std::uint16_t* 
                 if (odd) _tile_zero(7);
                 else _tile_zero(0);
                 for (int64_t chunk = 0; chunk < p.chunks; ++chunk) {
-                    std::uint32_t* pairs = b + (q % 2) * 256;
+                    std::uint32_t* pairs = b + (q % 2 * p.chunks + chunk) * 256;
                     const int64_t count = std::min(kRows, p.pairs - chunk * kRows);
                     for (int64_t r = 0; r < count; ++r) {
                         const int64_t i = chunk * kRows + r;
@@ -314,18 +317,6 @@ struct WeightPlan {
     }
 };
 
-bool all_finite(const std::uint16_t* x, int64_t n) {
-    const __m512i exponent = _mm512_set1_epi16(0x7f80);
-    __mmask32 any = 0;
-    int64_t i = 0;
-    for (; i + 32 <= n; i += 32) {
-        const __m512i v = _mm512_and_si512(_mm512_loadu_si512(x + i), exponent);
-        any |= _mm512_cmpeq_epi16_mask(v, exponent);
-    }
-    for (; i < n; ++i) any |= (x[i] & 0x7f80) == 0x7f80;
-    return any == 0;
-}
-
 // The 16 × 16 transpose of 32-bit words held in r (r[i] becomes column i).
 inline void transpose16(__m512i (&r)[16]) {
     __m512i t[16];
@@ -357,7 +348,7 @@ inline void transpose16(__m512i (&r)[16]) {
 // False, having summed nothing, where x holds a NaN or an infinity in these images.
 bool weight_task(const Conv2dShape& s, const WeightPlan& p, const std::uint16_t* x, const std::uint16_t* gy, int64_t n0,
                  int64_t n1, char* scratch) {
-    if (!all_finite(x + n0 * p.plane, (n1 - n0) * p.plane)) return false;
+    if (any_nonfinite(reinterpret_cast<const BFloat16*>(x) + n0 * p.plane, (n1 - n0) * p.plane)) return false;
     auto* b = reinterpret_cast<std::uint32_t*>(scratch);  // per image and block, b[i][k]: pixels 2i, 2i + 1
     auto* valid = reinterpret_cast<__mmask32*>(scratch + p.b_bytes);
     auto* before = reinterpret_cast<std::uint32_t*>(valid + p.blocks);  // real pixels before each block

@@ -477,7 +477,8 @@ namespace fluxion::backend::cpu {
 // step from 2.15-2.30 to 2.01-2.14 ms, eager, and from 1.67-1.85 to 1.58-1.73 compiled, in three
 // interleaved rounds (BENCHMARKS.md, "Intel Xeon with AMX"). Its forward pass stays in oneDNN: the
 // direct forward kernels take at most 3 input channels. Where AMX is there, fluxion's own AMX
-// kernels (conv_amx.hpp) take those gradients before the direct kernels do (widen.cpp).
+// kernels (conv_amx.hpp) take those gradients, and the forward passes of at most 3 channels, before
+// the direct kernels do (widen.cpp).
 bool bf16_conv_in_onednn(ConvPass pass, const Conv2dShape& s) {
     if (!onednn_bf16_preferred()) return false;
     if (!direct_conv2d_takes(pass, s)) return true;

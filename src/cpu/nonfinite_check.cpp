@@ -1,7 +1,6 @@
 // nonfinite_check.cpp — mixed precision's overflow check (core/backend.hpp, nonfinite_check): one
-// parallel pass over every gradient of a step. An element is finite when its exponent bits are not
-// all ones, so each scan keeps the largest exponent field it sees, a max of integers that vectorises;
-// a divided value is first computed in f32 as a division kernel would.
+// parallel pass over every gradient of a step (any_nonfinite, nonfinite.hpp); a divided value is
+// first computed in f32 as a division kernel would.
 #include <algorithm>
 #include <atomic>
 #include <bit>
@@ -12,41 +11,11 @@
 #include "cpu/dispatch.hpp"
 #include "cpu/half_simd.hpp"
 #include "cpu/kernels.hpp"
+#include "cpu/nonfinite.hpp"
 #include "cpu/parallel.hpp"
 
 namespace fluxion::backend::cpu {
 namespace {
-
-// The exponent field of each type's bits, all ones for infinities and NaN.
-template <class T> struct Bits;
-template <> struct Bits<float> {
-    using U = std::uint32_t;
-    static constexpr U kExponent = 0x7f800000u;
-};
-template <> struct Bits<double> {
-    using U = std::uint64_t;
-    static constexpr U kExponent = 0x7ff0000000000000u;
-};
-template <> struct Bits<BFloat16> {
-    using U = std::uint16_t;
-    static constexpr U kExponent = 0x7f80u;
-};
-template <> struct Bits<Half> {
-    using U = std::uint16_t;
-    static constexpr U kExponent = 0x7c00u;
-};
-
-// Whether x[0, n) holds a value that is not finite.
-template <class T> bool any_nonfinite(const T* x, int64_t n) {
-    using U = typename Bits<T>::U;
-    U top = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        U bits;
-        std::memcpy(&bits, x + i, sizeof(U));
-        top = std::max<U>(top, bits & Bits<T>::kExponent);
-    }
-    return top == Bits<T>::kExponent;
-}
 
 // The same for x[i] / divisor in T's compute type (16-bit cells widened to f32 chunk by chunk).
 template <class T> bool any_nonfinite_divided(const T* x, int64_t n, double divisor) {
