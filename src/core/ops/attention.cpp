@@ -5,9 +5,9 @@
 // {N, L, heads · d} included), so the views that split and merge heads are never copied; the scale
 // is the GEMM's alpha. On the CPU a block's batch entries go through the products and the softmax a
 // run at a time (about 256 KiB of scores per thread), so that the scores stay in the cache between
-// the calls. When all
-// the queries fit in one block the forward pass keeps its weights for the backward pass; otherwise
-// the backward pass recomputes a block's weights instead of keeping {L, S} scores for the whole batch.
+// the calls. When all the queries fit in one block the forward pass keeps its weights for the
+// backward pass; otherwise the backward pass recomputes a block's weights instead of keeping {L, S}
+// scores for the whole batch.
 #include "core/ops/attention.hpp"
 
 #include <algorithm>
@@ -128,8 +128,8 @@ void weights_into(const Plan& p, const Tensor& q, const Tensor& k, const Tensor&
 // tensor with q's batch axes (or one broadcast along them) to the run's entries. A run sized for one
 // thread's cache left the others idle: the products walk the heads one call each, and a call over
 // six images (the encoder bench's run) is below what the CPU's GEMM splits between threads, so
-// attention's products ran on one thread at any thread count. The runs split the first batch axis longer than 1,
-// so that a run of a dense tensor is dense. A GPU takes the whole batch in one run: its products and
+// attention's products ran on one thread at any thread count. The runs split the first batch axis
+// longer than 1, so that a run of a dense tensor is dense. A GPU takes the whole batch in one run: its products and
 // softmax cover any batch in one kernel each, and runs sized for a CPU's cache only multiplied its
 // launches (a compiled encoder step replayed 373 kernels on an H100, three quarters of them
 // attention's products in runs of six).
