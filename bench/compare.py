@@ -101,10 +101,30 @@ TORCH = textwrap.dedent("""
             d1 = self.dec1(torch.cat([self.up1(F.interpolate(d2, scale_factor=2, mode="nearest")), e1], 1))
             return x - self.head(d1)
 
-    try:  # torchvision's ResNet-18, as fx::models::resnet18 is; its cases are left out without it
+    class BasicBlock(nn.Module):  # torchvision's ResNet-18 block, for interpreters without torchvision
+        def __init__(self, i, o, stride):
+            super().__init__()
+            self.conv1, self.bn1 = nn.Conv2d(i, o, 3, stride, 1, bias=False), nn.BatchNorm2d(o)
+            self.conv2, self.bn2 = nn.Conv2d(o, o, 3, 1, 1, bias=False), nn.BatchNorm2d(o)
+            self.downsample = (nn.Sequential(nn.Conv2d(i, o, 1, stride, bias=False), nn.BatchNorm2d(o))
+                               if stride != 1 or i != o else nn.Identity())
+
+        def forward(self, x):
+            y = F.relu(self.bn1(self.conv1(x)))
+            return F.relu(self.bn2(self.conv2(y)) + self.downsample(x))
+
+    def resnet18_by_hand(num_classes=1000):
+        layers = [nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(3, 2, 1)]
+        for i, o, stride in [(64, 64, 1), (64, 128, 2), (128, 256, 2), (256, 512, 2)]:
+            layers += [BasicBlock(i, o, stride), BasicBlock(o, o, 1)]
+        return nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(512, num_classes))
+
+    # torchvision's ResNet-18, as fx::models::resnet18 is; where torchvision is missing (pip's
+    # PyTorch here, the GPU machine's), the same layers written out, so that no PyTorch lacks the case.
+    try:
         from torchvision.models import resnet18
     except ImportError:
-        resnet18 = None
+        resnet18 = resnet18_by_hand
 
     def forward(model, x):
         def run():
@@ -156,10 +176,9 @@ TORCH = textwrap.dedent("""
             "wide_bf16_train": train_bf16(wide().to(dev), r(256, 784), labels(256), F.cross_entropy, dev, g),
             "convnet_bf16_train": train_bf16(convnet().to(dev), r(64, 3, 32, 32), labels(64), F.cross_entropy, dev, g),
             "unet_train": train(UNet().to(dev), r(64, 1, 28, 28), r(64, 1, 28, 28), F.mse_loss, g),
-        } | ({
             "resnet18_forward": forward(resnet18().to(dev).eval(), r(8, 3, 224, 224)),
             "resnet18_train": train(resnet18(num_classes=10).to(dev), r(32, 3, 64, 64), labels(32), F.cross_entropy, g),
-        } if resnet18 else {})
+        }
 
     def median_us(run, sync):
         t0 = time.perf_counter()
