@@ -80,6 +80,19 @@ TEST(Gradients, BatchNormWithoutAffineAndWithAConstantInput) {
     EXPECT_TRUE(gradcheck([&x](const fx::BatchNorm& l) { return weighted(l(x)); }, bn));
 }
 
+// The kernel's other loop order (many values per row) and relu inside it.
+TEST(Gradients, BatchNormWithReluOnLargerImages) {
+    fx::seed(16);
+    fx::BatchNorm bn(3, fx::relu);
+    bn.weight = fx::randn({3});
+    bn.bias = fx::randn({3});
+    fx::trainmode(bn);
+    EXPECT_TRUE(layer_gradcheck(bn, fx::randn({3, 3, 5, 4})));
+    fx::BatchNorm plain(2, fx::tanh, {.affine = false});
+    fx::trainmode(plain);
+    EXPECT_TRUE(layer_gradcheck(plain, fx::randn({2, 2, 17})));
+}
+
 TEST(Gradients, LayerNorm) {
     fx::seed(6);
     fx::LayerNorm ln(fx::Shape{2, 3});

@@ -2,6 +2,8 @@
 // outputs against PyTorch (tests/reference/torch_layers.py) and their train/test behaviour.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <functional>
 #include <sstream>
 
@@ -159,6 +161,117 @@ TEST(BatchNorm, WithoutTrackedStatisticsAlwaysUsesTheBatch) {
     Tensor y = bn(fx::tensor({1, 10, 3, 30}, {2, 2}));
     expect_near(y, {-1, -1, 1, 1}, 1e-4);
     EXPECT_EQ(shown(bn), "BatchNorm(2, affine=false, track_stats=false)");
+}
+
+// BatchNorm's training pass by its definition, in f64 with the library's ops: the statistics over
+// every axis but 1 (biased variance), then the affine step.
+Tensor batchnorm_definition(const Tensor& x, const Tensor& w, const Tensor& b, double eps) {
+    Tensor mu = x, var;
+    for (int a = x.ndim() - 1; a >= 0; --a)
+        if (a != 1) mu = fx::mean(mu, a, true);
+    var = fx::square(x - mu);
+    for (int a = x.ndim() - 1; a >= 0; --a)
+        if (a != 1) var = fx::mean(var, a, true);
+    fx::Shape s(std::size_t(x.ndim()), 1);
+    s[1] = x.shape(1);
+    return (x - mu) / fx::sqrt(var + eps) * w.reshape(s) + b.reshape(s);
+}
+
+double max_abs(const Tensor& t) { return fx::max(fx::abs(t)).item<double>(); }
+
+// On the CPU the training pass is one kernel each way (src/cpu/batch_norm.cpp), whose sums over a
+// channel are kept in double. Checked in f32 against the definition in f64, value and gradients
+// (of Σ y·g, g fixed), for each of the kernel's loop orders: many values per row (images), few
+// (2×2 images) and one ({N, C}); the channels' means far from 0, where f32 sums of 65,536 values
+// would lose the variance's digits.
+TEST(BatchNorm, TrainingPassMatchesItsDefinitionInF64) {
+    for (const fx::Shape& shape : {fx::Shape{64, 4, 32, 32}, fx::Shape{6, 5, 7, 9}, fx::Shape{16, 7, 2, 2},
+                                   fx::Shape{33, 6}, fx::Shape{4, 3, 1, 40}}) {
+        SCOPED_TRACE(fx::to_string(shape));
+        fx::seed(21);
+        const std::int64_t c = shape[1];
+        fx::BatchNorm bn(c);
+        bn.weight = fx::randn({c}), bn.bias = fx::randn({c});
+        fx::trainmode(bn);
+        const Tensor x = fx::randn(shape) * 3.0 + 100.0, g = fx::randn(shape);
+        auto [y, grads] = fx::withgradient(
+            [&](const fx::BatchNorm& m, const Tensor& v) { return fx::sum(m(v) * g); }, bn, x);
+        const auto& [gbn, gx] = grads;
+        const auto f64 = [](const Tensor& t) { return fx::cast(t, fx::DType::f64); };
+        auto [want, want_grads] = fx::withgradient(
+            [&](const Tensor& v, const Tensor& w, const Tensor& b) {
+                return fx::sum(batchnorm_definition(v, w, b, bn.epsilon) * f64(g));
+            },
+            f64(x), f64(bn.weight), f64(bn.bias));
+        const auto& [wx, ww, wb] = want_grads;
+        // The outputs are O(1) and the gradients' sums over a channel O(sqrt(values)).
+        EXPECT_LT(max_abs(f64(bn(x)) - batchnorm_definition(f64(x), f64(bn.weight), f64(bn.bias), bn.epsilon)), 2e-5);
+        EXPECT_LT(max_abs(f64(gx) - wx) / (max_abs(wx) + 1e-30), 1e-4);
+        EXPECT_LT(max_abs(f64(gbn.weight) - ww) / max_abs(ww), 1e-5);
+        EXPECT_LT(max_abs(f64(gbn.bias) - wb) / max_abs(wb), 1e-6);
+        // The running statistics: the batch's mean and unbiased variance, momentum 0.1.
+        const double count = double(x.numel() / c);
+        const Tensor mu = fx::mean(f64(x).transpose(0, 1).reshape({c, -1}), 1);
+        const Tensor var = fx::mean(fx::square(f64(x).transpose(0, 1).reshape({c, -1}) - mu.reshape({c, 1})), 1);
+        EXPECT_LT(max_abs(f64(bn.running_mean) - mu * 0.19), 1e-4);  // two passes: bn(x) above
+        EXPECT_LT(max_abs(f64(bn.running_var) - (0.81 + 0.19 * var * (count / (count - 1)))), 1e-4);
+    }
+}
+
+// BatchNorm(c, relu) joins relu to its kernel: the bits of BatchNorm(c) followed by fx::relu, in
+// value and in every gradient.
+TEST(BatchNorm, ReluInTheKernelGivesTheBitsOfTheReluAfterIt) {
+    for (const fx::Shape& shape : {fx::Shape{8, 5, 6, 6}, fx::Shape{8, 5, 2, 3}, fx::Shape{9, 5}}) {
+        SCOPED_TRACE(fx::to_string(shape));
+        fx::seed(22);
+        fx::BatchNorm joined(5, fx::relu), apart(5);
+        joined.weight = fx::randn({5}), joined.bias = fx::randn({5});
+        apart.weight = joined.weight, apart.bias = joined.bias;
+        fx::trainmode(joined), fx::trainmode(apart);
+        const Tensor x = fx::randn(shape), g = fx::randn(shape);
+        auto [a, ga] = fx::withgradient([&](const fx::BatchNorm& m, const Tensor& v) { return fx::sum(m(v) * g); },
+                                        joined, x);
+        auto [b, gb] = fx::withgradient(
+            [&](const fx::BatchNorm& m, const Tensor& v) { return fx::sum(fx::relu(m(v)) * g); }, apart, x);
+        const auto bits = [](const Tensor& t) { return t.to_vector<float>(); };
+        EXPECT_EQ(bits(joined(x)), bits(fx::relu(apart(x))));
+        EXPECT_EQ(bits(std::get<1>(ga)), bits(std::get<1>(gb)));
+        EXPECT_EQ(bits(std::get<0>(ga).weight), bits(std::get<0>(gb).weight));
+        EXPECT_EQ(bits(std::get<0>(ga).bias), bits(std::get<0>(gb).bias));
+        const auto out = bits(joined(x));
+        EXPECT_GT(std::count(out.begin(), out.end(), 0.0f), 0);  // relu did cut something
+    }
+}
+
+// A NaN stays in its channel: that channel's outputs, statistics and gradients are NaN, the others'
+// are those of the same input without it.
+TEST(BatchNorm, ANaNReachesOnlyItsChannel) {
+    fx::seed(23);
+    for (const fx::Shape& shape : {fx::Shape{4, 3, 5, 5}, fx::Shape{6, 3}}) {
+        SCOPED_TRACE(fx::to_string(shape));
+        fx::BatchNorm bn(3, fx::relu), clean(3, fx::relu);
+        fx::trainmode(bn), fx::trainmode(clean);
+        const Tensor x = fx::randn(shape);
+        Tensor bad = x.clone();
+        bad.select(1, 1).select(0, 2).reshape({-1}).slice(0, 0, 1).fill_(std::nan(""));
+        auto [y, g] = fx::gradient([&](const fx::BatchNorm& m, const Tensor& v) { return fx::sum(m(v)); }, bn, bad);
+        auto [yc, gc] = fx::gradient([&](const fx::BatchNorm& m, const Tensor& v) { return fx::sum(m(v)); }, clean, x);
+        for (std::int64_t ch = 0; ch < 3; ++ch) {
+            const auto out = bn(bad).select(1, ch).to_vector<float>(), want = clean(x).select(1, ch).to_vector<float>();
+            const auto gx = g.select(1, ch).to_vector<float>(), gwant = gc.select(1, ch).to_vector<float>();
+            for (std::size_t i = 0; i < out.size(); ++i) {
+                if (ch == 1) {
+                    EXPECT_TRUE(std::isnan(out[i]) && std::isnan(gx[i])) << i;
+                } else {
+                    EXPECT_EQ(out[i], want[i]) << ch << " " << i;
+                    EXPECT_EQ(gx[i], gwant[i]) << ch << " " << i;
+                }
+            }
+        }
+        EXPECT_TRUE(std::isnan(bn.running_mean.to_vector<float>()[1]));
+        EXPECT_TRUE(std::isnan(y.weight.to_vector<float>()[1]));
+        EXPECT_FALSE(std::isnan(bn.running_mean.to_vector<float>()[0]) || std::isnan(y.weight.to_vector<float>()[2]));
+    }
 }
 
 // ---- LayerNorm ----

@@ -16,7 +16,7 @@
 
 namespace fluxion::backend {
 
-inline constexpr int kAbiVersion = 7;
+inline constexpr int kAbiVersion = 8;
 inline constexpr int kMaxDims = 8;
 
 // One code per line of core/elementwise_formulas.def, the op registry, whose lines say what the
@@ -262,6 +262,23 @@ struct Backend {
     // copy.
     void (*mixed_optimiser_steps)(int device, Optimiser rule, DType t, std::size_t count, const std::int64_t* n,
                                   const OptimiserStep* const* hp, double divisor, void* const* ptrs);
+
+    // ---- normalisation (optional, ABI 8; null where a backend has none: BatchNorm then composes its
+    // training pass from the reductions and elementwise kernels above) ----
+    // BatchNorm's training pass over x {outer, c, inner}: per channel j, over its outer·inner values,
+    // the mean mean[j], the biased variance var[j] and rstd[j] = 1 / sqrt(var[j] + epsilon); then
+    // y = (x - mean[j]) · rstd[j] · weight[j] + bias[j] (weight and bias {c}, or both null: no affine
+    // step), and with `relu` y < 0 ? 0 : y (NaN stays NaN, as the relu kernel). mean, var, rstd: {c}.
+    void (*batch_norm)(int device, DType t, std::int64_t outer, std::int64_t c, std::int64_t inner, const void* x,
+                       const void* weight, const void* bias, double epsilon, bool relu, void* y, void* mean,
+                       void* var, void* rstd);
+    // Its gradient from the mean and rstd it wrote. With x̂ = (x - mean) · rstd and g = gy, or, where y
+    // is not null (the pass had `relu`), gy where y > 0 and 0 elsewhere: per channel gbias[j] = Σ g and
+    // gweight[j] = Σ g x̂ over its m = outer·inner values (each may be null), and
+    // gx = (g - Σ g / m - x̂ · Σ g x̂ / m) · rstd · weight (gx may be null; weight null: 1).
+    void (*batch_norm_backward)(int device, DType t, std::int64_t outer, std::int64_t c, std::int64_t inner,
+                                const void* x, const void* y, const void* gy, const void* mean, const void* rstd,
+                                const void* weight, void* gx, void* gweight, void* gbias);
 };
 
 // What a plugin exports (extern "C"): returns its table, or null if `abi_version` does not match.

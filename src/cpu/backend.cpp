@@ -252,6 +252,8 @@ const Backend& cpu_backend() {
             .capture_free = nullptr,
             .nonfinite_check = cpu::nonfinite_check,
             .mixed_optimiser_steps = cpu::mixed_optimiser_steps,
+            .batch_norm = cpu::batch_norm,
+            .batch_norm_backward = cpu::batch_norm_backward,
         };
     }();
     return table;

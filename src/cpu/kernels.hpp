@@ -158,6 +158,13 @@ void lstm_cell_backward(int device, DType t, int64_t n, int64_t h, const void* g
                         const void* c_prev, const void* c, const void* gh, int64_t ld_gh, const void* gh_next,
                         void* gc, void* dgates);
 
+// ---- batch_norm.cpp (f32 and f64) ----
+void batch_norm(int device, DType t, int64_t outer, int64_t c, int64_t inner, const void* x, const void* weight,
+                const void* bias, double epsilon, bool relu, void* y, void* mean, void* var, void* rstd);
+void batch_norm_backward(int device, DType t, int64_t outer, int64_t c, int64_t inner, const void* x, const void* y,
+                         const void* gy, const void* mean, const void* rstd, const void* weight, void* gx,
+                         void* gweight, void* gbias);
+
 // ---- optimiser.cpp ----
 void optimiser_step(int device, Optimiser rule, DType t, int64_t n, void* param, const void* grad, void* state1,
                     void* state2, void* state3, const OptimiserStep* hp);

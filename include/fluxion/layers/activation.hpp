@@ -31,6 +31,9 @@ public:
 
     Tensor operator()(const Tensor& x) const { return fn_ ? fn_(x) : x; }
     bool is_identity() const { return !fn_; }
+    // Whether it is the function f itself (made from the pointer f), e.g. is(fx::relu), so that a
+    // layer can join it to its own kernel.
+    bool is(Tensor (*f)(const Tensor&)) const;
     const std::string& name() const { return name_; }  // "relu", "σ", "hardσ", "softmax", "λ" for lambdas
     std::string describe() const { return name_; }
 

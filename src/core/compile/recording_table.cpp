@@ -185,6 +185,24 @@ template <int S> struct Recording {
                      });
     }
 
+    static void batch_norm(int d, DType t, I outer, I c, I inner, const void* x, const void* w, const void* b,
+                           double eps, bool relu, void* y, void* mean, void* var, void* rstd) {
+        real()->batch_norm(d, t, outer, c, inner, x, w, b, eps, relu, y, mean, var, rstd);
+        // Null weight and bias (no affine step) are recorded as fixed null addresses, replayed as null.
+        rec().record(S, {x, w, b, y, mean, var, rstd}, [R = real(), d, t, outer, c, inner, eps, relu](void* const* p) {
+            R->batch_norm(d, t, outer, c, inner, p[0], p[1], p[2], eps, relu, p[3], p[4], p[5], p[6]);
+        });
+    }
+
+    static void batch_norm_backward(int d, DType t, I outer, I c, I inner, const void* x, const void* y,
+                                    const void* gy, const void* mean, const void* rstd, const void* w, void* gx,
+                                    void* gw, void* gb) {
+        real()->batch_norm_backward(d, t, outer, c, inner, x, y, gy, mean, rstd, w, gx, gw, gb);
+        rec().record(S, {x, y, gy, mean, rstd, w, gx, gw, gb}, [R = real(), d, t, outer, c, inner](void* const* p) {
+            R->batch_norm_backward(d, t, outer, c, inner, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8]);
+        });
+    }
+
     // The hyper-parameters live in the recorder (then the plan): a replay sets the step count first.
     static void optimiser_step(int d, Optimiser rule, DType t, I n, void* param, const void* grad, void* s1, void* s2,
                                void* s3, const OptimiserStep* hp) {
@@ -282,6 +300,8 @@ template <int S> struct Recording {
         b.optimiser_step = optimiser_step;
         if (r.nonfinite_check) b.nonfinite_check = nonfinite_check;
         if (r.mixed_optimiser_steps) b.mixed_optimiser_steps = mixed_optimiser_steps;
+        if (r.batch_norm) b.batch_norm = batch_norm;
+        if (r.batch_norm_backward) b.batch_norm_backward = batch_norm_backward;
         b.copy_from_host = copy_from_host;
         b.copy_to_host = copy_to_host;
         b.copy_device = copy_device;
@@ -293,8 +313,9 @@ template <int S> struct Recording {
 // too, or compiled steps would silently skip it.
 // (ABI 2 added priority, device_properties and supports, ABI 3 the capture entries: none of them
 // is a kernel; ABI 4 the LSTM cell's two kernels, recorded above; ABI 6 the fused kernels, which
-// only the fusion of a recording calls, at replay; ABI 7 mixed precision's two, recorded above.)
-static_assert(sizeof(Backend) == 44 * sizeof(void*), "the backend table changed: record its new kernels here");
+// only the fusion of a recording calls, at replay; ABI 7 mixed precision's two and ABI 8 BatchNorm's
+// two, recorded above.)
+static_assert(sizeof(Backend) == 46 * sizeof(void*), "the backend table changed: record its new kernels here");
 
 }  // namespace
 

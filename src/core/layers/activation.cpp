@@ -38,6 +38,11 @@ Activation::Activation(Unary f) : name_(unary_name(f)) {
     if (f != identity) fn_ = f;
 }
 
+bool Activation::is(Unary f) const {
+    const Unary* held = fn_.target<Unary>();
+    return held && *held == f;
+}
+
 Activation::Activation(Axis f) : fn_([f](const Tensor& x) { return f(x, -1); }) {
     name_ = f == softmax ? "softmax" : f == logsoftmax ? "logsoftmax" : "λ";
 }
