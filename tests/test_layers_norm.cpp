@@ -194,8 +194,8 @@ TEST(BatchNorm, TrainingPassMatchesItsDefinitionInF64) {
         bn.weight = fx::randn({c}), bn.bias = fx::randn({c});
         fx::trainmode(bn);
         const Tensor x = fx::randn(shape) * 3.0 + 100.0, g = fx::randn(shape);
-        auto [y, grads] = fx::withgradient(
-            [&](const fx::BatchNorm& m, const Tensor& v) { return fx::sum(m(v) * g); }, bn, x);
+        auto [y, grads] =
+            fx::withgradient([&](const fx::BatchNorm& m, const Tensor& v) { return fx::sum(m(v) * g); }, bn, x);
         const auto& [gbn, gx] = grads;
         const auto f64 = [](const Tensor& t) { return fx::cast(t, fx::DType::f64); };
         auto [want, want_grads] = fx::withgradient(
@@ -229,8 +229,8 @@ TEST(BatchNorm, ReluInTheKernelGivesTheBitsOfTheReluAfterIt) {
         apart.weight = joined.weight, apart.bias = joined.bias;
         fx::trainmode(joined), fx::trainmode(apart);
         const Tensor x = fx::randn(shape), g = fx::randn(shape);
-        auto [a, ga] = fx::withgradient([&](const fx::BatchNorm& m, const Tensor& v) { return fx::sum(m(v) * g); },
-                                        joined, x);
+        auto [a, ga] =
+            fx::withgradient([&](const fx::BatchNorm& m, const Tensor& v) { return fx::sum(m(v) * g); }, joined, x);
         auto [b, gb] = fx::withgradient(
             [&](const fx::BatchNorm& m, const Tensor& v) { return fx::sum(fx::relu(m(v)) * g); }, apart, x);
         const auto bits = [](const Tensor& t) { return t.to_vector<float>(); };
@@ -283,6 +283,35 @@ TEST(LayerNorm, MatchesPyTorchOverTheLastAxes) {
     expect_matches(ln(wave({2, 3, 7, 6}, 0.37, 0.1)), "layernorm", {2, 3, 7, 6}, -12.4467515574,
                    {0.356556082, 0.989685254, 1.55622943});
     EXPECT_EQ(shown(fx::LayerNorm(fx::Shape{7, 6})), "LayerNorm((7, 6))  # 84 parameters");
+}
+
+// LayerNorm and GroupNorm normalise rows through BatchNorm's CPU kernel (each row a channel of one
+// row): in f32 against the definition in f64, value and the input's gradient, for rows of few values
+// (5) and many (64, and GroupNorm's 2 channels of 6 × 6), their means far from 0.
+TEST(LayerNorm, RowsThroughTheKernelMatchTheDefinitionInF64) {
+    const auto f64 = [](const Tensor& t) { return fx::cast(t, fx::DType::f64); };
+    const auto definition = [](const Tensor& rows, double eps) {
+        const Tensor mu = fx::mean(rows, 1, true), centred = rows - mu;
+        return centred / fx::sqrt(fx::mean(fx::square(centred), 1, true) + eps);
+    };
+    fx::seed(24);
+    for (std::int64_t features : {5, 64}) {
+        SCOPED_TRACE(features);
+        fx::LayerNorm ln(features, {}, {.affine = false});
+        const Tensor x = fx::randn({7, 3, features}) * 2.0 - 50.0, g = fx::randn({7, 3, features});
+        auto [gx] = fx::gradient([&](const Tensor& v) { return fx::sum(ln(v) * g); }, x);
+        auto [wx] = fx::gradient(
+            [&](const Tensor& v) {
+                return fx::sum(definition(v.reshape({-1, features}), ln.epsilon) * f64(g).reshape({-1, features}));
+            },
+            f64(x));
+        EXPECT_LT(max_abs(f64(ln(x)).reshape({-1, features}) - definition(f64(x).reshape({-1, features}), ln.epsilon)),
+                  2e-5);
+        EXPECT_LT(max_abs(f64(gx) - wx) / max_abs(wx), 1e-5);
+    }
+    fx::GroupNorm gn(4, 2);
+    const Tensor x = fx::randn({3, 4, 6, 6}) + 20.0;
+    EXPECT_LT(max_abs(f64(gn(x)).reshape({6, -1}) - definition(f64(x).reshape({6, -1}), gn.epsilon)), 2e-5);
 }
 
 TEST(LayerNorm, EpsilonAndNoAffineMatchPyTorch) {

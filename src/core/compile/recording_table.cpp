@@ -194,9 +194,8 @@ template <int S> struct Recording {
         });
     }
 
-    static void batch_norm_backward(int d, DType t, I outer, I c, I inner, const void* x, const void* y,
-                                    const void* gy, const void* mean, const void* rstd, const void* w, void* gx,
-                                    void* gw, void* gb) {
+    static void batch_norm_backward(int d, DType t, I outer, I c, I inner, const void* x, const void* y, const void* gy,
+                                    const void* mean, const void* rstd, const void* w, void* gx, void* gw, void* gb) {
         real()->batch_norm_backward(d, t, outer, c, inner, x, y, gy, mean, rstd, w, gx, gw, gb);
         rec().record(S, {x, y, gy, mean, rstd, w, gx, gw, gb}, [R = real(), d, t, outer, c, inner](void* const* p) {
             R->batch_norm_backward(d, t, outer, c, inner, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8]);

@@ -22,14 +22,74 @@ Tensor mean_over(Tensor x, const std::vector<int>& axes) {
     return x;
 }
 
+// The normalisation by statistics over x viewed as {outer, c, inner}, per index of the middle axis
+// over its outer·inner values, in one kernel call each way where the device's table has BatchNorm's
+// kernels (core/backend.hpp) and x is f32 or f64: BatchNorm's training pass (the statistics per
+// channel), and LayerNorm's, GroupNorm's and InstanceNorm's (outer 1: per row of `inner` values).
+// Then the affine step with weight and bias {c} (or neither) and, with `relu`, the relu after it.
+// Returns an undefined tensor, having done nothing, where the kernels cannot take the call; then
+// the caller composes it. Sets `mu` and `var` {c} (untracked): the running statistics' inputs.
+Tensor fused_batch_norm(const char* op, const Tensor& x, std::int64_t outer, std::int64_t c, std::int64_t inner,
+                        const Tensor& weight, const Tensor& bias, double epsilon, bool relu, Tensor& mu, Tensor& var) {
+    const DType t = x.dtype();
+    const Device dev = x.device();
+    if (t != DType::f32 && t != DType::f64) return {};
+    if (weight.defined() &&
+        (weight.dtype() != t || bias.dtype() != t || weight.device() != dev || bias.device() != dev))
+        return {};
+    const backend::Backend& table = detail::backend_for(dev);
+    if (!table.batch_norm || !table.batch_norm_backward) return {};
+    const bool affine = weight.defined();
+    const std::vector<Tensor> inputs = affine ? std::vector<Tensor>{x, weight, bias} : std::vector<Tensor>{x};
+    Tensor xc, w, b, y, rstd;
+    {
+        NoGrad no_grad;
+        xc = x.contiguous();
+        if (affine) w = weight.contiguous(), b = bias.contiguous();
+        y = detail::make_tensor(x.shape(), t, dev);
+        mu = detail::make_tensor({c}, t, dev), var = detail::make_tensor({c}, t, dev);
+        rstd = detail::make_tensor({c}, t, dev);
+        table.batch_norm(dev.index, t, outer, c, inner, xc.data_ptr(), affine ? w.data_ptr() : nullptr,
+                         affine ? b.data_ptr() : nullptr, epsilon, relu, y.data_ptr(), mu.data_ptr(), var.data_ptr(),
+                         rstd.data_ptr());
+    }
+    if (!detail::any_tracked(inputs)) return y;
+    return detail::record(
+        op, inputs, y,
+        [xc, w, y = relu ? y : Tensor(), mean = mu, rstd, relu, outer, c, inner](const Tensor& g,
+                                                                                const std::vector<bool>& needs) {
+            const DType t = xc.dtype();
+            const Device dev = xc.device();
+            const Tensor gc = g.contiguous();
+            std::vector<Tensor> grads(needs.size());
+            if (needs[0]) grads[0] = detail::make_tensor(xc.shape(), t, dev);
+            if (needs.size() == 3) {  // both or neither: one kernel pass gives both sums
+                grads[1] = detail::make_tensor({c}, t, dev);
+                grads[2] = detail::make_tensor({c}, t, dev);
+            }
+            auto ptr = [](const Tensor& v) { return v.defined() ? v.data_ptr() : nullptr; };
+            detail::backend_for(dev).batch_norm_backward(
+                dev.index, t, outer, c, inner, xc.data_ptr(), relu ? y.data_ptr() : nullptr, gc.data_ptr(),
+                mean.data_ptr(), rstd.data_ptr(), ptr(w), ptr(grads[0]),
+                needs.size() == 3 ? grads[1].data_ptr() : nullptr, needs.size() == 3 ? grads[2].data_ptr() : nullptr);
+            return grads;
+        });
+}
+
 // (x - mean) / sqrt(var + epsilon) over each run of `features` trailing elements of x, as one
 // recorded op whose backward pass is the closed form
 //   gx = (g - mean(g) - x̂ mean(g x̂)) / sqrt(var + epsilon)
-// with the means over each run: 7 passes over x where the autodiff of the forward composition takes
-// about 12, and none of them on a broadcast of a {..., 1} statistic back to x's shape.
+// with the means over each run: BatchNorm's kernels where the device has them (each run a channel of
+// one row), else 7 passes over x where the autodiff of the forward composition takes about 12, and
+// none of them on a broadcast of a {..., 1} statistic back to x's shape.
 Tensor normalised(const Tensor& x, std::int64_t features, double epsilon) {
     const Shape shape = x.shape();
-    Tensor xhat, rstd;
+    Tensor xhat, rstd, mu, var;
+    if (features > 0) {
+        xhat = fused_batch_norm("layer_norm", x, 1, x.numel() / features, features, Tensor(), Tensor(), epsilon, false,
+                                mu, var);
+        if (xhat.defined()) return xhat;
+    }
     {
         NoGrad no_grad;
         const Tensor rows = x.reshape({-1, features});
@@ -92,61 +152,6 @@ Tensor batch_normalised(const Tensor& x, const std::vector<int>& axes, const Ten
                               if (needs.size() == 3) grads[1] = sgx, grads[2] = sg;
                               return grads;
                           });
-}
-
-// batch_normalised in one kernel call each way, where the device's table has BatchNorm's kernels
-// (core/backend.hpp) and x is f32 or f64: the statistics over every axis but `axis`, the affine
-// step with weight and bias {c} (or neither) and, with `relu`, the relu after it. Returns an
-// undefined tensor, having done nothing, where the kernels cannot take the call; then the caller
-// composes it. Sets `mu` and `var` {c} (untracked) for the running statistics.
-Tensor fused_batch_norm(const Tensor& x, int axis, const Tensor& weight, const Tensor& bias, double epsilon,
-                        bool relu, Tensor& mu, Tensor& var) {
-    const DType t = x.dtype();
-    const Device dev = x.device();
-    if (t != DType::f32 && t != DType::f64) return {};
-    if (weight.defined() && (weight.dtype() != t || bias.dtype() != t || weight.device() != dev || bias.device() != dev))
-        return {};
-    const backend::Backend& table = detail::backend_for(dev);
-    if (!table.batch_norm || !table.batch_norm_backward) return {};
-    std::int64_t outer = 1, inner = 1;
-    for (int a = 0; a < axis; ++a) outer *= x.shape(a);
-    for (int a = axis + 1; a < x.ndim(); ++a) inner *= x.shape(a);
-    const std::int64_t c = x.shape(axis);
-    const bool affine = weight.defined();
-    const std::vector<Tensor> inputs = affine ? std::vector<Tensor>{x, weight, bias} : std::vector<Tensor>{x};
-    Tensor xc, w, b, y, rstd;
-    {
-        NoGrad no_grad;
-        xc = x.contiguous();
-        if (affine) w = weight.contiguous(), b = bias.contiguous();
-        y = detail::make_tensor(x.shape(), t, dev);
-        mu = detail::make_tensor({c}, t, dev), var = detail::make_tensor({c}, t, dev);
-        rstd = detail::make_tensor({c}, t, dev);
-        table.batch_norm(dev.index, t, outer, c, inner, xc.data_ptr(), affine ? w.data_ptr() : nullptr,
-                         affine ? b.data_ptr() : nullptr, epsilon, relu, y.data_ptr(), mu.data_ptr(), var.data_ptr(),
-                         rstd.data_ptr());
-    }
-    if (!detail::any_tracked(inputs)) return y;
-    return detail::record(
-        "batch_norm", inputs, y,
-        [xc, w, y, mean = mu, rstd, relu, outer, c, inner](const Tensor& g, const std::vector<bool>& needs) {
-            const DType t = xc.dtype();
-            const Device dev = xc.device();
-            const Tensor gc = g.contiguous();
-            std::vector<Tensor> grads(needs.size());
-            if (needs[0]) grads[0] = detail::make_tensor(xc.shape(), t, dev);
-            if (needs.size() == 3) {  // both or neither: one kernel pass gives both sums
-                grads[1] = detail::make_tensor({c}, t, dev);
-                grads[2] = detail::make_tensor({c}, t, dev);
-            }
-            auto ptr = [](const Tensor& v) { return v.defined() ? v.data_ptr() : nullptr; };
-            detail::backend_for(dev).batch_norm_backward(dev.index, t, outer, c, inner, xc.data_ptr(),
-                                                 relu ? y.data_ptr() : nullptr, gc.data_ptr(), mean.data_ptr(),
-                                                 rstd.data_ptr(), ptr(w), ptr(grads[0]),
-                                                 needs.size() == 3 ? grads[1].data_ptr() : nullptr,
-                                                 needs.size() == 3 ? grads[2].data_ptr() : nullptr);
-            return grads;
-        });
 }
 
 // x normalised with running statistics as PyTorch's inference kernel does it: x · scale + shift, with
@@ -244,7 +249,10 @@ Tensor BatchNorm::operator()(const Tensor& x) const {
             Tensor mu, var;
             // relu joins the kernel where it can; any other activation follows it.
             const bool relu = activation.is(fluxion::relu);
-            y = fused_batch_norm(x, axis, weight, bias, epsilon, relu, mu, var);
+            std::int64_t outer = 1, inner = 1;
+            for (int a = 0; a < axis; ++a) outer *= x.shape(a);
+            for (int a = axis + 1; a < x.ndim(); ++a) inner *= x.shape(a);
+            y = fused_batch_norm("batch_norm", x, outer, channels_, inner, weight, bias, epsilon, relu, mu, var);
             if (y.defined()) activated = relu;
             else y = batch_normalised(x, axes, w, b, epsilon, mu, var);
             if (running_mean.defined() && training(mode)) {
