@@ -172,6 +172,26 @@ TEST(InstanceNorm, RunningStatisticsMatchPyTorch) {
     EXPECT_EQ(st[1].first, "running_var");
 }
 
+// An empty batch, or images of no pixels, give empty outputs and gradients (they divided by the
+// batch's size once, a SIGFPE), and leave InstanceNorm's running statistics as they were.
+TEST(InstanceNorm, EmptyBatchesAndEmptyImagesGiveEmptyOutputs) {
+    fx::GroupNorm gn(4, 2);
+    fx::InstanceNorm in(4, {.track_stats = true});
+    fx::LayerNorm ln(4);
+    fx::trainmode(in);
+    for (const fx::Shape& shape : {fx::Shape{0, 4, 3, 3}, fx::Shape{2, 4, 0, 3}}) {
+        SCOPED_TRACE(fx::to_string(shape));
+        const Tensor x = fx::zeros(shape);
+        EXPECT_EQ(gn(x).shape(), shape);
+        auto [g] = fx::gradient([&](const Tensor& v) { return fx::sum(gn(v)); }, x);
+        EXPECT_EQ(g.shape(), shape);
+        if (shape[0] == 0) EXPECT_EQ(in(x).shape(), shape);
+    }
+    EXPECT_EQ(in.running_mean.to_vector<float>(), std::vector<float>(4, 0.0f));
+    EXPECT_EQ(in.running_var.to_vector<float>(), std::vector<float>(4, 1.0f));
+    EXPECT_EQ(ln(fx::zeros({0, 4})).shape(), (fx::Shape{0, 4}));
+}
+
 TEST(InstanceNorm, DefaultsAreFluxsAndPyTorchs) {
     fx::InstanceNorm in(4);
     EXPECT_FALSE(in.weight.defined());

@@ -85,7 +85,8 @@ Tensor fused_batch_norm(const char* op, const Tensor& x, std::int64_t outer, std
 Tensor normalised(const Tensor& x, std::int64_t features, double epsilon) {
     const Shape shape = x.shape();
     Tensor xhat, rstd, mu, var;
-    if (features > 0) {
+    if (x.numel() == 0) return x * 1.0;  // no rows, or rows of no values (an image of height 0)
+    {
         xhat = fused_batch_norm("layer_norm", x, 1, x.numel() / features, features, Tensor(), Tensor(), epsilon, false,
                                 mu, var);
         if (xhat.defined()) return xhat;
@@ -185,8 +186,11 @@ int channel_axis(const std::string& layer, const Tensor& x, std::int64_t channel
 // x normalised over each group of `groups` runs of channels (and their spatial values) of each
 // sample: x viewed as {N·groups, rest} goes through `normalised`.
 Tensor group_normalised(const Tensor& x, int axis, std::int64_t groups, double epsilon) {
-    std::int64_t samples = axis == 0 ? 1 : x.shape(0);
-    std::int64_t rest = x.numel() / (samples * groups);
+    // Each sample's values, counted without dividing by the samples: a batch may be empty.
+    const std::int64_t samples = axis == 0 ? 1 : x.shape(0);
+    std::int64_t rest = 1;
+    for (int a = axis; a < x.ndim(); ++a) rest *= x.shape(a);
+    rest /= groups;
     return normalised(x.reshape({samples * groups, rest}), rest, epsilon).reshape(x.shape());
 }
 
@@ -366,7 +370,9 @@ std::string InstanceNorm::describe() const {
 Tensor InstanceNorm::operator()(const Tensor& x) const {
     int axis = channel_axis(describe(), x, channels_);
     bool instance_stats = training(mode) || !running_mean.defined();
-    std::int64_t samples = axis == 0 ? 1 : x.shape(0), count = x.numel() / (samples * channels_);
+    const std::int64_t samples = axis == 0 ? 1 : x.shape(0);
+    std::int64_t count = 1;  // spatial values per channel, counted without dividing: a batch may be empty
+    for (int a = axis + 1; a < x.ndim(); ++a) count *= x.shape(a);
     if (instance_stats && count < 2)
         throw ShapeError(describe() + ": normalising needs more than one spatial value per channel, got input " +
                          to_string(x.shape()));
@@ -374,8 +380,9 @@ Tensor InstanceNorm::operator()(const Tensor& x) const {
         Tensor y;
         if (instance_stats) {
             y = group_normalised(x, axis, channels_, epsilon);
-            if (running_mean.defined() && training(mode)) {
-                // PyTorch's update: the batch's mean of each instance's mean and unbiased variance.
+            if (running_mean.defined() && training(mode) && samples > 0) {
+                // PyTorch's update: the batch's mean of each instance's mean and unbiased variance
+                // (none from an empty batch, whose means would be NaN).
                 NoGrad no_grad;
                 Tensor rows = x.reshape({samples, channels_, count});
                 Tensor mu = mean(rows, 2, true);
