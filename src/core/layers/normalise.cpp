@@ -1,6 +1,6 @@
 // normalise.cpp — BatchNorm, LayerNorm, GroupNorm and InstanceNorm written with differentiable ops;
 // the normalisation by batch or by row statistics is one recorded op each, with a closed-form
-// backward pass (BatchNorm's one kernel call each way where the device's table has its kernels);
+// backward pass (one kernel call each way, BatchNorm's, where the device's table has those kernels);
 // running statistics are updated in place outside the tape.
 #include "fluxion/layers/normalise.hpp"
 
@@ -86,11 +86,9 @@ Tensor normalised(const Tensor& x, std::int64_t features, double epsilon) {
     const Shape shape = x.shape();
     Tensor xhat, rstd, mu, var;
     if (x.numel() == 0) return x * 1.0;  // no rows, or rows of no values (an image of height 0)
-    {
-        xhat = fused_batch_norm("layer_norm", x, 1, x.numel() / features, features, Tensor(), Tensor(), epsilon, false,
-                                mu, var);
-        if (xhat.defined()) return xhat;
-    }
+    xhat = fused_batch_norm("layer_norm", x, 1, x.numel() / features, features, Tensor(), Tensor(), epsilon, false, mu,
+                            var);
+    if (xhat.defined()) return xhat;
     {
         NoGrad no_grad;
         const Tensor rows = x.reshape({-1, features});
