@@ -212,26 +212,28 @@ auto convnet() {
                      fx::Dense(2048, 10));
 }
 
-void wide_train(benchmark::State& state, fx::Device dev) {
+template <bool compiled> void wide_train(benchmark::State& state, fx::Device dev) {
     fx::seed(0);
     const fx::Tensor x = fx::randn({256, 784}) | dev, y = labels(256, 10, dev);
-    train_steps(state, wide() | dev, x, y, crossentropy_on(y, 10));
+    if constexpr (compiled) compiled_steps(state, wide() | dev, x, y, crossentropy_on(y, 10));
+    else train_steps(state, wide() | dev, x, y, crossentropy_on(y, 10));
 }
 
-void convnet_train(benchmark::State& state, fx::Device dev) {
+template <bool compiled> void convnet_train(benchmark::State& state, fx::Device dev) {
     fx::seed(0);
     const fx::Tensor x = fx::randn({64, 3, 32, 32}) | dev, y = labels(64, 10, dev);
-    train_steps(state, convnet() | dev, x, y, crossentropy_on(y, 10));
+    if constexpr (compiled) compiled_steps(state, convnet() | dev, x, y, crossentropy_on(y, 10));
+    else train_steps(state, convnet() | dev, x, y, crossentropy_on(y, 10));
 }
 
-void wide_bf16_train(benchmark::State& state, fx::Device dev) {
+template <bool compiled> void wide_bf16_train(benchmark::State& state, fx::Device dev) {
     fx::seed(0);
-    bf16_steps<false>(state, wide() | dev, fx::randn({256, 784}) | dev, labels(256, 10, dev));
+    bf16_steps<compiled>(state, wide() | dev, fx::randn({256, 784}) | dev, labels(256, 10, dev));
 }
 
-void convnet_bf16_train(benchmark::State& state, fx::Device dev) {
+template <bool compiled> void convnet_bf16_train(benchmark::State& state, fx::Device dev) {
     fx::seed(0);
-    bf16_steps<false>(state, convnet() | dev, fx::randn({64, 3, 32, 32}) | dev, labels(64, 10, dev));
+    bf16_steps<compiled>(state, convnet() | dev, fx::randn({64, 3, 32, 32}) | dev, labels(64, 10, dev));
 }
 
 template <bool compiled> void resnet18_forward(benchmark::State& state, fx::Device dev) {
@@ -291,22 +293,26 @@ int register_all() {
         add("mlp_forward", mlp_forward);
         add("mlp_train", mlp_train<false>);
         add("lenet5_train", lenet5_train<false>);
-        add("wide_train", wide_train);
-        add("convnet_train", convnet_train);
+        add("wide_train", wide_train<false>);
+        add("convnet_train", convnet_train<false>);
         add("lstm_train", lstm_train<false>);
         add("encoder_train", encoder_train<false>);
         add("lenet5_bf16_train", lenet5_bf16_train<false>);
-        add("wide_bf16_train", wide_bf16_train);
-        add("convnet_bf16_train", convnet_bf16_train);
+        add("wide_bf16_train", wide_bf16_train<false>);
+        add("convnet_bf16_train", convnet_bf16_train<false>);
         add("resnet18_forward", resnet18_forward<false>);
         add("resnet18_train", resnet18_train<false>);
         add("unet_train", unet_train<false>);
         add("mlp_forward_compiled", mlp_forward_compiled);
         add("mlp_train_compiled", mlp_train<true>);
         add("lenet5_train_compiled", lenet5_train<true>);
+        add("wide_train_compiled", wide_train<true>);
+        add("convnet_train_compiled", convnet_train<true>);
         add("lstm_train_compiled", lstm_train<true>);
         add("encoder_train_compiled", encoder_train<true>);
         add("lenet5_bf16_train_compiled", lenet5_bf16_train<true>);
+        add("wide_bf16_train_compiled", wide_bf16_train<true>);
+        add("convnet_bf16_train_compiled", convnet_bf16_train<true>);
         add("resnet18_forward_compiled", resnet18_forward<true>);
         add("resnet18_train_compiled", resnet18_train<true>);
         add("unet_train_compiled", unet_train<true>);

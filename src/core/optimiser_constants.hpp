@@ -85,8 +85,9 @@ inline OptimiserConstants optimiser_constants(Optimiser rule, const OptimiserSte
     OptimiserConstants k{hp.eta, hp.rho, hp.beta1, hp.beta2, hp.epsilon, hp.lower, hp.upper, 1, 1, 1, 0, 0};
     if (optimiser_counts_steps(rule)) k.c1 = 1 - std::pow(hp.beta1, t), k.c2 = 1 - std::pow(hp.beta2, t);
     switch (rule) {
-        case Optimiser::adamw: k.shrink = 1 - hp.eta * hp.decay; break;
         case Optimiser::adamax: k.k1 = hp.eta / k.c1; break;
+        case Optimiser::adamw: k.shrink = 1 - hp.eta * hp.decay; [[fallthrough]];
+        case Optimiser::adam:
         case Optimiser::amsgrad: k.k1 = hp.eta / k.c1, k.k2 = std::sqrt(k.c2); break;
         case Optimiser::nadam: {  // PyTorch's NAdam, ψ its momentum_decay
             const double mu = detail::nadam_mu(hp.beta1, hp.decay, t);
