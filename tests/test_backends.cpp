@@ -65,8 +65,11 @@ template <class T> T with_dtype(const T& x, fx::DType dtype) {
 }
 
 // A scalar that weighs every output element differently, so that no gradient cancels by symmetry.
+// The weights are computed on the CPU, so that every device gets the same ones: the sine of large
+// arguments differs in its last places between devices, and a BatchNorm's bias gradient sums
+// hundreds of thousands of them with much cancellation.
 Tensor weighted(const Tensor& y) {
-    Tensor w = fx::sin(fx::arange(0, double(y.numel()), 1, {.dtype = y.dtype(), .device = y.device()}) * 0.9 + 0.3);
+    Tensor w = fx::sin(fx::arange(0, double(y.numel()), 1, {.dtype = y.dtype()}) * 0.9 + 0.3) | y.device();
     return fx::sum(y * w.reshape(y.shape()));
 }
 
@@ -175,6 +178,33 @@ TEST_F(Backends, NormalisationDropoutAndEmbedding) {
             expect_same(std::get<0>(want.grad), std::get<0>(got.grad), dev, tolerance(dtype), "Dropout gradient");
         }
     }
+}
+
+// BatchNorm's training pass and the row normalisations, which a device may run as one kernel each
+// way (the CPU's and Vulkan's): channels of many values and of few, {N, C} inputs, no affine step,
+// relu or none, statistics far from zero, and the per-row statistics of LayerNorm, GroupNorm and
+// InstanceNorm.
+TEST_F(Backends, NormalisationKernelsOnManyShapes) {
+    fx::seed(31);
+    for (const bool relu : {false, true}) {
+        const std::string act = relu ? " with relu" : "";
+        fx::BatchNorm bn = relu ? fx::BatchNorm(5, fx::relu) : fx::BatchNorm(5);
+        bn.weight = fx::randn({5});
+        bn.bias = fx::randn({5});
+        fx::trainmode(bn);
+        expect_layer("BatchNorm on {N, C}" + act, bn, fx::randn({37, 5}));
+        expect_layer("BatchNorm on 2×2 images" + act, bn, fx::randn({9, 5, 2, 2}));
+        expect_layer("BatchNorm on 300 images of 33×31, mean 100" + act, bn, fx::randn({300, 5, 33, 31}) * 0.5 + 100);
+    }
+    fx::BatchNorm plain(4, {.affine = false});
+    fx::trainmode(plain);
+    expect_layer("BatchNorm without weight and bias", plain, fx::randn({6, 4, 7, 3}));
+    fx::LayerNorm ln(fx::Shape{33});
+    expect_layer("LayerNorm over 33 features", ln, fx::randn({3, 7, 33}) + 5);
+    expect_layer("GroupNorm", fx::GroupNorm(8, 4), fx::randn({2, 8, 5, 5}));
+    fx::InstanceNorm in(3, {.affine = true});
+    fx::trainmode(in);
+    expect_layer("InstanceNorm", in, fx::randn({2, 3, 6, 4}));
 }
 
 TEST_F(Backends, ActivationsAndContainers) {

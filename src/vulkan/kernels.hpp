@@ -65,6 +65,14 @@ void softmax(int device, bool log, DType t, std::int64_t outer, std::int64_t n, 
 void softmax_backward(int device, bool log, DType t, std::int64_t outer, std::int64_t n, std::int64_t inner,
                       const void* y, const void* gy, void* gx);
 
+// batch_norm.cpp (f32 and f64)
+void batch_norm(int device, DType t, std::int64_t outer, std::int64_t c, std::int64_t inner, const void* x,
+                const void* weight, const void* bias, double epsilon, bool relu, void* y, void* mean, void* var,
+                void* rstd);
+void batch_norm_backward(int device, DType t, std::int64_t outer, std::int64_t c, std::int64_t inner, const void* x,
+                         const void* y, const void* gy, const void* mean, const void* rstd, const void* weight,
+                         void* gx, void* gweight, void* gbias);
+
 // gemm.cpp
 void gemm(int device, DType t, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
           double alpha, const void* a, std::int64_t lda, std::int64_t stride_a, const void* b, std::int64_t ldb,

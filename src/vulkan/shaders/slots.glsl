@@ -1,9 +1,9 @@
-// slots.glsl — the storage buffers of a shader: slot Sk (k = 0..5) at binding k + 1 when Sk_T is
+// slots.glsl — the storage buffers of a shader: slot Sk (k = 0..8) at binding k + 1 when Sk_T is
 // defined. LOADk(i) reads element i as stored (8-bit types as uint; f16 and bf16, whether in
 // uint16_t or packed in words, as float; u16 as uint), STOREk(i, v) writes it (bool slots store
 // v != 0, f16 and bf16 round to nearest even). A shader defines Sk_QUAL as readonly for the slots
 // it only reads, which tells synchronization validation (and the driver) that they are not written.
-// (Generated once by hand from one pattern; keep the six blocks alike.)
+// (Generated once by hand from one pattern; keep the nine blocks alike.)
 
 #ifdef S0_T
 #ifndef S0_QUAL
@@ -164,6 +164,87 @@ layout(std430, binding = 6) S5_QUAL buffer Slot5 { uint s5[]; };
 layout(std430, binding = 6) S5_QUAL buffer Slot5 { S5_T s5[]; };
 #define LOAD5(i) s5[i]
 #define STORE5(i, v) s5[i] = S5_T(v)
+#endif
+#endif
+
+#ifdef S6_T
+#ifndef S6_QUAL
+#define S6_QUAL
+#endif
+#if S6_BYTE
+layout(std430, binding = 7) S6_QUAL buffer Slot6 { uint s6[]; };
+#define LOAD6(i) BYTE_AT(s6, i)
+#if S6_BOOL
+#define STORE6(i, v) SET_BYTE(s6, i, ((v) != 0 ? 1u : 0u))
+#else
+#define STORE6(i, v) SET_BYTE(s6, i, uint(v))
+#endif
+#elif S6_16BIT
+layout(std430, binding = 7) S6_QUAL buffer Slot6 { uint16_t s6[]; };
+#define LOAD6(i) S6_FROM_BITS(uint(s6[i]))
+#define STORE6(i, v) s6[i] = uint16_t(S6_TO_BITS(S6_T(v)))
+#elif S6_PACKED
+layout(std430, binding = 7) S6_QUAL buffer Slot6 { uint s6[]; };
+#define LOAD6(i) S6_FROM_BITS(HALF_AT(s6, i))
+#define STORE6(i, v) SET_HALF(s6, i, S6_TO_BITS(S6_T(v)))
+#else
+layout(std430, binding = 7) S6_QUAL buffer Slot6 { S6_T s6[]; };
+#define LOAD6(i) s6[i]
+#define STORE6(i, v) s6[i] = S6_T(v)
+#endif
+#endif
+
+#ifdef S7_T
+#ifndef S7_QUAL
+#define S7_QUAL
+#endif
+#if S7_BYTE
+layout(std430, binding = 8) S7_QUAL buffer Slot7 { uint s7[]; };
+#define LOAD7(i) BYTE_AT(s7, i)
+#if S7_BOOL
+#define STORE7(i, v) SET_BYTE(s7, i, ((v) != 0 ? 1u : 0u))
+#else
+#define STORE7(i, v) SET_BYTE(s7, i, uint(v))
+#endif
+#elif S7_16BIT
+layout(std430, binding = 8) S7_QUAL buffer Slot7 { uint16_t s7[]; };
+#define LOAD7(i) S7_FROM_BITS(uint(s7[i]))
+#define STORE7(i, v) s7[i] = uint16_t(S7_TO_BITS(S7_T(v)))
+#elif S7_PACKED
+layout(std430, binding = 8) S7_QUAL buffer Slot7 { uint s7[]; };
+#define LOAD7(i) S7_FROM_BITS(HALF_AT(s7, i))
+#define STORE7(i, v) SET_HALF(s7, i, S7_TO_BITS(S7_T(v)))
+#else
+layout(std430, binding = 8) S7_QUAL buffer Slot7 { S7_T s7[]; };
+#define LOAD7(i) s7[i]
+#define STORE7(i, v) s7[i] = S7_T(v)
+#endif
+#endif
+
+#ifdef S8_T
+#ifndef S8_QUAL
+#define S8_QUAL
+#endif
+#if S8_BYTE
+layout(std430, binding = 9) S8_QUAL buffer Slot8 { uint s8[]; };
+#define LOAD8(i) BYTE_AT(s8, i)
+#if S8_BOOL
+#define STORE8(i, v) SET_BYTE(s8, i, ((v) != 0 ? 1u : 0u))
+#else
+#define STORE8(i, v) SET_BYTE(s8, i, uint(v))
+#endif
+#elif S8_16BIT
+layout(std430, binding = 9) S8_QUAL buffer Slot8 { uint16_t s8[]; };
+#define LOAD8(i) S8_FROM_BITS(uint(s8[i]))
+#define STORE8(i, v) s8[i] = uint16_t(S8_TO_BITS(S8_T(v)))
+#elif S8_PACKED
+layout(std430, binding = 9) S8_QUAL buffer Slot8 { uint s8[]; };
+#define LOAD8(i) S8_FROM_BITS(HALF_AT(s8, i))
+#define STORE8(i, v) SET_HALF(s8, i, S8_TO_BITS(S8_T(v)))
+#else
+layout(std430, binding = 9) S8_QUAL buffer Slot8 { S8_T s8[]; };
+#define LOAD8(i) s8[i]
+#define STORE8(i, v) s8[i] = S8_T(v)
 #endif
 #endif
 
