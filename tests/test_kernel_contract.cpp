@@ -1,9 +1,10 @@
 // test_kernel_contract.cpp — the contract every backend's kernels keep, at the sizes where GPU
 // kernels split work across many blocks and workgroups (ggml's test-backend-ops idea): reductions
-// over 2^20 + 1 elements and along a non-last axis, softmax over rows of 4,097, GEMMs of
-// 513×1,025×257 in every transpose combination, 65 batched products, a 64-channel convolution at
-// 56×56 with its gradients, and the edges — NaN and ±inf, integer wraparound, out-of-range indices,
-// ties, strided views at odd offsets, zero-size tensors.
+// over 2^20 + 1 elements and along a non-last axis, softmax over rows of 4,097, BatchNorm over
+// channels of more than 2^20 values, GEMMs of 513×1,025×257 in every transpose combination, 65
+// batched products, a 64-channel convolution at 56×56 with its gradients, and the edges — NaN and
+// ±inf, integer wraparound, out-of-range indices, ties, strided views at odd offsets, zero-size
+// tensors.
 //
 // Each case runs on the CPU and on every other functional device from the same inputs. Results
 // compare bit for bit where the op is exact: integers, copies, max/min and the arg reductions,
@@ -349,6 +350,78 @@ TEST(KernelContract, SoftmaxOverOneRowOfTwoToTheTwentyPlusOneMatchesTheCpu) {
         const std::vector<double> bound = host(y * spread);
         for (const auto& d : devices_for(t, {fx::Op::softmax}))
             expect_within(y, fx::softmax(x | d), bound, on(d, t, "softmax"));
+    }
+}
+
+// BatchNorm's training pass (one kernel each way where a device has BatchNorm's kernels) over 3
+// channels of 1025 images of 25 × 41 (more than 2^20 values each) at mean 50, with relu: the
+// output, the running mean and the three gradients. The statistics are sums over m values, so each
+// bound is the order-of-summation spread 2u·√m of the sums it reads (the mean |x|, the mean |g|
+// and |g x̂|), carried through the formula, plus a few roundings of the result.
+TEST(KernelContract, BatchNormOverChannelsOfMoreThanTwoToTheTwentyMatchesTheCpu) {
+    const std::int64_t n = 1025, c = 3, side = 1025, m = n * side;
+    for (DType t : {DType::f32, DType::f64}) {
+        const Tensor x = normal({n, c, 25, 41}, t, 11) * 2.0 + 50.0;  // images of 25 × 41 = side
+        const Tensor weights = normal({n, c, 25, 41}, t, 12);  // the loss Σ y·weights, the same on every device
+        fx::BatchNorm bn(c, fx::relu);
+        bn.weight = normal({c}, t, 13), bn.bias = normal({c}, t, 14);
+        fx::trainmode(bn);
+        const auto f = [](const fx::BatchNorm& l, const Tensor& v, const Tensor& w) { return fx::sum(l(v) * w); };
+        const auto copy = [](const fx::BatchNorm& l) { return fx::fmap([](const Tensor& p) { return p.clone(); }, l); };
+        fx::BatchNorm on_cpu = copy(bn);
+        const auto want = fx::withgradient(f, on_cpu, x, weights);
+        const Tensor y = copy(bn)(x);  // a copy: each call in training mode updates the running statistics
+        const auto& [gl, gx, unused] = want.grad;
+        const double u = unit_roundoff(t), spread = 2 * u * std::sqrt(double(m));
+        // Per channel: the statistics and the means of |x|, |g| and |g x̂| the bounds scale.
+        const auto xs = host(x), ys = host(y), gxs = host(gx), ws = host(weights);
+        const auto gamma = host(bn.weight), beta = host(bn.bias);
+        std::vector<double> mu(c, 0), var(c, 0), abs_x(c, 0), abs_g(c, 0), abs_gxhat(c, 0);
+        auto channel = [&](std::size_t i) { return std::int64_t(i) / side % c; };
+        for (std::size_t i = 0; i < xs.size(); ++i) mu[channel(i)] += xs[i] / double(m);
+        for (std::size_t i = 0; i < xs.size(); ++i) {
+            const auto j = channel(i);
+            var[j] += (xs[i] - mu[j]) * (xs[i] - mu[j]) / double(m);
+            abs_x[j] += std::abs(xs[i]) / double(m);
+        }
+        std::vector<double> y_bound(xs.size()), gx_bound(xs.size());
+        for (std::size_t i = 0; i < xs.size(); ++i) {
+            const auto j = channel(i);
+            const double rstd = 1 / std::sqrt(var[j] + bn.epsilon), xhat = (xs[i] - mu[j]) * rstd;
+            const double g = ys[i] > 0 ? ws[i] : 0;
+            abs_g[j] += std::abs(g) / double(m), abs_gxhat[j] += std::abs(g * xhat) / double(m);
+            // δμ = spread·mean|x|, δrstd/rstd = spread (from the variance's own sum and the mean's)
+            y_bound[i] = 4 * (spread * (abs_x[j] * rstd + std::abs(xhat)) * std::abs(gamma[j]) +
+                              u * (std::abs(ys[i]) + std::abs(beta[j])));
+        }
+        for (std::size_t i = 0; i < xs.size(); ++i) {
+            const auto j = channel(i);
+            const double rstd = 1 / std::sqrt(var[j] + bn.epsilon), xhat = (xs[i] - mu[j]) * rstd;
+            const double k = rstd * std::abs(gamma[j]);
+            // the two means Σ g / m and Σ g x̂ / m, x̂ itself (as y's), and k = rstd·γ
+            gx_bound[i] = 4 * (spread * k *
+                                   (abs_g[j] + (1 + std::abs(xhat)) * (abs_gxhat[j] + abs_x[j] * rstd * abs_g[j]) +
+                                    abs_x[j] * rstd * abs_gxhat[j]) +
+                               (spread + u) * std::abs(gxs[i]));
+        }
+        std::vector<double> gw_bound(c), gb_bound(c);
+        for (std::int64_t j = 0; j < c; ++j) {
+            gb_bound[j] = 4 * spread * abs_g[j] * double(m);
+            gw_bound[j] =
+                4 * spread * (abs_gxhat[j] + abs_x[j] * (1 / std::sqrt(var[j] + bn.epsilon)) * abs_g[j]) * double(m);
+        }
+        std::vector<double> mean_bound(c);  // momentum 0.1 times the batch mean's δμ
+        for (std::int64_t j = 0; j < c; ++j) mean_bound[j] = 4 * (0.1 * spread * abs_x[j] + u * std::abs(mu[j]));
+        for (const auto& d : devices_for(t, {fx::Op::reduce, fx::Op::binary})) {
+            fx::BatchNorm on_dev = fx::fmap([](const Tensor& p) { return p.clone(); }, bn) | d;
+            const auto got = fx::withgradient(f, on_dev, x | d, weights | d);
+            const auto& [dgl, dgx, dunused] = got.grad;
+            expect_within(y, copy(bn | d)(x | d), y_bound, on(d, t, "BatchNorm's output"));
+            expect_within(gx, dgx, gx_bound, on(d, t, "BatchNorm's ∂x"));
+            expect_within(gl.weight, dgl.weight, gw_bound, on(d, t, "BatchNorm's ∂weight"));
+            expect_within(gl.bias, dgl.bias, gb_bound, on(d, t, "BatchNorm's ∂bias"));
+            expect_within(on_cpu.running_mean, on_dev.running_mean, mean_bound, on(d, t, "BatchNorm's running mean"));
+        }
     }
 }
 

@@ -51,6 +51,14 @@ void binary(int device, Binary op, DType t, const Strided* a_view, const void* a
 void where(int device, DType t, const Strided* c_view, const void* c, const Strided* a_view, const void* a,
            const Strided* b_view, const void* b, void* out);
 
+// batch_norm.cu (f32 and f64)
+void batch_norm(int device, DType t, std::int64_t outer, std::int64_t c, std::int64_t inner, const void* x,
+                const void* weight, const void* bias, double epsilon, bool relu, void* y, void* mean, void* var,
+                void* rstd);
+void batch_norm_backward(int device, DType t, std::int64_t outer, std::int64_t c, std::int64_t inner, const void* x,
+                         const void* y, const void* gy, const void* mean, const void* rstd, const void* weight,
+                         void* gx, void* gweight, void* gbias);
+
 // reduce.cu, softmax.cu
 void reduce(int device, Reduce op, DType t, std::int64_t outer, std::int64_t n, std::int64_t inner, const void* src,
             void* dst);

@@ -57,9 +57,8 @@ constexpr backend::Backend kTable{
     // Mixed precision's multi-tensor kernels (mixed_precision.cu).
     .nonfinite_check = nonfinite_check,
     .mixed_optimiser_steps = mixed_optimiser_steps,
-    // BatchNorm composes its passes from the kernels above here (no fused kernel yet).
-    .batch_norm = nullptr,
-    .batch_norm_backward = nullptr,
+    .batch_norm = batch_norm,
+    .batch_norm_backward = batch_norm_backward,
 };
 
 }  // namespace
