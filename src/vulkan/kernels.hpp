@@ -65,6 +65,13 @@ void softmax(int device, bool log, DType t, std::int64_t outer, std::int64_t n, 
 void softmax_backward(int device, bool log, DType t, std::int64_t outer, std::int64_t n, std::int64_t inner,
                       const void* y, const void* gy, void* gx);
 
+// recurrent.cpp (f32 and f64)
+void lstm_cell(int device, DType t, std::int64_t n, std::int64_t h, void* gates, std::int64_t ld_gates,
+               const void* c_prev, void* c, void* h_out, std::int64_t ld_h);
+void lstm_cell_backward(int device, DType t, std::int64_t n, std::int64_t h, const void* gates, std::int64_t ld_gates,
+                        const void* c_prev, const void* c, const void* gh, std::int64_t ld_gh, const void* gh_next,
+                        void* gc, void* dgates);
+
 // batch_norm.cpp (f32 and f64)
 void batch_norm(int device, DType t, std::int64_t outer, std::int64_t c, std::int64_t inner, const void* x,
                 const void* weight, const void* bias, double epsilon, bool relu, void* y, void* mean, void* var,

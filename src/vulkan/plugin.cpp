@@ -43,9 +43,8 @@ constexpr backend::Backend kTable{
     .pool2d_backward = pool2d_backward,
     .softmax = softmax,
     .softmax_backward = softmax_backward,
-    // No fused LSTM cell yet: LSTM layers compose their steps from the kernels above.
-    .lstm_cell = nullptr,
-    .lstm_cell_backward = nullptr,
+    .lstm_cell = lstm_cell,
+    .lstm_cell_backward = lstm_cell_backward,
     .optimiser_step = optimiser_step,
     .elementwise_chain = elementwise_chain,
     .conv2d_epilogue = conv2d_epilogue,

@@ -86,7 +86,10 @@ foreach(t ${_float_types})
   fluxion_vulkan_variant(nonfinite_${t} nonfinite.comp C ${t} S0 ${t} S1 f32)
   fluxion_vulkan_variant(elementwise_chain_${t} elementwise_chain.comp C ${t} S0 ${t} S1 ${t} S2 ${t} S3 ${t} S4 ${t})
   fluxion_vulkan_variant(conv_epilogue_${t} conv_epilogue.comp C ${t} S0 ${t} S1 ${t})
-  # BatchNorm's training pass: f32 and f64 only, the types the core gives the kernel.
+  # BatchNorm's training pass and the LSTM cell: f32 and f64 only, the types the core gives them.
+  fluxion_vulkan_variant(lstm_cell_${t} lstm_cell.comp C ${t} S0 ${t} S1 ${t} S2 ${t} S3 ${t})
+  fluxion_vulkan_variant(lstm_cell_backward_${t} lstm_cell.comp C ${t} S0 ${t} S1 ${t} S2 ${t} S3 ${t} S4 ${t}
+                         S5 ${t} S6 ${t} DEFINES -DBACKWARD=1)
   fluxion_vulkan_variant(batch_norm_${t} batch_norm.comp C ${t} S0 ${t} S1 ${t} S2 ${t} S3 ${t} S4 ${t} S5 ${t}
                          S6 ${t})
   fluxion_vulkan_variant(batch_norm_backward_${t} batch_norm.comp C ${t} S0 ${t} S1 ${t} S2 ${t} S3 ${t} S4 ${t}
