@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <string>
 
-#include "fluxion/error.hpp"
-#include "vulkan/capabilities.hpp"
 #include "vulkan/kernels.hpp"
 #include "vulkan/launch.hpp"
 
@@ -14,14 +12,6 @@ namespace {
 
 // batch_norm.comp's FLAG_*.
 enum Flags : std::int32_t { kRelu = 1, kAffine = 2, kGx = 4, kGweight = 8, kGbias = 16 };
-
-// The suffix of t's variant, after checking that t is f32 or f64 and that the device stores it.
-std::string float_suffix(DType t, Launch& launch, const char* op) {
-    if (t != DType::f32 && t != DType::f64)
-        throw DTypeError(std::string(op) + " on " + launch.ctx().label() + ": the kernel takes f32 and f64, got " +
-                         name(t));
-    return suffix(t, launch.ctx(), op);
-}
 
 // The workgroups (one per channel, as many as the device takes at once), after checking the loop
 // limit: each invocation takes ceil(outer·inner / workgroup) values a pass, for `passes` passes, and
@@ -48,7 +38,7 @@ void batch_norm(int device, DType t, std::int64_t outer, std::int64_t c, std::in
     const std::int64_t total = outer * c * inner;
     if (total <= 0) return;
     Launch launch(device, op);
-    const std::string type = float_suffix(t, launch, op);
+    const std::string type = float_suffix(t, launch.ctx(), op);
     check_count(total, launch.ctx(), op);
     const std::size_t size = itemsize(t), bytes = std::size_t(total) * size, channel = std::size_t(c) * size;
     const bool affine = weight && bias;
@@ -75,7 +65,7 @@ void batch_norm_backward(int device, DType t, std::int64_t outer, std::int64_t c
     const std::int64_t total = outer * c * inner;
     if (total <= 0 || (!gx && !gweight && !gbias)) return;
     Launch launch(device, op);
-    const std::string type = float_suffix(t, launch, op);
+    const std::string type = float_suffix(t, launch.ctx(), op);
     check_count(total, launch.ctx(), op);
     const std::size_t size = itemsize(t), bytes = std::size_t(total) * size, channel = std::size_t(c) * size;
     // Slots without a tensor are bound to one the call has (read-only ones to x, written ones to

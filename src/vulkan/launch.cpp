@@ -87,6 +87,13 @@ std::string suffix(DType t, const Context& ctx, const char* op) {
                      " is not supported");
 }
 
+std::string float_suffix(DType t, const Context& ctx, const char* op) {
+    if (t != DType::f32 && t != DType::f64)
+        throw DTypeError(std::string(op) + " on " + ctx.label() + ": the kernel takes f32 and f64, got " +
+                         fluxion::name(t));
+    return suffix(t, ctx, op);
+}
+
 std::string bits_suffix(DType t, const Context& ctx, const char* op) {
     if (itemsize(t) == 2) return ctx.storage16 ? "u16" : "u16p";
     return suffix(t, ctx, op);

@@ -71,6 +71,9 @@ private:
 // `op` and the device when the device cannot store t (f64 without shaderFloat64, i64 without
 // shaderInt64). f16 and bf16 without storageBuffer16BitAccess: "f16p", "bf16p", packed in words.
 std::string suffix(DType t, const Context& ctx, const char* op);
+// suffix() for the kernels that take f32 and f64 only (BatchNorm's, the LSTM cell's: the core gives
+// them no other type); fluxion::DTypeError naming `op` for any other.
+std::string float_suffix(DType t, const Context& ctx, const char* op);
 // suffix(), but "u16" ("u16p") for f16 and bf16: the variants of kernels that move elements without
 // reading their values (copies, index_select, where) keep every bit, NaN payloads included.
 std::string bits_suffix(DType t, const Context& ctx, const char* op);

@@ -3,20 +3,12 @@
 // bf16 steps are composed).
 #include <string>
 
-#include "fluxion/error.hpp"
 #include "vulkan/kernels.hpp"
 #include "vulkan/launch.hpp"
 
 namespace fluxion::vulkan {
 
 namespace {
-
-std::string float_suffix(DType t, Launch& launch, const char* op) {
-    if (t != DType::f32 && t != DType::f64)
-        throw DTypeError(std::string(op) + " on " + launch.ctx().label() + ": the kernel takes f32 and f64, got " +
-                         name(t));
-    return suffix(t, launch.ctx(), op);
-}
 
 // Bytes of `rows` rows of `width` elements at row stride `ld`.
 std::size_t strided_bytes(std::int64_t rows, std::int64_t width, std::int64_t ld, std::size_t size) {
@@ -30,7 +22,7 @@ void lstm_cell(int device, DType t, std::int64_t n, std::int64_t h, void* gates,
     const char* op = "lstm_cell";
     if (n <= 0 || h <= 0) return;
     Launch launch(device, op);
-    const std::string type = float_suffix(t, launch, op);
+    const std::string type = float_suffix(t, launch.ctx(), op);
     check_count(n * ld_gates, launch.ctx(), op);
     const std::size_t size = itemsize(t), state = std::size_t(n * h) * size;
     const std::int32_t off0 = launch.buffer(gates, strided_bytes(n, 4 * h, ld_gates, size), size, true);
@@ -48,7 +40,7 @@ void lstm_cell_backward(int device, DType t, std::int64_t n, std::int64_t h, con
     const char* op = "lstm_cell_backward";
     if (n <= 0 || h <= 0) return;
     Launch launch(device, op);
-    const std::string type = float_suffix(t, launch, op);
+    const std::string type = float_suffix(t, launch.ctx(), op);
     check_count(n * ld_gates, launch.ctx(), op);
     const std::size_t size = itemsize(t), state = std::size_t(n * h) * size;
     const std::size_t gate_bytes = strided_bytes(n, 4 * h, ld_gates, size);
