@@ -19,8 +19,8 @@ python3 on PATH. Both sides use FLUXION_NUM_THREADS threads (default: every core
 The last column is each case's FLOP limit: the time its multiply-adds (MULTIPLY_ADDS; a training
 step counts the forward pass three times, for the backward pass's two products per forward one)
 take at the machine's matrix-product rate, measured in the same run (PyTorch's float32 2048^3
-product at the same threads, the best of 10). It says how far each side is from what the
-arithmetic alone needs.
+product at the same threads, the best of 10, in each round: the highest rate of the rounds, as each
+time is its lowest). It says how far each side is from what the arithmetic alone needs.
 
 Shared machines drift: the same binary's median moved by 2x within minutes on the 2-core machine
 this was written on. So the programs take turns, ROUNDS times, and each case reports the lowest of
@@ -426,6 +426,7 @@ def main():
     before_env = dict(v.split("=", 1) for v in os.environ.get("BENCH_BEFORE_ENV", "").split())
     fx, before, torches, versions, jaxes = {}, {}, {py: {} for py in pythons}, {}, {}
     graphs = {py: {} for py in pythons}
+    gflops = None
     for _ in range(rounds):
         fx = lowest(fx, fluxion_times(build))
         if before_build:
@@ -442,10 +443,11 @@ def main():
             if t is not None:
                 versions["jax"] = t["version"]
                 jaxes = lowest(jaxes, t["times"])
-    gflops = max((peak_gflops(py, threads) for py in pythons), default=None)
+        # The rate too in every round: one measured in a slow minute made the limit a third lower.
+        gflops = max([peak_gflops(py, threads) for py in pythons] + ([gflops] if gflops else []), default=None)
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, {threads} threads; "
           f"µs per call, the lowest median of {rounds} rounds"
-          + (f"; float32 matrix products at {gflops:.0f} GFLOP/s" if gflops else "") + "\n")
+          + (f"; float32 matrix products at {gflops:.0f} GFLOP/s, the best of the rounds" if gflops else "") + "\n")
     pythons = [py for py in pythons if py in versions]
     others = [(f"PyTorch {versions[py]}", torches[py]) for py in pythons]
     others += [(f"PyTorch {versions[py]} CUDA graph", graphs[py]) for py in pythons if graphs[py]]
