@@ -185,7 +185,9 @@ TEST(InstanceNorm, EmptyBatchesAndEmptyImagesGiveEmptyOutputs) {
         EXPECT_EQ(gn(x).shape(), shape);
         auto [g] = fx::gradient([&](const Tensor& v) { return fx::sum(gn(v)); }, x);
         EXPECT_EQ(g.shape(), shape);
-        if (shape[0] == 0) EXPECT_EQ(in(x).shape(), shape);
+        if (shape[0] == 0) {
+            EXPECT_EQ(in(x).shape(), shape);
+        }
     }
     EXPECT_EQ(in.running_mean.to_vector<float>(), std::vector<float>(4, 0.0f));
     EXPECT_EQ(in.running_var.to_vector<float>(), std::vector<float>(4, 1.0f));
