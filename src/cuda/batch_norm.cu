@@ -4,13 +4,12 @@
 // shares combined by block_reduce. As Vulkan's batch_norm.comp, which lavapipe runs in CI; this file
 // has been compiled, not yet run on a GPU.
 #include <cmath>
-#include <string>
 
 #include "cuda/block_reduce.cuh"
 #include "cuda/check.hpp"
+#include "cuda/dtype_dispatch.cuh"
 #include "cuda/kernels.hpp"
 #include "cuda/launch.cuh"
-#include "fluxion/error.hpp"
 
 namespace fluxion::cuda {
 
@@ -93,48 +92,35 @@ template <class T> __global__ void batch_norm_backward_kernel(std::int64_t outer
     }
 }
 
-void require_f32_or_f64(DType t, const char* op) {
-    if (t != DType::f32 && t != DType::f64)
-        throw DTypeError(std::string(op) + ": the CUDA kernel takes f32 and f64, got " + name(t));
-}
-
 }  // namespace
 
 void batch_norm(int device, DType t, std::int64_t outer, std::int64_t c, std::int64_t inner, const void* x,
                 const void* weight, const void* bias, double epsilon, bool relu, void* y, void* mean, void* var,
                 void* rstd) {
-    require_f32_or_f64(t, "batch_norm");
-    if (outer * c * inner <= 0) return;
-    Context& ctx = activate(device);
-    const unsigned blocks = row_blocks(c), threads = threads_per_row(outer * inner);
-    const auto run = [&](auto tag) {
+    dispatch_f32_f64(t, "batch_norm", [&](auto tag) {
         using T = decltype(tag);
-        batch_norm_kernel<T><<<blocks, threads, 0, ctx.stream>>>(
+        if (outer * c * inner <= 0) return;
+        Context& ctx = activate(device);
+        batch_norm_kernel<T><<<row_blocks(c), threads_per_row(outer * inner), 0, ctx.stream>>>(
             outer, c, inner, static_cast<const T*>(x), static_cast<const T*>(weight), static_cast<const T*>(bias),
             T(epsilon), relu, static_cast<T*>(y), static_cast<T*>(mean), static_cast<T*>(var), static_cast<T*>(rstd));
-    };
-    if (t == DType::f32) run(float{});
-    else run(double{});
-    FLUXION_CUDA_CHECK_LAUNCH("batch_norm kernel");
+        FLUXION_CUDA_CHECK_LAUNCH("batch_norm kernel");
+    });
 }
 
 void batch_norm_backward(int device, DType t, std::int64_t outer, std::int64_t c, std::int64_t inner, const void* x,
                          const void* y, const void* gy, const void* mean, const void* rstd, const void* weight,
                          void* gx, void* gweight, void* gbias) {
-    require_f32_or_f64(t, "batch_norm_backward");
-    if (outer * c * inner <= 0) return;
-    Context& ctx = activate(device);
-    const unsigned blocks = row_blocks(c), threads = threads_per_row(outer * inner);
-    const auto run = [&](auto tag) {
+    dispatch_f32_f64(t, "batch_norm_backward", [&](auto tag) {
         using T = decltype(tag);
-        batch_norm_backward_kernel<T><<<blocks, threads, 0, ctx.stream>>>(
+        if (outer * c * inner <= 0) return;
+        Context& ctx = activate(device);
+        batch_norm_backward_kernel<T><<<row_blocks(c), threads_per_row(outer * inner), 0, ctx.stream>>>(
             outer, c, inner, static_cast<const T*>(x), static_cast<const T*>(y), static_cast<const T*>(gy),
             static_cast<const T*>(mean), static_cast<const T*>(rstd), static_cast<const T*>(weight),
             static_cast<T*>(gx), static_cast<T*>(gweight), static_cast<T*>(gbias));
-    };
-    if (t == DType::f32) run(float{});
-    else run(double{});
-    FLUXION_CUDA_CHECK_LAUNCH("batch_norm_backward kernel");
+        FLUXION_CUDA_CHECK_LAUNCH("batch_norm_backward kernel");
+    });
 }
 
 }  // namespace fluxion::cuda

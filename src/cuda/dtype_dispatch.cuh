@@ -61,6 +61,15 @@ template <class T> __host__ __device__ inline T narrow(Compute<T> x) {
     }
 }
 
+// f32 and f64: kernels the core gives no other type (BatchNorm's, the LSTM cell's).
+template <class F> void dispatch_f32_f64(DType t, const char* op, F&& f) {
+    switch (t) {
+        case DType::f32: return f(float{});
+        case DType::f64: return f(double{});
+        default: throw_unsupported(op, t, "f32, f64");
+    }
+}
+
 // f32, f64, f16, bf16: the types of the floating-point kernels.
 template <class F> void dispatch_floating(DType t, const char* op, F&& f) {
     switch (t) {

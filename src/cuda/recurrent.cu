@@ -3,7 +3,7 @@
 // without it an LSTM step on CUDA is about ten kernels forward and twenty backward. sigmoid and
 // tanh are the op registry's (formulas.cuh), as CUDA's unary kernels compute them.
 #include "cuda/check.hpp"
-#include "cuda/dtype.hpp"
+#include "cuda/dtype_dispatch.cuh"
 #include "cuda/formulas.cuh"
 #include "cuda/kernels.hpp"
 #include "cuda/launch.cuh"
@@ -50,45 +50,34 @@ __global__ void cell_backward_kernel(std::int64_t n, std::int64_t h, const T* ga
     }
 }
 
-void require_f32_or_f64(DType t, const char* op) {
-    if (t != DType::f32 && t != DType::f64) throw_unsupported(op, t, "f32, f64");
-}
-
 }  // namespace
 
 void lstm_cell(int device, DType t, std::int64_t n, std::int64_t h, void* gates, std::int64_t ld_gates,
                const void* c_prev, void* c, void* h_out, std::int64_t ld_h) {
-    require_f32_or_f64(t, "lstm_cell");
-    if (n <= 0 || h <= 0) return;
-    Context& ctx = activate(device);
-    if (t == DType::f32)
-        cell_kernel<float><<<grid_for(ctx, n * h), kThreads, 0, ctx.stream>>>(
-            n, h, static_cast<float*>(gates), ld_gates, static_cast<const float*>(c_prev), static_cast<float*>(c),
-            static_cast<float*>(h_out), ld_h);
-    else
-        cell_kernel<double><<<grid_for(ctx, n * h), kThreads, 0, ctx.stream>>>(
-            n, h, static_cast<double*>(gates), ld_gates, static_cast<const double*>(c_prev), static_cast<double*>(c),
-            static_cast<double*>(h_out), ld_h);
-    FLUXION_CUDA_CHECK_LAUNCH("lstm_cell kernel");
+    dispatch_f32_f64(t, "lstm_cell", [&](auto tag) {
+        using T = decltype(tag);
+        if (n <= 0 || h <= 0) return;
+        Context& ctx = activate(device);
+        cell_kernel<T><<<grid_for(ctx, n * h), kThreads, 0, ctx.stream>>>(
+            n, h, static_cast<T*>(gates), ld_gates, static_cast<const T*>(c_prev), static_cast<T*>(c),
+            static_cast<T*>(h_out), ld_h);
+        FLUXION_CUDA_CHECK_LAUNCH("lstm_cell kernel");
+    });
 }
 
 void lstm_cell_backward(int device, DType t, std::int64_t n, std::int64_t h, const void* gates, std::int64_t ld_gates,
                         const void* c_prev, const void* c, const void* gh, std::int64_t ld_gh, const void* gh_next,
                         void* gc, void* dgates) {
-    require_f32_or_f64(t, "lstm_cell_backward");
-    if (n <= 0 || h <= 0) return;
-    Context& ctx = activate(device);
-    if (t == DType::f32)
-        cell_backward_kernel<float><<<grid_for(ctx, n * h), kThreads, 0, ctx.stream>>>(
-            n, h, static_cast<const float*>(gates), ld_gates, static_cast<const float*>(c_prev),
-            static_cast<const float*>(c), static_cast<const float*>(gh), ld_gh, static_cast<const float*>(gh_next),
-            static_cast<float*>(gc), static_cast<float*>(dgates));
-    else
-        cell_backward_kernel<double><<<grid_for(ctx, n * h), kThreads, 0, ctx.stream>>>(
-            n, h, static_cast<const double*>(gates), ld_gates, static_cast<const double*>(c_prev),
-            static_cast<const double*>(c), static_cast<const double*>(gh), ld_gh, static_cast<const double*>(gh_next),
-            static_cast<double*>(gc), static_cast<double*>(dgates));
-    FLUXION_CUDA_CHECK_LAUNCH("lstm_cell_backward kernel");
+    dispatch_f32_f64(t, "lstm_cell_backward", [&](auto tag) {
+        using T = decltype(tag);
+        if (n <= 0 || h <= 0) return;
+        Context& ctx = activate(device);
+        cell_backward_kernel<T><<<grid_for(ctx, n * h), kThreads, 0, ctx.stream>>>(
+            n, h, static_cast<const T*>(gates), ld_gates, static_cast<const T*>(c_prev), static_cast<const T*>(c),
+            static_cast<const T*>(gh), ld_gh, static_cast<const T*>(gh_next), static_cast<T*>(gc),
+            static_cast<T*>(dgates));
+        FLUXION_CUDA_CHECK_LAUNCH("lstm_cell_backward kernel");
+    });
 }
 
 }  // namespace fluxion::cuda
